@@ -1,0 +1,7 @@
+"""fwcore: inference and learning in discrete graphical models through MAP solvers,
+built on Frank-Wolfe."""
+from .model import PairwiseMRF
+from .generators import (grid, complete, bipartite, random_clique, random_grid, random_rbm,
+                         potts_grid, frustrated_clique)
+
+__version__ = "0.1.0"

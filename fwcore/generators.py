@@ -1,0 +1,131 @@
+"""Model constructors for common graphs and the seeded synthetic families of the papers.
+
+Structural builders (`grid`, `complete`, `bipartite`) take the potentials; the `random_*`
+generators draw them reproducibly from ``seed``. Spin-form potentials (Barrier FW Sec. 5)
+map x ∈ {0, 1} to s = 2x − 1: a field θ_i s_i is the table [−θ_i, θ_i] and a coupling
+θ_ij s_i s_j the table [[θ_ij, −θ_ij], [−θ_ij, θ_ij]].
+"""
+import numpy as np
+
+from .model import PairwiseMRF
+
+__all__ = ["grid_edges", "grid", "complete", "bipartite", "random_clique", "random_grid",
+           "random_rbm", "potts_grid", "frustrated_clique"]
+
+
+def grid_edges(h, w):
+    """Edges of an h × w 4-connected grid, variable r*w + c; for each cell in row-major
+    order its right neighbour, then its down neighbour."""
+    _check_size("h", h)
+    _check_size("w", w)
+    edges = []
+    for r in range(h):
+        for c in range(w):
+            v = r * w + c
+            if c + 1 < w:
+                edges.append((v, v + 1))
+            if r + 1 < h:
+                edges.append((v, v + w))
+    return np.array(edges, dtype=np.int64).reshape(-1, 2)
+
+
+def grid(h, w, unary=None, pairwise=None, card=2):
+    """An h × w grid MRF; edges in the order of `grid_edges`."""
+    return _build(h * w, grid_edges(h, w), unary, pairwise, card)
+
+
+def complete(n, unary=None, pairwise=None, card=2):
+    """The complete graph K_n; edges (i, j), i < j, in lexicographic order."""
+    _check_size("n", n)
+    i, j = np.triu_indices(n, k=1)
+    return _build(n, np.stack([i, j], axis=1), unary, pairwise, card)
+
+
+def bipartite(n_left, n_right, unary=None, pairwise=None, card=2):
+    """The complete bipartite graph: variables 0..n_left-1 on the left, the rest on the
+    right; edges (i, n_left + j) in row-major order of (i, j)."""
+    _check_size("n_left", n_left)
+    _check_size("n_right", n_right)
+    i, j = np.meshgrid(np.arange(n_left), np.arange(n_right), indexing="ij")
+    edges = np.stack([i.ravel(), n_left + j.ravel()], axis=1)
+    return _build(n_left + n_right, edges, unary, pairwise, card)
+
+
+def _build(n, edges, unary, pairwise, card):
+    card_arr = np.broadcast_to(np.asarray(card, dtype=np.int64), (n,))
+    if unary is not None and not isinstance(unary, (list, tuple)):
+        unary = np.asarray(unary, dtype=np.float64)
+        if unary.ndim == 2:
+            unary = list(unary)
+    if pairwise is not None and not isinstance(pairwise, (list, tuple)):
+        pairwise = np.asarray(pairwise, dtype=np.float64)
+        if pairwise.ndim == 2:  # one table shared by every edge
+            pairwise = [pairwise] * len(edges)
+        else:
+            pairwise = list(pairwise)
+    return PairwiseMRF(card_arr, unary, edges, pairwise)
+
+
+def _spin_unary(field):
+    return np.stack([-field, field], axis=1)
+
+
+def _spin_pairwise(coupling):
+    c = np.asarray(coupling, dtype=np.float64)
+    return np.stack([np.stack([c, -c], -1), np.stack([-c, c], -1)], -2)
+
+
+def random_clique(n=10, coupling=2.0, field=1.0, seed=None):
+    """Barrier FW's clique family: K_n, binary, θ_i ~ U[−field, field],
+    θ_ij ~ U[−coupling, coupling], in spin form."""
+    rng = np.random.default_rng(seed)
+    f = rng.uniform(-field, field, n)
+    m = n * (n - 1) // 2
+    c = rng.uniform(-coupling, coupling, m)
+    return complete(n, _spin_unary(f), _spin_pairwise(c))
+
+
+def random_grid(h, w=None, coupling=4.0, field=1.0, seed=None):
+    """Barrier FW's grid family: unary [θ_i, −θ_i] with θ_i ~ U[−field, field], pairwise
+    [w, −w; −w, w] with w ~ U[−coupling, coupling]."""
+    w = h if w is None else w
+    rng = np.random.default_rng(seed)
+    f = rng.uniform(-field, field, h * w)
+    edges = grid_edges(h, w)
+    c = rng.uniform(-coupling, coupling, len(edges))
+    return grid(h, w, _spin_unary(-f), _spin_pairwise(c))
+
+
+def random_rbm(n_visible=20, n_hidden=20, coupling=1.0, field=1.0, seed=None):
+    """A restricted Boltzmann machine in spin form: complete bipartite graph between
+    visible and hidden units, θ_i ~ U[−field, field], θ_ij ~ U[−coupling, coupling]."""
+    rng = np.random.default_rng(seed)
+    f = rng.uniform(-field, field, n_visible + n_hidden)
+    c = rng.uniform(-coupling, coupling, n_visible * n_hidden)
+    return bipartite(n_visible, n_hidden, _spin_unary(f), _spin_pairwise(c))
+
+
+def potts_grid(h, w=None, n_labels=3, coupling=1.0, field=1.0, seed=None):
+    """A multi-label Potts grid: θ_i(k) ~ U[−field, field], θ_ij(k, l) = β_ij [k = l] with
+    β_ij ~ U[−coupling, coupling] (mixed attractive and repulsive edges)."""
+    w = h if w is None else w
+    _check_size("n_labels", n_labels)
+    rng = np.random.default_rng(seed)
+    unary = rng.uniform(-field, field, (h * w, n_labels))
+    edges = grid_edges(h, w)
+    beta = rng.uniform(-coupling, coupling, len(edges))
+    return grid(h, w, unary, beta[:, None, None] * np.eye(n_labels), card=n_labels)
+
+
+def frustrated_clique(n=10, coupling=2.0, field=0.1, seed=None):
+    """A fully frustrated binary clique: every coupling repulsive, θ_ij = −|U[0, coupling]|
+    in spin form, so no assignment satisfies all edges; weak random fields."""
+    rng = np.random.default_rng(seed)
+    f = rng.uniform(-field, field, n)
+    c = -rng.uniform(0.0, coupling, n * (n - 1) // 2)
+    return complete(n, _spin_unary(f), _spin_pairwise(c))
+
+
+def _check_size(name, v):
+    if not isinstance(v, (int, np.integer)) or v < 1:
+        raise ValueError(f"{name} must be a positive integer; got {v!r}")

@@ -1,0 +1,273 @@
+"""The pairwise MRF and its flat layout (DESIGN.md, "The model and its flat layout").
+
+    p(x) ∝ exp( Σ_i θ_i(x_i) + Σ_{(i,j)∈E} θ_ij(x_i, x_j) )
+
+Log-potentials live in one flat float64 vector ``theta``: node blocks first (``node_off``),
+then one row-major card[i] × card[j] block per edge (``edge_off``, x_i major). A marginal
+vector μ has the same layout. Every array is read-only after construction.
+"""
+import numpy as np
+
+__all__ = ["PairwiseMRF"]
+
+
+def _readonly(a):
+    a.setflags(write=False)
+    return a
+
+
+class PairwiseMRF:
+    """A pairwise Markov random field over discrete variables, scores maximised.
+
+    Parameters
+    ----------
+    card : sequence of int, shape (n,)
+        Number of states of each variable (>= 1).
+    unary : sequence of 1-D arrays, or 2-D array of shape (n, k) when all cards equal k
+        Node log-potentials θ_i. ``None`` means all zero.
+    edges : array-like of int, shape (E, 2)
+        Variable pairs. A pair written (j, i) with j > i is stored as (i, j) and its table
+        transposed. Self loops and duplicate pairs are rejected.
+    pairwise : sequence of 2-D arrays, or 3-D array of shape (E, k, k)
+        Edge log-potentials θ_ij, table ``[x_i, x_j]`` for the pair as given in ``edges``.
+        ``None`` means all zero.
+
+    Log-potentials may be ``-inf`` (impossible states); NaN and ``+inf`` are rejected.
+    """
+
+    __slots__ = ("card", "edges", "node_off", "edge_off", "theta",
+                 "adj_start", "adj_var", "adj_edge", "adj_first", "__weakref__")
+
+    def __init__(self, card, unary=None, edges=(), pairwise=None):
+        card = _check_card(card)
+        n = card.shape[0]
+        edges = np.asarray(edges if len(edges) else np.empty((0, 2)), dtype=np.int64)
+        if edges.ndim != 2 or edges.shape[1] != 2:
+            raise ValueError(f"edges must have shape (E, 2); got shape {edges.shape}")
+        n_edges = edges.shape[0]
+        unary = _check_blocks("unary", unary, [(int(c),) for c in card])
+        if pairwise is None:
+            tables = [None] * n_edges
+        else:
+            if len(pairwise) != n_edges:
+                raise ValueError(f"pairwise has {len(pairwise)} tables but edges has {n_edges} "
+                                 "rows; give one table per edge")
+            tables = list(pairwise)
+        if n_edges and (edges.min() < 0 or edges.max() >= n):
+            raise ValueError(f"edges must index variables 0..{n - 1}; found {edges.min()}..{edges.max()}")
+        flipped = edges[:, 0] > edges[:, 1]
+        canonical = np.where(flipped[:, None], edges[:, ::-1], edges)
+        shapes = [(int(card[i]), int(card[j])) for i, j in canonical]
+        for e in np.flatnonzero(flipped):
+            if tables[e] is not None:
+                tables[e] = np.asarray(tables[e]).T
+        pair = _check_blocks("pairwise", tables, shapes)
+        theta = np.concatenate(unary + pair) if (unary or pair) else np.zeros(0)
+        self._set_flat(card, canonical, theta)
+
+    # -- construction from flat arrays (the fast path used inside the library) ---------
+
+    @classmethod
+    def from_flat(cls, card, edges, theta):
+        """Build from the flat layout: ``card`` (n,), canonical ``edges`` (E, 2) with
+        i < j, and ``theta`` of length ``dim``."""
+        self = cls.__new__(cls)
+        card = _check_card(card)
+        edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+        if edges.size and (edges[:, 0] >= edges[:, 1]).any():
+            raise ValueError("edges for from_flat must satisfy i < j in every row")
+        if edges.size and (edges.min() < 0 or edges.max() >= card.shape[0]):
+            raise ValueError(f"edges must index variables 0..{card.shape[0] - 1}")
+        theta = np.asarray(theta, dtype=np.float64)
+        self._set_flat(card, edges, theta)
+        return self
+
+    def with_theta(self, theta):
+        """The same graph and cardinalities with other log-potentials (flat layout)."""
+        return PairwiseMRF.from_flat(self.card, self.edges, theta)
+
+    def _set_flat(self, card, edges, theta):
+        n = card.shape[0]
+        n_edges = edges.shape[0]
+        if n_edges:
+            if (edges[:, 0] == edges[:, 1]).any():
+                e = int(np.flatnonzero(edges[:, 0] == edges[:, 1])[0])
+                raise ValueError(f"edges has a self loop at row {e}: ({edges[e, 0]}, {edges[e, 1]})")
+            keys = edges[:, 0] * n + edges[:, 1]
+            uniq, first, counts = np.unique(keys, return_index=True, return_counts=True)
+            if (counts > 1).any():
+                k = uniq[counts > 1][0]
+                raise ValueError(f"edges has the pair ({k // n}, {k % n}) more than once; "
+                                 "sum their tables into one edge")
+        node_off = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(card, out=node_off[1:])
+        sizes = card[edges[:, 0]].astype(np.int64) * card[edges[:, 1]]
+        edge_off = np.empty(n_edges + 1, dtype=np.int64)
+        edge_off[0] = node_off[-1]
+        np.cumsum(sizes, out=edge_off[1:])
+        edge_off[1:] += node_off[-1]
+        if theta.ndim != 1 or theta.shape[0] != edge_off[-1]:
+            raise ValueError(f"theta must be a 1-D array of length {edge_off[-1]} (the flat "
+                             f"layout's dim); got shape {theta.shape}")
+        _check_values("theta", theta)
+        # CSR adjacency: for variable v, slots adj_start[v]:adj_start[v+1] list each incident
+        # edge once, with the neighbour, the edge id, and 1 when v is the edge's first end.
+        ends = np.concatenate([edges[:, 0], edges[:, 1]])
+        order = np.argsort(ends, kind="stable")
+        eid = np.concatenate([np.arange(n_edges), np.arange(n_edges)])[order]
+        first = np.concatenate([np.ones(n_edges), np.zeros(n_edges)])[order]
+        other = np.concatenate([edges[:, 1], edges[:, 0]])[order]
+        adj_start = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(ends, minlength=n), out=adj_start[1:])
+        self.card = _readonly(np.ascontiguousarray(card, dtype=np.int32))
+        self.edges = _readonly(np.ascontiguousarray(edges, dtype=np.int32))
+        self.node_off = _readonly(node_off)
+        self.edge_off = _readonly(edge_off)
+        self.theta = _readonly(np.array(theta, dtype=np.float64, order="C"))
+        self.adj_start = _readonly(adj_start)
+        self.adj_var = _readonly(other.astype(np.int32))
+        self.adj_edge = _readonly(eid.astype(np.int32))
+        self.adj_first = _readonly(first.astype(np.int8))
+
+    def __setattr__(self, name, value):
+        if hasattr(self, name):
+            raise AttributeError(f"PairwiseMRF is read-only; use with_theta() for new "
+                                 f"potentials instead of setting {name!r}")
+        object.__setattr__(self, name, value)
+
+    # -- sizes -----------------------------------------------------------------------
+
+    @property
+    def n_vars(self):
+        return int(self.card.shape[0])
+
+    @property
+    def n_edges(self):
+        return int(self.edges.shape[0])
+
+    @property
+    def dim(self):
+        """Length of the flat θ / μ vector."""
+        return int(self.edge_off[-1])
+
+    def __repr__(self):
+        return (f"PairwiseMRF(n_vars={self.n_vars}, n_edges={self.n_edges}, "
+                f"max_card={int(self.card.max()) if self.n_vars else 0}, dim={self.dim})")
+
+    # -- views into the flat vector --------------------------------------------------
+
+    def unary(self, i, vec=None):
+        """θ_i (or block i of ``vec``, same layout) as a 1-D view."""
+        vec = self.theta if vec is None else vec
+        return vec[self.node_off[i]:self.node_off[i + 1]]
+
+    def pairwise(self, e, vec=None):
+        """θ_e (or block e of ``vec``) as a card[i] × card[j] view."""
+        vec = self.theta if vec is None else vec
+        i, j = self.edges[e]
+        return vec[self.edge_off[e]:self.edge_off[e + 1]].reshape(self.card[i], self.card[j])
+
+    # -- assignments and vertices ----------------------------------------------------
+
+    def check_assignment(self, x, name="assignment"):
+        """Validated int64 copy of an assignment (or a batch of them, shape (m, n))."""
+        x = np.asarray(x)
+        if x.dtype.kind not in "iu":
+            if x.dtype.kind == "f" and np.all(np.isfinite(x)) and np.all(x == np.round(x)):
+                x = x.astype(np.int64)
+            else:
+                raise TypeError(f"{name} must hold integer states; got dtype {x.dtype}")
+        if x.shape[-1:] != (self.n_vars,) or x.ndim > 2:
+            raise ValueError(f"{name} must have shape ({self.n_vars},) or (m, {self.n_vars}); "
+                             f"got {x.shape}")
+        x = x.astype(np.int64)
+        if ((x < 0) | (x >= self.card)).any():
+            raise ValueError(f"{name} has a state outside 0..card[i]-1")
+        return x
+
+    def flat_index(self, x):
+        """Positions in the flat vector that μ(x) sets to one: n node slots then E edge
+        slots (for a batch, shape (m, n + E))."""
+        x = self.check_assignment(x)
+        node = self.node_off[:-1] + x
+        xi, xj = x[..., self.edges[:, 0]], x[..., self.edges[:, 1]]
+        edge = self.edge_off[:-1] + xi * self.card[self.edges[:, 1]] + xj
+        return np.concatenate([node, edge], axis=-1)
+
+    def score(self, x, theta=None):
+        """<θ, μ(x)>: the log-score of an assignment (or of each row of a batch)."""
+        theta = self.theta if theta is None else theta
+        return theta[self.flat_index(x)].sum(axis=-1)
+
+    def marginal_vector(self, x):
+        """Dense μ(x): the vertex of the marginal polytope for assignment x."""
+        mu = np.zeros(self.dim)
+        mu[self.flat_index(x)] = 1.0
+        return mu
+
+    def uniform_marginals(self):
+        """u0: μ_i = 1/card_i, μ_ij = 1/(card_i card_j)."""
+        sizes = np.diff(np.concatenate([self.node_off, self.edge_off[1:]]))
+        return np.repeat(1.0 / sizes, sizes)
+
+    def split_marginals(self, mu):
+        """Flat μ → (list of node arrays, list of edge tables), copies."""
+        mu = np.asarray(mu, dtype=np.float64)
+        nodes = [self.unary(i, mu).copy() for i in range(self.n_vars)]
+        edges = [self.pairwise(e, mu).copy() for e in range(self.n_edges)]
+        return nodes, edges
+
+    def n_components(self):
+        """Number of connected components of the graph (isolated variables count)."""
+        from scipy.sparse import coo_matrix
+        from scipy.sparse.csgraph import connected_components
+        n = self.n_vars
+        g = coo_matrix((np.ones(self.n_edges), (self.edges[:, 0], self.edges[:, 1])), shape=(n, n))
+        return int(connected_components(g, directed=False)[0])
+
+
+def _check_card(card):
+    arr = np.asarray(card)
+    if arr.ndim != 1:
+        raise ValueError(f"card must be a 1-D sequence of state counts; got shape {arr.shape}")
+    if arr.size and arr.dtype.kind not in "iu":
+        if arr.dtype.kind == "f" and np.all(arr == np.round(arr)):
+            arr = arr.astype(np.int64)
+        else:
+            raise TypeError(f"card must hold integers; got dtype {arr.dtype}")
+    arr = arr.astype(np.int64)
+    if (arr < 1).any():
+        i = int(np.flatnonzero(arr < 1)[0])
+        raise ValueError(f"card[{i}] = {arr[i]}: every variable needs at least 1 state")
+    if (arr > 2**31 - 1).any():
+        raise ValueError("card entries must fit in int32")
+    return arr
+
+
+def _check_values(name, a):
+    if np.isnan(a).any():
+        raise ValueError(f"{name} contains NaN; log-potentials must be finite or -inf")
+    if np.isposinf(a).any():
+        raise ValueError(f"{name} contains +inf; log-potentials must be finite or -inf")
+
+
+def _check_blocks(name, blocks, shapes):
+    """Flatten one block per shape, zeros where ``blocks`` (or an entry) is None."""
+    if blocks is None:
+        return [np.zeros(int(np.prod(s))) for s in shapes]
+    if len(blocks) != len(shapes):
+        raise ValueError(f"{name} has {len(blocks)} entries; expected {len(shapes)}")
+    out = []
+    for k, (b, s) in enumerate(zip(blocks, shapes)):
+        if b is None:
+            out.append(np.zeros(int(np.prod(s))))
+            continue
+        b = np.asarray(b)
+        if b.dtype.kind not in "iuf":
+            raise TypeError(f"{name}[{k}] must be numeric; got dtype {b.dtype}")
+        if b.shape != s:
+            raise ValueError(f"{name}[{k}] has shape {b.shape}; expected {s}")
+        b = b.astype(np.float64).ravel()
+        _check_values(f"{name}[{k}]", b)
+        out.append(b)
+    return out
