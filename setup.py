@@ -3,6 +3,7 @@
 Set FWCORE_DEBUG=1 to build with bounds checking and wraparound on (debug test runs).
 """
 import os
+from pathlib import Path
 
 import numpy as np
 from Cython.Build import cythonize
@@ -20,12 +21,13 @@ directives = {
 
 extensions = [
     Extension(
-        "fwcore._kernels",
-        ["fwcore/_kernels.pyx"],
+        f"fwcore.{path.stem}",
+        [str(path)],
         include_dirs=[np.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         extra_compile_args=["-O3"] if not DEBUG else ["-O0", "-g"],
     )
+    for path in sorted(Path("fwcore").glob("*.pyx"))  # _kernels.pyx and its siblings
 ]
 
 setup(ext_modules=cythonize(extensions, compiler_directives=directives))

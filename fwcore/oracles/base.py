@@ -10,6 +10,8 @@ many times for a maximiser of other scores in the model's flat layout:
 Scores are maximised (DESIGN.md conventions). Exact oracles report the optimum as their
 bound. A plain function ``f(scores) -> assignment`` or any object with ``argmax`` plugs in.
 """
+import abc
+
 import numpy as np
 
 __all__ = ["MapOracle", "register_oracle", "make_oracle", "available_oracles"]
@@ -17,7 +19,7 @@ __all__ = ["MapOracle", "register_oracle", "make_oracle", "available_oracles"]
 _REGISTRY = {}
 
 
-class MapOracle:
+class MapOracle(abc.ABC):
     """Base class: subclasses set ``name`` and ``exact`` and implement `_argmax`."""
 
     name = None
@@ -40,9 +42,9 @@ class MapOracle:
         """Certified upper bound on the maximum score of the last `argmax` call, or None."""
         return self._bound
 
+    @abc.abstractmethod
     def _argmax(self, scores, init):
         """Return (assignment, upper bound or None)."""
-        raise NotImplementedError  # abstract: every registered oracle overrides it
 
     @classmethod
     def is_available(cls):
