@@ -1,0 +1,8 @@
+"""Shared benchmark settings. FWCORE_BENCH_PROFILE=quick picks small sizes for a fast run."""
+import os
+from pathlib import Path
+
+PROFILE = os.environ.get("FWCORE_BENCH_PROFILE", "full")
+QUICK = PROFILE == "quick"
+INSTANCES = Path(os.environ.get("FWCORE_INSTANCES",
+                                Path(__file__).resolve().parents[3] / "shared" / "instances"))

@@ -1,0 +1,103 @@
+"""Plain benchmark runner: runs the asv classes of bench/benchmarks without asv.
+
+    python bench/run.py                  # every benchmark module
+    python bench/run.py kernels exact    # modules whose name contains a word
+    FWCORE_BENCH_PROFILE=quick python bench/run.py
+
+For every class, every parameter combination: `setup`, then each `time_*` method timed as
+the median of repeated runs, each `track_*` value, and each `peakmem_*` peak (tracemalloc,
+Python-level allocations incl. numpy). Prints one table per class.
+"""
+import importlib
+import inspect
+import itertools
+import statistics
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+
+def _time(fn, min_total=0.2, repeats=5):
+    """Median seconds per call over `repeats` batches, each batch at least min_total/repeats."""
+    t0 = time.perf_counter()
+    fn()
+    once = time.perf_counter() - t0
+    number = max(1, int(min_total / repeats / max(once, 1e-9)))
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        samples.append((time.perf_counter() - t0) / number)
+    return statistics.median(samples)
+
+
+def _peakmem(fn):
+    tracemalloc.start()
+    fn()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak
+
+
+def _fmt(v):
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def run_class(cls):
+    params = getattr(cls, "params", [[None]])
+    if params and not isinstance(params[0], (list, tuple)):
+        params = [params]
+    names = list(getattr(cls, "param_names", [f"p{k}" for k in range(len(params))]))
+    methods = [m for m, _ in inspect.getmembers(cls, inspect.isfunction)
+               if m.startswith(("time_", "track_", "peakmem_"))]
+    rows = []
+    for combo in itertools.product(*params):
+        bench = cls()
+        args = [] if combo == (None,) else list(combo)
+        try:
+            if hasattr(bench, "setup"):
+                bench.setup(*args)
+        except NotImplementedError as skip:  # asv's convention for "skip this combination"
+            rows.append([*map(_fmt, combo), "skipped", str(skip)])
+            continue
+        for m in methods:
+            fn = getattr(bench, m)
+            if m.startswith("time_"):
+                value, unit = _time(lambda: fn(*args)), "s"
+            elif m.startswith("peakmem_"):
+                value, unit = _peakmem(lambda: fn(*args)) / 2**20, "MiB"
+            else:
+                value, unit = fn(*args), getattr(fn, "unit", "")
+            rows.append([*map(_fmt, combo), m, f"{_fmt(value)} {unit}".strip()])
+        if hasattr(bench, "teardown"):
+            bench.teardown(*args)
+    header = (names if params != [[None]] else []) + ["benchmark", "value"]
+    if params == [[None]]:
+        rows = [r[1:] for r in rows]
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    print(f"\n## {cls.__module__}.{cls.__name__}")
+    for r in [header, ["-" * w for w in widths], *rows]:
+        print("  ".join(str(x).ljust(w) for x, w in zip(r, widths)))
+    sys.stdout.flush()
+
+
+def main(words):
+    for path in sorted((HERE / "benchmarks").glob("*.py")):
+        if path.stem in ("__init__", "common") or (words and not any(w in path.stem for w in words)):
+            continue
+        module = importlib.import_module(f"benchmarks.{path.stem}")
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__module__ == module.__name__ and any(
+                    m.startswith(("time_", "track_", "peakmem_")) for m in dir(cls)):
+                run_class(cls)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,139 @@
+"""PairwiseMRF: flat layout, helpers, generators and input validation."""
+import itertools
+
+import numpy as np
+import pytest
+
+import fwcore
+from fwcore import PairwiseMRF
+from fwcore import generators as gen
+
+
+def _dense_score(model, x):
+    """Score from the per-block views (independent of flat_index)."""
+    s = sum(model.unary(i)[x[i]] for i in range(model.n_vars))
+    for e, (i, j) in enumerate(model.edges):
+        s += model.pairwise(e)[x[i], x[j]]
+    return s
+
+
+def test_flat_layout_offsets_and_blocks():
+    card = [2, 3, 1, 4]
+    unary = [np.arange(c, dtype=float) for c in card]
+    edges = [(0, 1), (1, 3), (2, 0)]
+    tables = [np.arange(6.).reshape(2, 3), np.arange(12.).reshape(3, 4), np.array([[5., 7.]])]
+    m = PairwiseMRF(card, unary, edges, tables)
+    assert m.n_vars == 4 and m.n_edges == 3
+    np.testing.assert_array_equal(m.node_off, [0, 2, 5, 6, 10])
+    np.testing.assert_array_equal(m.edge_off, [10, 16, 28, 30])
+    assert m.dim == 30
+    # (2, 0) is stored as (0, 2) with the table transposed
+    np.testing.assert_array_equal(m.edges[2], [0, 2])
+    np.testing.assert_array_equal(m.pairwise(2), [[5.], [7.]])
+    for name in ("card", "edges", "node_off", "edge_off", "theta", "adj_start"):
+        assert not getattr(m, name).flags.writeable
+        assert getattr(m, name).flags.c_contiguous
+
+
+def test_csr_adjacency_lists_every_edge_from_both_ends():
+    m = gen.random_grid(3, 4, seed=1)
+    seen = set()
+    for v in range(m.n_vars):
+        for s in range(m.adj_start[v], m.adj_start[v + 1]):
+            e, u = m.adj_edge[s], m.adj_var[s]
+            i, j = m.edges[e]
+            assert (v, u) == ((i, j) if m.adj_first[s] else (j, i))
+            seen.add((e, v))
+    assert len(seen) == 2 * m.n_edges
+
+
+def test_score_marginal_vector_and_uniform():
+    m = gen.potts_grid(2, 3, n_labels=3, seed=2)
+    rng = np.random.default_rng(0)
+    xs = rng.integers(0, 3, size=(5, m.n_vars))
+    np.testing.assert_allclose(m.score(xs), [_dense_score(m, x) for x in xs])
+    for x in xs:
+        mu = m.marginal_vector(x)
+        assert np.isclose(mu @ m.theta, _dense_score(m, x))
+        nodes, edges = m.split_marginals(mu)
+        for e, (i, j) in enumerate(m.edges):
+            np.testing.assert_allclose(edges[e].sum(1), nodes[i])
+            np.testing.assert_allclose(edges[e].sum(0), nodes[j])
+    u0 = m.uniform_marginals()
+    nodes, edges = m.split_marginals(u0)
+    assert all(np.allclose(b.sum(), 1.0) for b in nodes + edges)
+
+
+def test_with_theta_shares_structure_and_from_flat_roundtrip():
+    m = gen.random_clique(5, seed=3)
+    m2 = PairwiseMRF.from_flat(m.card, m.edges, m.theta * 2)
+    np.testing.assert_array_equal(m2.adj_var, m.adj_var)
+    np.testing.assert_allclose(m.with_theta(m.theta * 2).theta, m2.theta)
+
+
+def test_read_only():
+    m = gen.random_grid(2, seed=0)
+    with pytest.raises(AttributeError, match="read-only"):
+        m.theta = np.zeros(m.dim)
+    with pytest.raises(ValueError):
+        m.theta[0] = 1.0
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(card=[2, 0]), "card\\[1\\]"),
+    (dict(card=[[2, 2]]), "1-D"),
+    (dict(card=[2.5, 2]), "integers"),
+    (dict(card=[2, 2], edges=[(0, 0)], pairwise=[np.zeros((2, 2))]), "self loop"),
+    (dict(card=[2, 2], edges=[(0, 1), (1, 0)]), "more than once"),
+    (dict(card=[2, 2], edges=[(0, 2)]), "index variables"),
+    (dict(card=[2, 2], edges=[(0, 1, 1)]), "shape \\(E, 2\\)"),
+    (dict(card=[2, 2], unary=[np.zeros(2), np.zeros(3)]), "unary\\[1\\] has shape"),
+    (dict(card=[2, 2], unary=[np.zeros(2), [np.nan, 0]]), "NaN"),
+    (dict(card=[2, 2], unary=[np.zeros(2), [np.inf, 0]]), "\\+inf"),
+    (dict(card=[2, 3], edges=[(0, 1)], pairwise=[np.zeros((3, 2))]), "pairwise\\[0\\] has shape"),
+    (dict(card=[2, 2], edges=[(0, 1)], pairwise=[]), "one table per edge"),
+])
+def test_bad_input_raises_clear_errors(kwargs, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        PairwiseMRF(**kwargs)
+
+
+def test_minus_inf_allowed_and_bad_assignments_rejected():
+    m = PairwiseMRF([2, 2], [[0, -np.inf], None], [(0, 1)], [[[0, 1], [2, -np.inf]]])
+    assert m.score([1, 0]) == -np.inf
+    with pytest.raises(ValueError, match="outside"):
+        m.score([0, 2])
+    with pytest.raises(ValueError, match="shape"):
+        m.score([0, 1, 0])
+    with pytest.raises(TypeError, match="integer"):
+        m.score(["a", "b"])
+
+
+def test_generator_families_match_their_recipes():
+    m = gen.random_grid(4, 5, coupling=4.0, field=1.0, seed=7)
+    assert m.n_vars == 20 and m.n_edges == 4 * 4 + 3 * 5
+    for i in range(m.n_vars):
+        a, b = m.unary(i)
+        assert a == -b and abs(a) <= 1.0
+    for e in range(m.n_edges):
+        t = m.pairwise(e)
+        assert t[0, 0] == t[1, 1] == -t[0, 1] == -t[1, 0] and abs(t[0, 0]) <= 4.0
+    c = gen.random_clique(10, coupling=8.0, seed=1)
+    assert c.n_edges == 45
+    r = gen.random_rbm(3, 4, seed=0)
+    assert r.n_edges == 12 and all(i < 3 <= j for i, j in r.edges)
+    p = gen.potts_grid(3, n_labels=4, seed=0)
+    assert (p.card == 4).all()
+    f = gen.frustrated_clique(6, seed=0)
+    assert all(f.pairwise(e)[0, 0] <= 0 for e in range(f.n_edges))
+    # same seed, same model; different seed, different model
+    np.testing.assert_array_equal(gen.random_grid(3, seed=5).theta, gen.random_grid(3, seed=5).theta)
+    assert not np.array_equal(gen.random_grid(3, seed=5).theta, gen.random_grid(3, seed=6).theta)
+
+
+def test_structural_builders_accept_shared_tables():
+    m = fwcore.grid(2, 2, unary=np.zeros((4, 3)), pairwise=np.eye(3), card=3)
+    assert m.n_edges == 4 and np.allclose(m.pairwise(3), np.eye(3))
+    assert len(list(itertools.combinations(range(5), 2))) == fwcore.complete(5).n_edges
+    with pytest.raises(ValueError, match="positive integer"):
+        fwcore.grid(0, 3)
