@@ -1,0 +1,427 @@
+"""UAI competition file formats: MARKOV models, evidence and answer files.
+
+The formats are those of the UAI inference competitions (2008-2014): whitespace-separated
+tokens, line breaks carry no meaning. A model file holds potentials, not logs, so
+θ = log(table) and zero entries become −inf. Answer files: ``.MAR`` (node marginals),
+``.PR`` (log10 Z), ``.MAP``/``.MPE`` (an assignment); ``.evid`` (clamped variables).
+
+Every reader raises ValueError naming the file, the line and the token where it broke;
+nothing is ever read silently wrong (trailing tokens, wrong counts and out-of-range
+indices are errors).
+"""
+import math
+import operator
+import os
+import re
+
+import numpy as np
+
+from .model import PairwiseMRF
+
+__all__ = ["read_uai", "write_uai", "read_mar", "write_mar", "read_pr", "write_pr",
+           "read_map", "write_map", "read_evid", "write_evid", "apply_evidence"]
+
+# Tokens are ASCII: digits are [0-9] only (Python's int/float would also take "1_0" or
+# Arabic-Indic digits), and no nan/inf except where a reader allows -inf explicitly.
+_INT = re.compile(rb"[+-]?[0-9]+")
+_FLOAT = re.compile(rb"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_NEG_INF = re.compile(rb"-inf(inity)?", re.IGNORECASE)
+
+# Sanity cap on Σ card: an unused variable costs card[i] floats of θ and no file tokens,
+# so one corrupted cardinality could otherwise ask for gigabytes.
+MAX_STATES = 2**27
+
+# exp(θ) is a normal double, and log(exp(θ)) returns θ to ~1e-16, only inside this range.
+_LOG_MAX = math.log(np.finfo(np.float64).max)
+_LOG_TINY = math.log(np.finfo(np.float64).tiny)
+
+
+class _Tokens:
+    """Whitespace tokens of a file with their line numbers, and a cursor over them."""
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        with open(path, "rb") as f:
+            data = f.read()
+        self.toks, self.lines = [], []
+        for ln, line in enumerate(data.split(b"\n"), 1):
+            words = line.split()
+            self.toks += words
+            self.lines += [ln] * len(words)
+        self.pos = 0
+
+    def error(self, msg, pos=None):
+        """ValueError naming the file and the line of token ``pos`` (default: current)."""
+        pos = self.pos if pos is None else pos
+        if pos < len(self.toks):
+            tok = self.toks[pos][:40].decode("ascii", "backslashreplace")
+            where = f"line {self.lines[pos]}, token {tok!r}"
+        else:
+            where = f"end of file (after line {self.lines[-1] if self.lines else 0})"
+        return ValueError(f"{self.path}: {where}: {msg}")
+
+    def left(self):
+        return len(self.toks) - self.pos
+
+    def _next(self, what):
+        if self.pos >= len(self.toks):
+            raise self.error(f"file ends where {what} was expected")
+        self.pos += 1
+        return self.toks[self.pos - 1]
+
+    def int(self, what, lo=0, hi=None):
+        """Next token as an integer in [lo, hi] (hi inclusive, None = unbounded)."""
+        tok = self._next(what)
+        if not _INT.fullmatch(tok):
+            raise self.error(f"expected {what} (an integer)", self.pos - 1)
+        if len(tok) > 20:  # beyond any sane size (and int() refuses > 4300 digits)
+            raise self.error(f"{what} is too large", self.pos - 1)
+        v = int(tok)
+        if v < lo or (hi is not None and v > hi):
+            rng = f"in {lo}..{hi}" if hi is not None else f">= {lo}"
+            raise self.error(f"{what} must be {rng}; got {v}", self.pos - 1)
+        return v
+
+    def floats(self, count, what, allow_neg_inf=False):
+        """The next ``count`` tokens as finite floats (or -inf when allowed)."""
+        if count > self.left():
+            self.pos = len(self.toks)
+            raise self.error(f"file ends inside {what} ({count} numbers expected)")
+        start = self.pos
+        vals, explicit = np.empty(count), []
+        for k, tok in enumerate(self.toks[start:start + count]):
+            if _FLOAT.fullmatch(tok):
+                vals[k] = float(tok)
+            elif allow_neg_inf and _NEG_INF.fullmatch(tok):
+                vals[k] = -np.inf
+                explicit.append(k)
+            else:
+                raise self.error(f"expected a number in {what}", start + k)
+        bad = np.isinf(vals)  # a written number too large for a double, e.g. 1e400
+        bad[explicit] = False
+        if bad.any():
+            raise self.error(f"number out of floating-point range in {what}",
+                             start + int(np.flatnonzero(bad)[0]))
+        self.pos += count
+        return vals
+
+    def header(self, names, what):
+        start = self.pos
+        tok = self._next(f"the header {' or '.join(names)}")
+        name = tok.decode("ascii", "replace").upper()
+        if name not in names:
+            raise self.error(f"expected the header {' or '.join(names)} of {what}", start)
+        return name
+
+    def end(self):
+        if self.pos < len(self.toks):
+            raise self.error(f"unexpected extra content ({self.left()} tokens) after the "
+                             "last expected item")
+
+
+# -- model files --------------------------------------------------------------------
+
+
+def read_uai(path):
+    """Read a UAI MARKOV network with unary and pairwise factors as a PairwiseMRF.
+
+    θ = log(table); zero entries give −inf, negative or non-finite entries are errors.
+    Factors on the same scope are summed in log space (tables multiplied); a pairwise
+    scope written (j, i) with j > i is transposed; arity-1 factors add to the unary.
+    Edges keep the order of their first factor. BAYES files, constant (arity-0) factors
+    and factors of arity > 2 raise ValueError: the pairwise model has no place for them.
+    """
+    t = _Tokens(path)
+    kind = t.header(("MARKOV", "BAYES"), "a UAI model file")
+    if kind == "BAYES":
+        raise t.error("a BAYES network; the pairwise model reads MARKOV networks only "
+                      "(convert the CPTs to factors and write MARKOV)", 0)
+    n = t.int("the number of variables")
+    if n > t.left():
+        raise t.error(f"the file declares {n} variables but has only {t.left()} tokens "
+                      "left")
+    first = t.pos
+    card = [t.int(f"the cardinality of variable {i}", lo=1, hi=2**31 - 1) for i in range(n)]
+    if sum(card) > MAX_STATES:
+        raise t.error(f"the cardinalities sum to {sum(card)} states, over the reader's "
+                      f"limit fwcore.uai.MAX_STATES = {MAX_STATES}",
+                      first + int(np.argmax(card)))
+    n_factors = t.int("the number of factors")
+    if 2 * n_factors > t.left():
+        raise t.error(f"the file declares {n_factors} factors but has only {t.left()} "
+                      "tokens left")
+    scopes, scope_pos = [], []
+    for f in range(n_factors):
+        scope_pos.append(t.pos)
+        arity = t.int(f"the arity of factor {f}")
+        if arity == 0:
+            raise t.error(f"factor {f} is a constant (arity 0); the pairwise model has no "
+                          "constant term: drop it (it only shifts log Z)", t.pos - 1)
+        if arity > 2:
+            raise t.error(f"factor {f} has arity {arity}; the pairwise model takes factors "
+                          "of arity 1 and 2 only", t.pos - 1)
+        scope = tuple(t.int(f"a variable of factor {f}", hi=n - 1) for _ in range(arity))
+        if arity == 2 and scope[0] == scope[1]:
+            raise t.error(f"factor {f} has the variable {scope[0]} twice in its scope",
+                          t.pos - 1)
+        scopes.append(scope)
+    unary = [np.zeros(c) for c in card]
+    pair = {}  # (i, j), i < j -> summed table; dicts keep first-appearance order
+    for f, scope in enumerate(scopes):
+        size = math.prod(card[v] for v in scope)
+        count = t.int(f"the table size of factor {f}")
+        if count != size:
+            raise t.error(f"factor {f} (scope {' '.join(map(str, scope))}, declared at "
+                          f"line {t.lines[scope_pos[f]]}) needs {size} table entries; the "
+                          f"file says {count}", t.pos - 1)
+        start = t.pos
+        table = t.floats(count, f"the table of factor {f}")
+        if (table < 0).any():
+            raise t.error(f"negative entry in the table of factor {f}; tables hold "
+                          "potentials (>= 0), not log-potentials",
+                          start + int(np.flatnonzero(table < 0)[0]))
+        with np.errstate(divide="ignore"):
+            logt = np.log(table)
+        if len(scope) == 1:
+            unary[scope[0]] += logt
+            continue
+        i, j = scope
+        logt = logt.reshape(card[i], card[j])
+        if i > j:
+            i, j, logt = j, i, logt.T
+        pair[i, j] = pair[i, j] + logt if (i, j) in pair else logt
+    t.end()
+    return PairwiseMRF(card, unary, list(pair), list(pair.values()))
+
+
+def write_uai(model, path):
+    """Write ``model`` as a UAI MARKOV file: one factor per variable, then one per edge,
+    each table = exp(θ) printed with 17 significant digits, so `read_uai` returns θ to
+    ~1e-16 (−inf exactly, as a 0 entry).
+
+    Finite θ must lie in [log(tiny), log(max)] ≈ [−708.4, 709.8]; outside it exp(θ)
+    overflows or loses precision, and rather than shift a factor by a constant (which
+    would silently change log Z) this raises ValueError naming the factor.
+    """
+    if not isinstance(model, PairwiseMRF):
+        raise TypeError(f"model must be a PairwiseMRF; got {type(model).__name__}")
+    theta = model.theta
+    bad = np.isfinite(theta) & ((theta > _LOG_MAX) | (theta < _LOG_TINY))
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        if k < model.node_off[-1]:
+            i = int(np.searchsorted(model.node_off, k, "right")) - 1
+            what = f"the unary of variable {i}"
+        else:
+            e = int(np.searchsorted(model.edge_off, k, "right")) - 1
+            what = f"edge {e} ({model.edges[e, 0]}, {model.edges[e, 1]})"
+        raise ValueError(f"write_uai: θ = {theta[k]!r} in {what} is outside "
+                         f"[{_LOG_TINY:.1f}, {_LOG_MAX:.1f}], where exp(θ) cannot be "
+                         "written exactly as a potential; subtract a constant from that "
+                         "factor (log Z shifts by the same constant)")
+    pot = np.exp(theta)
+    n = model.n_vars
+    out = ["MARKOV", str(n), " ".join(map(str, model.card)), str(n + model.n_edges)]
+    out += [f"1 {i}" for i in range(n)]
+    out += [f"2 {i} {j}" for i, j in model.edges]
+    offs = np.concatenate([model.node_off, model.edge_off[1:]])
+    for a, b in zip(offs[:-1], offs[1:]):
+        out += ["", str(b - a), " ".join("%.17g" % v for v in pot[a:b])]
+    _write(path, out)
+
+
+# -- answer and evidence files ----------------------------------------------------------
+
+
+def read_mar(path):
+    """Node marginals from a ``.MAR`` file: a list of 1-D float arrays.
+
+    Format: ``MAR``, n, then per variable its cardinality and that many probabilities.
+    The older form with a leading solution count of 1 is accepted. Entries must be in
+    [0, 1] and each variable's must sum to 1 within 1e-2 (files print few digits).
+    """
+    t = _Tokens(path)
+    t.header(("MAR",), "a marginals file")
+    return _optional_count(t, lambda: _parse_mar(t))
+
+
+def _parse_mar(t):
+    n = t.int("the number of variables")
+    if n > t.left():
+        raise t.error(f"the file declares {n} variables but has only {t.left()} tokens left")
+    out = []
+    for i in range(n):
+        c = t.int(f"the cardinality of variable {i}", lo=1)
+        start = t.pos
+        p = t.floats(c, f"the marginal of variable {i}")
+        if (p < 0).any() or (p > 1).any():
+            raise t.error(f"marginal of variable {i} has an entry outside [0, 1]",
+                          start + int(np.flatnonzero((p < 0) | (p > 1))[0]))
+        if abs(p.sum() - 1.0) > 1e-2:
+            raise t.error(f"marginal of variable {i} sums to {p.sum():.6g}, not 1", start)
+        out.append(p)
+    t.end()
+    return out
+
+
+def write_mar(path, node_marginals):
+    """Write node marginals (a sequence of 1-D arrays) as a ``.MAR`` file."""
+    blocks = []
+    for i, p in enumerate(node_marginals):
+        p = np.asarray(p, dtype=np.float64)
+        if p.ndim != 1 or p.size < 1:
+            raise ValueError(f"node_marginals[{i}] must be a non-empty 1-D array; got shape "
+                             f"{p.shape}")
+        if not np.isfinite(p).all() or (p < 0).any() or (p > 1).any():
+            raise ValueError(f"node_marginals[{i}] must hold probabilities in [0, 1]")
+        blocks.append(f"{p.size} " + " ".join("%.17g" % v for v in p))
+    _write(path, ["MAR", " ".join([str(len(blocks))] + blocks)])
+
+
+def read_pr(path):
+    """Natural log Z from a ``.PR`` file (which holds log10 Z; ln Z = value · ln 10).
+    A value of -inf (Z = 0) is accepted; so is the older form with a leading count 1."""
+    t = _Tokens(path)
+    t.header(("PR",), "a partition-function file")
+    return _optional_count(t, lambda: _parse_pr(t))
+
+
+def _parse_pr(t):
+    v = float(t.floats(1, "log10 Z", allow_neg_inf=True)[0])
+    t.end()
+    return v * math.log(10.0)
+
+
+def write_pr(path, log_z):
+    """Write the natural log Z ``log_z`` as a ``.PR`` file (log10 Z, 17 digits)."""
+    log_z = float(log_z)
+    if math.isnan(log_z) or log_z == math.inf:
+        raise ValueError(f"log_z must be finite or -inf; got {log_z}")
+    _write(path, ["PR", "-inf" if log_z == -math.inf else "%.17g" % (log_z / math.log(10.0))])
+
+
+def read_map(path):
+    """An assignment (int64 array) from a ``.MAP`` or ``.MPE`` file: the header, n, then
+    n states. The older form with a leading solution count of 1 is accepted."""
+    t = _Tokens(path)
+    t.header(("MAP", "MPE"), "an assignment file")
+    return _optional_count(t, lambda: _parse_map(t))
+
+
+def _parse_map(t):
+    n = t.int("the number of variables")
+    if n > t.left():
+        raise t.error(f"the file declares {n} variables but has only {t.left()} tokens left")
+    x = np.array([t.int(f"the state of variable {i}") for i in range(n)], dtype=np.int64)
+    t.end()
+    return x
+
+
+def write_map(path, assignment, header="MAP"):
+    """Write an assignment as a ``.MAP`` (or, with ``header="MPE"``, ``.MPE``) file."""
+    if header not in ("MAP", "MPE"):
+        raise ValueError(f"header must be 'MAP' or 'MPE'; got {header!r}")
+    x = _int_array("assignment", assignment)
+    _write(path, [header, " ".join(map(str, [x.size, *x]))])
+
+
+def read_evid(path):
+    """Evidence ``{variable: state}`` from a UAI ``.evid`` file: the number of observed
+    variables, then (variable, state) pairs. The older form with a leading sample count
+    of 1 is accepted; a variable given twice is an error."""
+    t = _Tokens(path)
+    return _optional_count(t, lambda: _parse_evid(t))
+
+
+def _parse_evid(t):
+    k = t.int("the number of evidence variables")
+    if 2 * k > t.left():
+        raise t.error(f"the file declares {k} evidence variables but has only {t.left()} "
+                      "tokens left")
+    evid = {}
+    for m in range(k):
+        v = t.int(f"the variable of evidence pair {m}")
+        s = t.int(f"the state of evidence pair {m}")
+        if v in evid:
+            raise t.error(f"variable {v} is given evidence twice", t.pos - 2)
+        evid[v] = s
+    t.end()
+    return evid
+
+
+def write_evid(path, evidence):
+    """Write ``{variable: state}`` as a UAI ``.evid`` file (one line)."""
+    pairs = _evidence_pairs(evidence)
+    _write(path, [" ".join(map(str, [len(pairs), *(a for p in pairs for a in p)]))])
+
+
+def apply_evidence(model, evidence):
+    """Clamp variables: a new PairwiseMRF, same indices and layout, in which each observed
+    variable's other states have θ_i = −inf."""
+    if not isinstance(model, PairwiseMRF):
+        raise TypeError(f"model must be a PairwiseMRF; got {type(model).__name__}")
+    theta = model.theta.copy()
+    for v, s in _evidence_pairs(evidence):
+        if v >= model.n_vars:
+            raise ValueError(f"evidence names variable {v}; the model has variables "
+                             f"0..{model.n_vars - 1}")
+        if s >= model.card[v]:
+            raise ValueError(f"evidence sets variable {v} to state {s}; it has states "
+                             f"0..{model.card[v] - 1}")
+        block = theta[model.node_off[v]:model.node_off[v + 1]]
+        keep = block[s]
+        block[:] = -np.inf
+        block[s] = keep
+    return model.with_theta(theta)
+
+
+# -- helpers --------------------------------------------------------------------------
+
+
+def _optional_count(t, parse):
+    """Run ``parse``; if it fails and the next token is 1, retry after it: older
+    competition files put a count of solutions/samples (always 1) after the header. The
+    current form wins when both would parse; the error reported is the current form's."""
+    start = t.pos
+    try:
+        return parse()
+    except ValueError as err:
+        if t.toks[start:start + 1] != [b"1"]:
+            raise
+        t.pos = start + 1
+        try:
+            return parse()
+        except ValueError:
+            raise err from None
+
+
+def _evidence_pairs(evidence):
+    if not hasattr(evidence, "items"):
+        raise TypeError(f"evidence must be a mapping {{variable: state}}; got "
+                        f"{type(evidence).__name__}")
+    pairs = []
+    for v, s in evidence.items():
+        try:
+            v, s = operator.index(v), operator.index(s)
+        except TypeError:
+            raise TypeError(f"evidence must map integer variables to integer states; got "
+                            f"{v!r}: {s!r}") from None
+        if v < 0 or s < 0:
+            raise ValueError(f"evidence {v}: {s} has a negative variable or state")
+        pairs.append((v, s))
+    return pairs
+
+
+def _int_array(name, x):
+    x = np.asarray(x)
+    if x.ndim != 1 or (x.size and x.dtype.kind not in "iu"):
+        raise ValueError(f"{name} must be a 1-D array of integer states; got shape "
+                         f"{x.shape}, dtype {x.dtype}")
+    if (x < 0).any():
+        raise ValueError(f"{name} has a negative state")
+    return x.astype(np.int64)
+
+
+def _write(path, lines):
+    with open(path, "w", encoding="ascii") as f:
+        f.write("\n".join(lines) + "\n")
