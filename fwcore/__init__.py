@@ -7,3 +7,4 @@ from .generators import (grid, complete, bipartite, random_clique, random_grid, 
 __version__ = "0.1.0"
 from .uai import (read_uai, write_uai, read_mar, write_mar, read_pr, write_pr, read_map,
                   write_map, read_evid, write_evid, apply_evidence)
+from .fw import frank_wolfe, block_coordinate_frank_wolfe, FWResult

@@ -1,0 +1,125 @@
+"""Domains (feasible polytopes given by a linear minimisation oracle) and the contracted
+vertex geometry the engine works with.
+
+A domain is any object with
+
+    dim                       length of the iterate x
+    atom_size                 length k of an atom (an int32 vector naming a vertex)
+    lmo(g) -> int32[k]        an atom a minimising <g, v(a)>
+    inner(g, atoms) -> [m]    <g, v(a)> for each row of int32[m, k], without dense vertices
+    add(x, atom, w)           x += w * v(atom), in place
+    u0 (optional)             a dense point in the relative interior, for contractions
+
+so the marginal polytope plugs in with assignments as atoms and the ``score_assignments``
+kernel as ``inner``. Atoms are never -1 filled: that row is reserved for u0.
+"""
+import numpy as np
+
+__all__ = ["Simplex", "ProductDomain", "U0_ATOM"]
+
+#: atoms whose first entry is this value stand for the interior point u0
+U0_ATOM = -1
+
+
+class Simplex:
+    """The probability simplex in R^n; the atom ``[i]`` is the vertex e_i."""
+
+    atom_size = 1
+
+    def __init__(self, n):
+        if int(n) != n or n < 1:
+            raise ValueError(f"Simplex dimension n must be an integer >= 1; got {n!r}")
+        self.dim = int(n)
+        self.u0 = np.full(self.dim, 1.0 / self.dim)
+
+    def lmo(self, g):
+        return np.array([np.argmin(g)], dtype=np.int32)
+
+    def inner(self, g, atoms):
+        return g[atoms[:, 0]]
+
+    def add(self, x, atom, w):
+        x[atom[0]] += w
+
+
+class ProductDomain:
+    """Cartesian product of domains; x and the atoms are the blocks' concatenations."""
+
+    def __init__(self, blocks):
+        self.blocks = list(blocks)
+        if not self.blocks:
+            raise ValueError("ProductDomain needs at least one block")
+        for b in self.blocks:
+            _check_domain(b, "a ProductDomain block")
+        dims = np.cumsum([0] + [b.dim for b in self.blocks])
+        sizes = np.cumsum([0] + [b.atom_size for b in self.blocks])
+        self.slices = [slice(int(a), int(b)) for a, b in zip(dims[:-1], dims[1:])]
+        self.atom_slices = [slice(int(a), int(b)) for a, b in zip(sizes[:-1], sizes[1:])]
+        self.dim = int(dims[-1])
+        self.atom_size = int(sizes[-1])
+        u0s = [getattr(b, "u0", None) for b in self.blocks]
+        self.u0 = None if any(u is None for u in u0s) else np.concatenate(u0s)
+
+    def lmo(self, g):
+        return np.concatenate([b.lmo(g[s]) for b, s in zip(self.blocks, self.slices)])
+
+    def inner(self, g, atoms):
+        return sum(b.inner(g[s], atoms[:, a])
+                   for b, s, a in zip(self.blocks, self.slices, self.atom_slices))
+
+    def add(self, x, atom, w):
+        for b, s, a in zip(self.blocks, self.slices, self.atom_slices):
+            b.add(x[s], atom[a], w)
+
+
+def _check_domain(domain, name="domain"):
+    missing = [m for m in ("lmo", "inner", "add") if not callable(getattr(domain, m, None))]
+    missing += [a for a in ("dim", "atom_size") if not hasattr(domain, a)]
+    if missing:
+        raise TypeError(f"{name} must provide dim, atom_size, lmo(g), inner(g, atoms) and "
+                        f"add(x, atom, w); missing: {', '.join(missing)}")
+    if int(domain.atom_size) < 1 or int(domain.dim) < 1:
+        raise ValueError(f"{name} needs dim >= 1 and atom_size >= 1")
+    u0 = getattr(domain, "u0", None)
+    if u0 is not None and np.shape(u0) != (domain.dim,):
+        raise ValueError(f"{name}.u0 must have shape ({domain.dim},); got {np.shape(u0)}")
+
+
+class Vertices:
+    """Vertices of the contraction D_delta = (1 - delta) D + delta u0 (Barrier FW Sec. 3):
+    atom a stands for (1 - delta) v(a) + delta u0, and the U0_ATOM row for u0 itself."""
+
+    def __init__(self, domain, delta=0.0):
+        self.domain = domain
+        self.u0 = getattr(domain, "u0", None)
+        if self.u0 is not None:
+            self.u0 = np.ascontiguousarray(self.u0, dtype=np.float64)
+        self.delta = float(delta)
+
+    def scores(self, g, atoms):
+        """<g, v_delta(a)> for each row of ``atoms``."""
+        real = atoms[:, 0] != U0_ATOM
+        if real.all():
+            out = np.asarray(self.domain.inner(g, atoms), dtype=np.float64)
+            return (1.0 - self.delta) * out + self.delta * (g @ self.u0) if self.delta else out
+        gu = g @ self.u0
+        out = np.full(atoms.shape[0], gu)
+        if real.any():
+            out[real] = (1.0 - self.delta) * self.domain.inner(g, atoms[real]) + self.delta * gu
+        return out
+
+    def add(self, x, atom, w):
+        """x += w * v_delta(atom), in place."""
+        if atom[0] == U0_ATOM:
+            x += w * self.u0
+            return
+        self.domain.add(x, atom, (1.0 - self.delta) * w)
+        if self.delta:
+            x += (self.delta * w) * self.u0
+
+    def dense(self, atoms, weights):
+        """sum_a w_a v_delta(a) as a dense vector."""
+        x = np.zeros(self.domain.dim)
+        for atom, w in zip(atoms, weights):
+            self.add(x, atom, w)
+        return x

@@ -1,0 +1,104 @@
+"""Step-size rules (FrankWolfe.jl ``LineSearchMethod``): objects called as
+``rule(objective, x, d, grad, gamma_max, iteration)`` returning gamma in [0, gamma_max],
+where ``grad`` is the gradient at x and d a descent direction."""
+import math
+
+__all__ = ["Agnostic", "ClosedFormQuadratic", "ExactLineSearch", "safeguarded_newton",
+           "make_step_rule"]
+
+
+class Agnostic:
+    """gamma = 2 / (k + 2) (Jaggi 2013), clipped to gamma_max."""
+
+    def __call__(self, objective, x, d, grad, gamma_max, iteration):
+        return min(2.0 / (iteration + 2.0), gamma_max)
+
+
+class ClosedFormQuadratic:
+    """Exact step for a quadratic f: gamma = -<grad, d> / <d, Q d>, clipped to [0, gamma_max].
+    Needs ``objective.curvature(d)`` = <d, Q d>."""
+
+    def __call__(self, objective, x, d, grad, gamma_max, iteration):
+        slope = float(grad @ d)
+        if slope >= 0.0:
+            return 0.0
+        curv = float(objective.curvature(d))
+        return gamma_max if curv <= 0.0 else min(-slope / curv, gamma_max)
+
+
+class ExactLineSearch:
+    """argmin over [0, gamma_max] of phi(gamma) = f(x + gamma d) for convex f, using, in order
+    of preference, the objective's own ``line_search(x, d, gamma_max)`` (e.g. the TRW
+    kernel), the closed form when it has ``curvature(d)``, safeguarded Newton on its
+    ``phi_derivatives(x, d, gamma) -> (phi', phi'')``, or bracketing on phi' from ``grad``."""
+
+    def __init__(self, tol=1e-10, max_iter=100):
+        if not tol > 0 or int(max_iter) < 1:
+            raise ValueError(f"ExactLineSearch needs tol > 0 and max_iter >= 1; got {tol}, {max_iter}")
+        self.tol = float(tol)
+        self.max_iter = int(max_iter)
+
+    def __call__(self, objective, x, d, grad, gamma_max, iteration):
+        hook = getattr(objective, "line_search", None)
+        if callable(hook):
+            return min(max(float(hook(x, d, gamma_max)), 0.0), gamma_max)
+        if callable(getattr(objective, "curvature", None)):
+            return ClosedFormQuadratic()(objective, x, d, grad, gamma_max, iteration)
+        derivs = getattr(objective, "phi_derivatives", None)
+        if callable(derivs):
+            dphi = lambda t: derivs(x, d, t)  # noqa: E731
+        else:
+            dphi = lambda t: (float(objective.grad(x + t * d) @ d), None)  # noqa: E731
+        return safeguarded_newton(dphi, float(grad @ d), gamma_max, self.tol, self.max_iter)
+
+
+def safeguarded_newton(dphi, slope0, gamma_max, tol=1e-10, max_iter=100):
+    """Root of the non-decreasing phi' on [0, gamma_max]: Newton steps while they stay inside
+    the bracket and phi'' > 0, else regula falsi (Illinois) or bisection. ``dphi(t)`` returns
+    (phi'(t), phi''(t) or None); ``slope0`` = phi'(0). Stops when |phi'| <= tol |phi'(0)| or
+    the bracket is shorter than tol * gamma_max; never leaves [0, gamma_max]."""
+    if not slope0 < 0.0 or gamma_max <= 0.0:
+        return 0.0
+    lo, d_lo = 0.0, slope0
+    hi = gamma_max
+    d_hi, _ = dphi(hi)
+    if d_hi <= 0.0:
+        return hi
+    if math.isnan(d_hi):
+        d_hi = math.inf
+    t = hi * d_lo / (d_lo - d_hi) if math.isfinite(d_hi) else 0.5 * hi
+    for _ in range(max_iter):
+        d1, d2 = dphi(t)
+        if abs(d1) <= tol * abs(slope0):
+            return t
+        if d1 <= 0.0:
+            lo, d_lo = t, d1
+        else:
+            hi, d_hi = t, (d1 if math.isfinite(d1) else math.inf)
+        if hi - lo <= tol * gamma_max:
+            break
+        step = t - d1 / d2 if d2 is not None and d2 > 0.0 and math.isfinite(d1) else math.nan
+        if lo < step < hi:
+            t = step
+        elif math.isfinite(d_hi):
+            t = (lo * d_hi - hi * d_lo) / (d_hi - d_lo)
+            if not (lo + 0.01 * (hi - lo) < t < hi - 0.01 * (hi - lo)):
+                t = 0.5 * (lo + hi)
+        else:
+            t = 0.5 * (lo + hi)
+    return lo
+
+
+_RULES = {"exact": ExactLineSearch, "agnostic": Agnostic, "quadratic": ClosedFormQuadratic}
+
+
+def make_step_rule(step):
+    """A rule object from a name ('exact', 'agnostic', 'quadratic') or a callable."""
+    if isinstance(step, str):
+        if step not in _RULES:
+            raise ValueError(f"unknown step rule {step!r}; valid names: {', '.join(sorted(_RULES))}")
+        return _RULES[step]()
+    if callable(step):
+        return step
+    raise TypeError(f"step must be one of {sorted(_RULES)} or a callable "
+                    f"rule(objective, x, d, grad, gamma_max, iteration); got {type(step).__name__}")
