@@ -3,28 +3,485 @@
 
 Every kernel takes typed memoryviews, runs its loop without the GIL and trusts its inputs:
 the Python callers validate once. Each kernel has a plain-NumPy twin in tests/.
+
+Shared argument names (all C-contiguous, the arrays of a `PairwiseMRF`):
+theta, mu, d, grad_out: float64[D]; card: int32[n]; edges: int32[E, 2];
+node_off: int64[n+1]; edge_off: int64[E+1]; adj_start: int64[n+1]; adj_var, adj_edge:
+int32[2E]; adj_first: int8[2E]; c: float64[n] (c_i = 1 - sum of rho_e over edges at i);
+rho: float64[E]. Node block i is mu[node_off[i]:node_off[i+1]] with entropy weight K = c_i,
+edge block e is mu[edge_off[e]:edge_off[e+1]] with K = rho_e (node_off[n] == edge_off[0]).
+
+Zero marginals: 0 log 0 = 0 and (-inf) * 0 = 0 in values. Wherever a log of a
+non-positive marginal would be needed (gradients, line-search derivatives) it is replaced
+by LOG_FLOOR = log(5e-324) ~ -744.4, the log of the smallest positive double, so results
+stay finite (+inf only from theta = -inf) and never NaN.
 """
 import numpy as np
 
 cimport numpy as cnp
-from libc.math cimport INFINITY
+from libc.math cimport INFINITY, fabs, log
+from libc.stdint cimport int8_t, uint64_t
+from libc.stdlib cimport qsort
 
 cnp.import_array()
+
+cdef double LOG_FLOOR = log(4.9406564584124654e-324)
+
+# Vectorised log (runtime-dispatched clones for x86-64-v4/v3 with GCC on Linux).
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    #include <stddef.h>
+    #if defined(__GNUC__) && __GNUC__ >= 12 && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+    #define FW_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+    #else
+    #define FW_CLONES
+    #endif
+    /* out[k] = log(a[k] + g b[k]) where that is > 0, else floor_. fdlibm's e_log.c
+       reduction and polynomial (error < 1 ulp), written branch-free so that the loop
+       vectorises; subnormals are rescaled by 2^54. */
+    FW_CLONES static void fw_log_axpy(const double *a, const double *b, double g, double *out, ptrdiff_t n, double floor_) {
+        const double Lg1 = 6.666666666666735130e-01, Lg2 = 3.999999999940941908e-01,
+                     Lg3 = 2.857142874366239149e-01, Lg4 = 2.222219843214978396e-01,
+                     Lg5 = 1.818357216161805012e-01, Lg6 = 1.531383769920937332e-01,
+                     Lg7 = 1.479819860511658591e-01,
+                     ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
+        for (ptrdiff_t i = 0; i < n; i++) {
+            double x = a[i] + g * b[i];
+            int sub = x < 2.2250738585072014e-308;
+            double xs = x * (sub ? 18014398509481984.0 : 1.0);
+            uint64_t u; memcpy(&u, &xs, 8);
+            u += 0x00095F6200000000ULL;
+            uint64_t e = (u >> 52) | 0x4330000000000000ULL;
+            double de; memcpy(&de, &e, 8);
+            double dk = (de - 4503599627370496.0) - (sub ? 1077.0 : 1023.0);
+            u = (u & 0x000FFFFFFFFFFFFFULL) + 0x3fe6a09e00000000ULL;
+            double m; memcpy(&m, &u, 8);
+            double f = m - 1.0, hfsq = 0.5 * f * f, s = f / (2.0 + f), z = s * s, w = z * z;
+            double R = z * (Lg1 + w * (Lg3 + w * (Lg5 + w * Lg7))) + w * (Lg2 + w * (Lg4 + w * Lg6));
+            double r = s * (hfsq + R) + dk * ln2_lo - hfsq + f + dk * ln2_hi;
+            out[i] = x > 0.0 ? r : floor_;
+        }
+    }
+    """
+    void fw_log_axpy(const double* a, const double* b, double g, double* out, Py_ssize_t n,
+                     double floor_) noexcept nogil
+
+
+# -- scores of assignments --------------------------------------------------------------
+
+cdef inline double _score(const double[::1] theta, const int[::1] card, const int[:, ::1] edges,
+                          const long long[::1] node_off, const long long[::1] edge_off,
+                          const int[::1] x) noexcept nogil:
+    """<theta, mu(x)> in O(n + E)."""
+    cdef Py_ssize_t i, e
+    cdef double s = 0.0
+    for i in range(card.shape[0]):
+        s += theta[node_off[i] + x[i]]
+    for e in range(edges.shape[0]):
+        s += theta[edge_off[e] + x[edges[e, 0]] * card[edges[e, 1]] + x[edges[e, 1]]]
+    return s
 
 
 def score_assignments(const double[::1] theta, const int[::1] card, const int[:, ::1] edges,
                       const long long[::1] node_off, const long long[::1] edge_off,
                       const int[:, ::1] atoms, double[::1] out):
     """out[a] = <theta, mu(atoms[a])> for each assignment row, without dense vertices."""
-    cdef Py_ssize_t m = atoms.shape[0], n = card.shape[0], n_edges = edges.shape[0]
-    cdef Py_ssize_t a, i, e
-    cdef double s
+    cdef Py_ssize_t a
     with nogil:
-        for a in range(m):
+        for a in range(atoms.shape[0]):
+            out[a] = _score(theta, card, edges, node_off, edge_off, atoms[a])
+
+
+def axpy_vertex(double[::1] mu, const int[::1] x, double gamma, double delta,
+                const int[::1] card, const int[:, ::1] edges,
+                const long long[::1] node_off, const long long[::1] edge_off):
+    """In place: mu <- (1 - gamma) mu + gamma ((1 - delta) mu(x) + delta u0), the FW update
+    towards a vertex of M_delta (Barrier FW, Alg. 2 line 14), without building mu(x)."""
+    cdef Py_ssize_t i, e, k
+    cdef double keep = 1.0 - gamma, hit = gamma * (1.0 - delta), spread = gamma * delta, add
+    with nogil:
+        for i in range(card.shape[0]):
+            add = spread / card[i]
+            for k in range(node_off[i], node_off[i + 1]):
+                mu[k] = keep * mu[k] + add
+            mu[node_off[i] + x[i]] += hit
+        for e in range(edges.shape[0]):
+            add = spread / (edge_off[e + 1] - edge_off[e])
+            for k in range(edge_off[e], edge_off[e + 1]):
+                mu[k] = keep * mu[k] + add
+            mu[edge_off[e] + x[edges[e, 0]] * card[edges[e, 1]] + x[edges[e, 1]]] += hit
+
+
+# -- TRW objective (Barrier FW eq. 1-2; f = -TRW as in DESIGN.md) -----------------------
+
+cdef double _value_grad_blocks(const double[::1] theta, const double[::1] mu,
+                               const double[::1] K, const long long[::1] off,
+                               double[::1] grad) noexcept nogil:
+    """Blockwise pass once grad holds log mu (floored)."""
+    cdef Py_ssize_t b, k
+    cdef double f = 0.0, fb, kb, m, lg, t
+    for b in range(K.shape[0]):
+        kb = K[b]
+        fb = 0.0  # per-block sums keep the dependency chain on f short
+        for k in range(off[b], off[b + 1]):
+            m = mu[k]
+            lg = grad[k]
+            t = m * (kb * lg - theta[k])
+            fb += t if m > 0.0 else 0.0
+            grad[k] = kb * (1.0 + lg) - theta[k]
+        f += fb
+    return f
+
+
+def trw_value_grad(const double[::1] theta, const double[::1] mu, const double[::1] c,
+                   const double[::1] rho, const long long[::1] node_off,
+                   const long long[::1] edge_off, double[::1] grad_out):
+    """f(mu) = -TRW(mu) = -(<theta, mu> + sum_i c_i H(mu_i) + sum_e rho_e H(mu_e)), returned,
+    and grad f = -theta + K (1 + log mu) blockwise (K = c_i or rho_e) written to grad_out,
+    in one call (a vectorised log sweep into grad_out, then one blockwise sweep; Barrier
+    FW eq. 2 and Sec. 3). The FW potentials are theta~ = -grad_out.
+
+    Where mu = 0 the value term is 0 (also when theta = -inf) and the gradient uses
+    LOG_FLOOR for log 0. f is +inf when mu > 0 on a state with theta = -inf.
+    """
+    cdef double f = 0.0
+    if mu.shape[0] == 0:
+        return f
+    with nogil:
+        fw_log_axpy(&mu[0], &mu[0], 0.0, &grad_out[0], mu.shape[0], LOG_FLOOR)
+        f = (_value_grad_blocks(theta, mu, c, node_off, grad_out)
+             + _value_grad_blocks(theta, mu, rho, edge_off, grad_out))
+    return f
+
+
+def block_entropies(const double[::1] mu, const long long[::1] off, double[::1] out):
+    """out[b] = H(mu[off[b]:off[b+1]]) = -sum mu log mu (0 log 0 = 0), for B = len(out)
+    blocks. Node entropies: off = node_off; edge (joint) entropies: off = edge_off."""
+    cdef Py_ssize_t b, k
+    cdef double h, m
+    with nogil:
+        for b in range(out.shape[0]):
+            h = 0.0
+            for k in range(off[b], off[b + 1]):
+                m = mu[k]
+                if m > 0.0:
+                    h -= m * log(m)
+            out[b] = h
+    return np.asarray(out)
+
+
+def edge_mutual_information(const double[::1] mu, const int[::1] card,
+                            const int[:, ::1] edges, const long long[::1] edge_off,
+                            double[::1] out):
+    """out[e] = MI_e = H(r) + H(s) - H(mu_e), with r, s the row and column sums of the edge
+    block itself (Barrier FW, Alg. 2 footnote 2; equal to H(mu_i) + H(mu_j) - H(mu_e) on
+    the local polytope). Computed as sum mu_e (log mu_e - log r - log s), so MI >= 0 up to
+    rounding even when mu drifts off local consistency."""
+    cdef Py_ssize_t e, a, b, ci, cj, base
+    cdef double mi, m, r, lr
+    cdef int max_card = 1 if card.shape[0] == 0 else max(1, int(np.max(card)))
+    cdef double[::1] logcol = np.empty(max_card)
+    with nogil:
+        for e in range(edges.shape[0]):
+            ci = card[edges[e, 0]]
+            cj = card[edges[e, 1]]
+            base = edge_off[e]
+            for b in range(cj):
+                r = 0.0
+                for a in range(ci):
+                    r += mu[base + a * cj + b]
+                logcol[b] = log(r) if r > 0.0 else 0.0
+            mi = 0.0
+            for a in range(ci):
+                r = 0.0
+                for b in range(cj):
+                    r += mu[base + a * cj + b]
+                lr = log(r) if r > 0.0 else 0.0
+                for b in range(cj):
+                    m = mu[base + a * cj + b]
+                    if m > 0.0:
+                        mi += m * (log(m) - lr - logcol[b])
+            out[e] = mi
+    return np.asarray(out)
+
+
+# -- line search along d (DESIGN.md, "TRW objective") -----------------------------------
+
+cdef void _derivs_blocks(const double[::1] theta, const double[::1] mu, const double[::1] d,
+                         double g, const double[::1] K, const long long[::1] off,
+                         const double[::1] logx, double* p1, double* p2) noexcept nogil:
+    """Blockwise pass once logx holds log(mu + g d) (floored)."""
+    cdef Py_ssize_t b, k
+    cdef double kb, dk, x, lin, s1, s2
+    for b in range(K.shape[0]):
+        kb = K[b]
+        lin = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        for k in range(off[b], off[b + 1]):
+            dk = d[k]
+            if dk == 0.0:
+                continue
+            lin -= theta[k] * dk
+            s1 += dk * (1.0 + logx[k])
+            x = mu[k] + g * dk
+            if x > 0.0:
+                s2 += dk * dk / x
+        p1[0] += lin + kb * s1
+        p2[0] += kb * s2
+
+
+cdef inline void _derivs(const double[::1] theta, const double[::1] mu, const double[::1] d,
+                         double g, const double[::1] c, const double[::1] rho,
+                         const long long[::1] node_off, const long long[::1] edge_off,
+                         double[::1] logx, double* p1, double* p2) noexcept nogil:
+    p1[0] = 0.0
+    p2[0] = 0.0
+    if mu.shape[0] == 0:
+        return
+    fw_log_axpy(&mu[0], &d[0], g, &logx[0], mu.shape[0], LOG_FLOOR)
+    _derivs_blocks(theta, mu, d, g, c, node_off, logx, p1, p2)
+    _derivs_blocks(theta, mu, d, g, rho, edge_off, logx, p1, p2)
+    if p1[0] != p1[0]:  # +inf and -inf from theta = -inf: mass enters an impossible state
+        p1[0] = INFINITY
+
+
+def trw_line_derivs(const double[::1] theta, const double[::1] mu, const double[::1] d,
+                    double gamma, const double[::1] c, const double[::1] rho,
+                    const long long[::1] node_off, const long long[::1] edge_off):
+    """(phi'(gamma), phi''(gamma)) for phi(gamma) = f(mu + gamma d), f = -TRW, in one pass:
+    phi' = <grad f(mu + gamma d), d>, phi'' = sum_c K_c sum_x d_c(x)^2 / (mu + gamma d)_c(x).
+
+    Entries with d = 0 are skipped (they contribute nothing, even where theta = -inf).
+    Entries with mu + gamma d <= 0 use LOG_FLOOR in phi' and add nothing to phi'' (phi''
+    is then not meaningful; keep gamma inside the feasible segment). If theta = -inf
+    terms of both signs meet, phi' = +inf.
+    """
+    cdef double p1, p2
+    cdef double[::1] logx = np.empty(mu.shape[0])
+    with nogil:
+        _derivs(theta, mu, d, gamma, c, rho, node_off, edge_off, logx, &p1, &p2)
+    return p1, p2
+
+
+def trw_line_search(const double[::1] theta, const double[::1] mu, const double[::1] d,
+                    const double[::1] c, const double[::1] rho,
+                    const long long[::1] node_off, const long long[::1] edge_off,
+                    double gamma_max, double rtol=1e-10, double atol=0.0,
+                    int max_passes=60):
+    """argmin of phi(gamma) = f(mu + gamma d) over [0, gamma_max]: safeguarded Newton on
+    phi' with a bisection bracket on the sign of phi' (phi need not be convex: node
+    weights c_i can be negative). Returns (gamma, passes), passes = kernel passes over D.
+
+    The caller guarantees mu + gamma d >= 0 on [0, gamma_max]. Iterates stay strictly
+    inside (0, gamma_max); gamma_max is evaluated (for the sign of phi' only) when Newton
+    points beyond it, and returned only when phi'(gamma_max) <= 0. Returns 0 when
+    phi'(0) >= 0. Stops when |phi'| <= max(atol, rtol |phi'(0)|), when the bracket
+    collapses to rounding, or after max_passes passes.
+    """
+    cdef double g = 0.0, lo = 0.0, hi = gamma_max, p1, p2, tol, cand
+    cdef bint hi_known = False
+    cdef int passes = 1
+    cdef double[::1] logx = np.empty(mu.shape[0])
+    with nogil:
+        _derivs(theta, mu, d, 0.0, c, rho, node_off, edge_off, logx, &p1, &p2)
+        tol = atol
+        if fabs(p1) < INFINITY and rtol * fabs(p1) > tol:
+            tol = rtol * fabs(p1)
+        if not p1 < 0.0 or gamma_max <= 0.0:
+            max_passes = 0  # phi'(0) >= 0: no descent along d
+        while passes < max_passes:
+            cand = g - p1 / p2 if 0.0 < p2 < INFINITY else INFINITY
+            if not (lo < cand < hi):
+                cand = hi if cand >= hi and not hi_known else 0.5 * (lo + hi)
+            if not (lo < cand <= hi) or (cand == hi and hi_known):
+                break  # the bracket has collapsed to adjacent doubles
+            g = cand
+            _derivs(theta, mu, d, g, c, rho, node_off, edge_off, logx, &p1, &p2)
+            passes += 1
+            if g == gamma_max:
+                if p1 <= 0.0:
+                    lo = gamma_max  # phi' < 0 all the way
+                    break
+                hi_known = True
+                p2 = 0.0  # phi'' is not meaningful at the boundary: bisect next
+                continue
+            if fabs(p1) <= tol:
+                lo = g
+                break
+            if p1 < 0.0:
+                lo = g
+            else:
+                hi = g
+                hi_known = True
+    return lo, passes
+
+
+# -- ICM (Besag 1986; Barrier FW, Alg. 6) ----------------------------------------------
+
+cdef inline uint64_t _splitmix64(uint64_t* state) noexcept nogil:
+    cdef uint64_t z
+    state[0] += <uint64_t>0x9E3779B97F4A7C15
+    z = state[0]
+    z = (z ^ (z >> 30)) * <uint64_t>0xBF58476D1CE4E5B9
+    z = (z ^ (z >> 27)) * <uint64_t>0x94D049BB133111EB
+    return z ^ (z >> 31)
+
+
+cdef inline Py_ssize_t _randint(uint64_t* state, Py_ssize_t m) noexcept nogil:
+    """Uniform integer in [0, m), m < 2**32 (multiply-shift)."""
+    return <Py_ssize_t>(((_splitmix64(state) >> 32) * <uint64_t>m) >> 32)
+
+
+def icm(const double[::1] theta, const int[::1] card, const int[:, ::1] edges,
+        const long long[::1] node_off, const long long[::1] edge_off,
+        const long long[::1] adj_start, const int[::1] adj_var, const int[::1] adj_edge,
+        const int8_t[::1] adj_first, int[::1] x, int max_sweeps=100, order=None, seed=None):
+    """Iterated conditional modes (maximising <theta, mu(x)>), in place on x (warm start).
+
+    A sweep visits every variable (in `order`, int32[n], default 0..n-1; with `seed` a
+    fresh permutation of it per sweep from an inline splitmix64 generator, reproducible)
+    and sets it to the argmax of its local score given its neighbours, moving only on a
+    strict improvement (ties and all -inf rows keep the current state). Stops after a sweep
+    that changes nothing, or after max_sweeps sweeps.
+    Returns (score of x, sweeps done, converged: the last sweep changed nothing).
+    """
+    cdef Py_ssize_t n = card.shape[0], t, v, u, a, slot, e, best_a, xv
+    cdef int[::1] ord_ = (np.arange(n, dtype=np.int32) if order is None
+                          else np.array(order, dtype=np.int32))
+    cdef bint shuffle = seed is not None, changed = True
+    cdef uint64_t state = 0 if seed is None else <uint64_t>(int(seed) & 0xFFFFFFFFFFFFFFFF)
+    cdef int sweeps = 0, tmp
+    cdef double s, best, cur, score
+    with nogil:
+        while changed and sweeps < max_sweeps:
+            changed = False
+            sweeps += 1
+            if shuffle:
+                for t in range(n - 1, 0, -1):
+                    a = _randint(&state, t + 1)
+                    tmp = ord_[t]
+                    ord_[t] = ord_[a]
+                    ord_[a] = tmp
+            for t in range(n):
+                v = ord_[t]
+                xv = x[v]
+                best = -INFINITY
+                best_a = xv
+                cur = -INFINITY
+                for a in range(card[v]):
+                    s = theta[node_off[v] + a]
+                    for slot in range(adj_start[v], adj_start[v + 1]):
+                        u = adj_var[slot]
+                        e = adj_edge[slot]
+                        if adj_first[slot]:
+                            s += theta[edge_off[e] + a * card[u] + x[u]]
+                        else:
+                            s += theta[edge_off[e] + x[u] * card[v] + a]
+                    if a == xv:
+                        cur = s
+                    if s > best:
+                        best = s
+                        best_a = a
+                if best > cur:
+                    x[v] = <int>best_a
+                    changed = True
+        score = _score(theta, card, edges, node_off, edge_off, x)
+    return score, sweeps, not changed
+
+
+# -- Euclidean projection onto the simplex {w >= 0, sum w = z} --------------------------
+
+cdef int _cmp_desc(const void* pa, const void* pb) noexcept nogil:
+    cdef double a = (<const double*>pa)[0], b = (<const double*>pb)[0]
+    return (a < b) - (a > b)
+
+
+cdef inline void _shift_clip(double[::1] v, Py_ssize_t start, Py_ssize_t stop,
+                             double tau) noexcept nogil:
+    cdef Py_ssize_t k
+    for k in range(start, stop):
+        v[k] = v[k] - tau if v[k] > tau else 0.0
+
+
+def _check_radius(double z):
+    if not 0.0 < z < INFINITY:
+        raise ValueError(f"z must be a positive finite radius; got {z}")
+
+
+def _max_block(const long long[::1] offsets):
+    cdef Py_ssize_t b, m = 1
+    for b in range(offsets.shape[0] - 1):
+        m = max(m, offsets[b + 1] - offsets[b])
+    return m
+
+
+def project_simplex_sort(double[::1] v, const long long[::1] offsets, double z=1.0):
+    """In place, each block v[offsets[b]:offsets[b+1]] (non-empty, finite) <- its
+    Euclidean projection onto {w >= 0, sum w = z}, z > 0: sort-based (Held et al. 1974;
+    Duchi et al. 2008, Fig. 1), O(m log m) per block."""
+    _check_radius(z)
+    cdef double[::1] u = np.empty(_max_block(offsets))
+    cdef Py_ssize_t b, k, m, start, rho
+    cdef double csum, tau
+    with nogil:
+        for b in range(offsets.shape[0] - 1):
+            start = offsets[b]
+            m = offsets[b + 1] - start
+            for k in range(m):
+                u[k] = v[start + k]
+            qsort(&u[0], m, sizeof(double), _cmp_desc)
+            csum = 0.0
+            tau = u[0] - z
+            for k in range(m):
+                csum += u[k]
+                if u[k] * (k + 1) > csum - z:
+                    rho = k + 1
+                    tau = (csum - z) / rho
+            _shift_clip(v, start, start + m, tau)
+
+
+def project_simplex_pivot(double[::1] v, const long long[::1] offsets, double z=1.0,
+                          unsigned long long seed=0):
+    """As `project_simplex_sort` (same result), by the randomized-pivot algorithm of
+    Duchi et al. 2008, Fig. 2: expected O(m) per block. `seed` only affects the time."""
+    _check_radius(z)
+    cdef double[::1] w = np.empty(_max_block(offsets))
+    cdef Py_ssize_t b, k, m, start, lo, hi, g, rho
+    cdef double s, ds, p, tmp
+    cdef uint64_t state = seed
+    with nogil:
+        for b in range(offsets.shape[0] - 1):
+            start = offsets[b]
+            m = offsets[b + 1] - start
+            for k in range(m):
+                w[k] = v[start + k]
             s = 0.0
-            for i in range(n):
-                s += theta[node_off[i] + atoms[a, i]]
-            for e in range(n_edges):
-                s += theta[edge_off[e] + atoms[a, edges[e, 0]] * card[edges[e, 1]]
-                           + atoms[a, edges[e, 1]]]
-            out[a] = s
+            rho = 0
+            lo = 0
+            hi = m
+            while lo < hi:
+                # pivot to w[lo]; then w[lo+1 : lo+1+g] holds the others >= p
+                k = lo + _randint(&state, hi - lo)
+                p = w[k]
+                w[k] = w[lo]
+                w[lo] = p
+                g = 0
+                ds = p
+                for k in range(lo + 1, hi):
+                    if w[k] >= p:
+                        g += 1
+                        tmp = w[k]
+                        w[k] = w[lo + g]
+                        w[lo + g] = tmp
+                        ds += tmp
+                if s + ds - (rho + g + 1) * p < z:
+                    s += ds
+                    rho += g + 1
+                    lo = lo + g + 1
+                else:
+                    hi = lo + 1 + g
+                    lo = lo + 1
+            _shift_clip(v, start, start + m, (s - z) / rho)

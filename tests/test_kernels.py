@@ -1,0 +1,460 @@
+"""Cython kernels against their plain-NumPy twins (DESIGN.md, "Kernels")."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from fwcore import _kernels as K
+from fwcore.generators import grid, potts_grid, random_grid
+from fwcore.model import PairwiseMRF
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # twins meet inf * 0
+
+LOG_FLOOR = np.log(5e-324)
+SETTINGS = settings(max_examples=30, deadline=None)
+seeds = st.integers(0, 2**32 - 1)
+
+
+# -- random inputs ----------------------------------------------------------------------
+
+def random_model(rng, neg_inf=True, scale=None):
+    """A small model: cardinality-1 and multi-label blocks, potentials up to +-1e3, some
+    -inf entries."""
+    n = int(rng.integers(1, 6))
+    card = rng.integers(1, 5, n)
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.6]
+    edges = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+    sizes = np.concatenate([card, card[edges[:, 0]] * card[edges[:, 1]]]).astype(np.int64)
+    scale = scale or float(rng.choice([1.0, 10.0, 1e3]))
+    theta = rng.uniform(-scale, scale, int(sizes.sum()))
+    if neg_inf:
+        theta[rng.random(theta.size) < 0.1] = -np.inf
+    return PairwiseMRF.from_flat(card, edges, theta)
+
+
+def random_marginals(rng, m, zeros=True):
+    """Blockwise-normalised mu with entries down to 1e-300 and (optionally) exact zeros."""
+    tiny = rng.random(m.dim) < 0.3
+    mu = (0.5 + rng.random(m.dim)) * np.where(tiny, 10.0 ** rng.integers(-300, 0, m.dim), 1.0)
+    if zeros:
+        mu[rng.random(m.dim) < 0.1] = 0.0
+    offs = block_offsets(m)
+    for b in range(len(offs) - 1):
+        blk = mu[offs[b]:offs[b + 1]]
+        if blk.sum() == 0.0:
+            blk[0] = 1.0
+        blk /= blk.sum()
+    return mu
+
+
+def random_rho(rng, m):
+    rho = rng.uniform(0.0, 1.0, m.n_edges)
+    c = 1.0 - np.bincount(m.edges.ravel(), np.repeat(rho, 2), minlength=m.n_vars)
+    return rho, c
+
+
+def block_offsets(m):
+    return np.concatenate([m.node_off, m.edge_off[1:]])
+
+
+def entry_weights(m, c, rho):
+    return np.repeat(np.concatenate([c, rho]), np.diff(block_offsets(m)))
+
+
+def close(a, b, rtol=1e-12, atol=0.0):
+    np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
+
+
+# -- NumPy twins ------------------------------------------------------------------------
+
+def twin_value_grad(m, mu, c, rho):
+    Kx = entry_weights(m, c, rho)
+    pos = mu > 0
+    lg = np.where(pos, np.log(np.where(pos, mu, 1.0)), LOG_FLOOR)
+    f = np.sum(np.where(pos, mu * (Kx * lg - m.theta), 0.0))
+    return f, Kx * (1.0 + lg) - m.theta
+
+
+def twin_entropies(mu, off):
+    t = np.where(mu > 0, -mu * np.log(np.where(mu > 0, mu, 1.0)), 0.0)
+    return np.array([t[off[b]:off[b + 1]].sum() for b in range(len(off) - 1)])
+
+
+def twin_mutual_information(m, mu):
+    """H(row sums) + H(column sums) - H(mu_e) of each edge block."""
+    out = []
+    for e in range(m.n_edges):
+        blk = m.pairwise(e, mu)
+        h = [twin_entropies(v.ravel(), [0, v.size])[0] for v in (blk.sum(1), blk.sum(0), blk)]
+        out.append(h[0] + h[1] - h[2])
+    return np.array(out)
+
+
+def twin_line_derivs(m, mu, d, gamma, c, rho):
+    Kx = entry_weights(m, c, rho)
+    x = mu + gamma * d
+    nz = d != 0
+    lg = np.where(x > 0, np.log(np.where(x > 0, x, 1.0)), LOG_FLOOR)
+    p1 = np.sum((Kx * (1.0 + lg) - m.theta)[nz] * d[nz])
+    p2 = np.sum((Kx * np.where(x > 0, d * d / np.where(x > 0, x, 1.0), 0.0))[nz])
+    return (np.inf if np.isnan(p1) else p1), p2  # -inf + inf: mass enters impossible states
+
+
+def twin_icm(m, x, order, max_sweeps):
+    """Pure-Python ICM with the kernel's rules (strict improvement, fixed order; local
+    scores summed node term first, then the CSR neighbours in order)."""
+    x = x.copy()
+    for sweep in range(1, max_sweeps + 1):
+        changed = False
+        for v in order:
+            scores = m.unary(v).copy()
+            for slot in range(m.adj_start[v], m.adj_start[v + 1]):
+                table = m.pairwise(m.adj_edge[slot])
+                u = m.adj_var[slot]
+                scores += table[:, x[u]] if m.adj_first[slot] else table[x[u], :]
+            best = int(np.argmax(scores))
+            if scores[best] > scores[x[v]]:
+                x[v] = best
+                changed = True
+        if not changed:
+            return x, sweep, True
+    return x, max_sweeps, False
+
+
+def twin_project(v, offsets, z=1.0):
+    """Sort-based simplex projection (Duchi et al. 2008, Fig. 1), block by block."""
+    out = v.copy()
+    for b in range(len(offsets) - 1):
+        blk = v[offsets[b]:offsets[b + 1]]
+        u = np.sort(blk)[::-1]
+        css = np.cumsum(u)
+        r = np.nonzero(u * np.arange(1, u.size + 1) > css - z)[0][-1]
+        out[offsets[b]:offsets[b + 1]] = np.maximum(blk - (css[r] - z) / (r + 1), 0.0)
+    return out
+
+
+def model_args(m):
+    return m.card, m.edges, m.node_off, m.edge_off
+
+
+def adj_args(m):
+    return m.adj_start, m.adj_var, m.adj_edge, m.adj_first
+
+
+# -- TRW value, gradient, entropies, mutual information --------------------------------
+
+@SETTINGS
+@given(seeds)
+def test_trw_value_grad_matches_twin(seed):
+    rng = np.random.default_rng(seed)
+    m = random_model(rng)
+    mu = random_marginals(rng, m)
+    rho, c = random_rho(rng, m)
+    grad = np.empty(m.dim)
+    f = K.trw_value_grad(m.theta, mu, c, rho, m.node_off, m.edge_off, grad)
+    f_np, grad_np = twin_value_grad(m, mu, c, rho)
+    assert not np.isnan(f) and not np.isnan(grad).any()
+    close(f, f_np, atol=1e-12 * np.sum(np.abs(np.nan_to_num(m.theta * mu)) + 1))
+    close(grad, grad_np, atol=1e-12)
+
+
+def test_trw_value_matches_definition_on_interior_point():
+    """f = -(<theta, mu> + sum c_i H(mu_i) + sum rho_e H(mu_e)) from the model's views."""
+    m = potts_grid(3, 4, n_labels=3, coupling=2.0, seed=1)
+    rng = np.random.default_rng(0)
+    mu = 0.5 * random_marginals(rng, m, zeros=False) + 0.5 * m.uniform_marginals()
+    rho, c = random_rho(rng, m)
+    nodes, edges = m.split_marginals(mu)
+    H = lambda p: -np.sum(p * np.log(p))  # noqa: E731
+    trw = (m.theta @ mu + sum(ci * H(p) for ci, p in zip(c, nodes))
+           + sum(r * H(p) for r, p in zip(rho, edges)))
+    grad = np.empty(m.dim)
+    close(K.trw_value_grad(m.theta, mu, c, rho, m.node_off, m.edge_off, grad), -trw)
+    # the gradient is the derivative of f: central differences on a few coordinates
+    for k in rng.choice(m.dim, 5, replace=False):
+        h = 1e-6 * mu[k]
+        fp = K.trw_value_grad(m.theta, mu + h * (np.arange(m.dim) == k), c, rho,
+                              m.node_off, m.edge_off, np.empty(m.dim))
+        fm = K.trw_value_grad(m.theta, mu - h * (np.arange(m.dim) == k), c, rho,
+                              m.node_off, m.edge_off, np.empty(m.dim))
+        close((fp - fm) / (2 * h), grad[k], rtol=1e-5, atol=1e-5)
+
+
+def test_trw_value_with_impossible_states():
+    """(-inf) * 0 = 0 in the value; mass on an impossible state gives f = +inf."""
+    m = PairwiseMRF([2], [[0.0, -np.inf]])
+    grad = np.empty(2)
+    args = (np.zeros(0), np.ones(1), m.node_off, m.edge_off, grad)
+    f0 = K.trw_value_grad(m.theta, np.array([1.0, 0.0]), args[1], args[0], *args[2:])
+    assert f0 == 0.0 and grad[0] == 1.0 and grad[1] == np.inf
+    f1 = K.trw_value_grad(m.theta, np.array([0.5, 0.5]), args[1], args[0], *args[2:])
+    assert f1 == np.inf
+
+
+@SETTINGS
+@given(seeds)
+def test_entropies_and_mutual_information_match_twins(seed):
+    rng = np.random.default_rng(seed)
+    m = random_model(rng)
+    mu = random_marginals(rng, m)
+    close(K.block_entropies(mu, m.node_off, np.empty(m.n_vars)),
+          twin_entropies(mu, m.node_off), atol=1e-13)
+    close(K.block_entropies(mu, m.edge_off, np.empty(m.n_edges)),
+          twin_entropies(mu, m.edge_off), atol=1e-13)
+    mi = K.edge_mutual_information(mu, m.card, m.edges, m.edge_off, np.empty(m.n_edges))
+    close(mi, twin_mutual_information(m, mu), atol=1e-12)
+    assert (mi >= -1e-12).all()
+
+
+def test_mutual_information_of_consistent_marginals():
+    """On an independent product MI = 0; on a perfectly correlated binary edge MI = log 2."""
+    m = grid(1, 2)
+    p, q = np.array([0.3, 0.7]), np.array([0.6, 0.4])
+    mu = np.concatenate([p, q, np.outer(p, q).ravel()])
+    out = np.empty(1)
+    close(K.edge_mutual_information(mu, m.card, m.edges, m.edge_off, out), [0.0], atol=1e-15)
+    mu = np.concatenate([[0.5, 0.5], [0.5, 0.5], [0.5, 0.0, 0.0, 0.5]])
+    close(K.edge_mutual_information(mu, m.card, m.edges, m.edge_off, out), [np.log(2)])
+
+
+# -- line search -----------------------------------------------------------------------
+
+def fw_direction(rng, m, mu, delta):
+    """d = (1 - delta) mu(s) + delta u0 - mu for a random vertex s, and its gamma_max = 1."""
+    s = rng.integers(0, m.card)
+    return (1 - delta) * m.marginal_vector(s) + delta * m.uniform_marginals() - mu
+
+
+def twin_line_search(m, mu, d, c, rho, gamma_max):
+    """Bisection on the sign of phi' to full precision (the reference minimiser)."""
+    lo, hi = 0.0, gamma_max
+    if twin_line_derivs(m, mu, d, 0.0, c, rho)[0] >= 0:
+        return 0.0
+    if twin_line_derivs(m, mu, d, gamma_max, c, rho)[0] <= 0:
+        return gamma_max
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):
+            break
+        if twin_line_derivs(m, mu, d, mid, c, rho)[0] < 0:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+@SETTINGS
+@given(seeds)
+def test_line_derivs_match_twin(seed):
+    rng = np.random.default_rng(seed)
+    m = random_model(rng)
+    mu = random_marginals(rng, m)
+    rho, c = random_rho(rng, m)
+    d = fw_direction(rng, m, mu, float(rng.choice([0.0, 1e-3, 0.1])))
+    for gamma in (0.0, float(rng.random()), 1.0):
+        p1, p2 = K.trw_line_derivs(m.theta, mu, d, gamma, c, rho, m.node_off, m.edge_off)
+        q1, q2 = twin_line_derivs(m, mu, d, gamma, c, rho)
+        assert not np.isnan(p1) and not np.isnan(p2)
+        scale = np.sum(np.abs(np.nan_to_num(m.theta * d, posinf=0, neginf=0))) + np.sum(
+            np.abs(d)) * 1e3
+        if np.isfinite(q1):
+            close(p1, q1, rtol=1e-12, atol=1e-12 * scale)
+        else:
+            assert p1 == q1
+        close(p2, q2, rtol=1e-12, atol=1e-12 * abs(q2))
+
+
+def test_line_derivs_are_derivatives_of_value():
+    m = random_grid(3, coupling=3.0, seed=2)
+    rng = np.random.default_rng(2)
+    mu = random_marginals(rng, m, zeros=False)
+    rho, c = random_rho(rng, m)
+    d = fw_direction(rng, m, mu, 0.05)
+    f = lambda g: K.trw_value_grad(m.theta, mu + g * d, c, rho, m.node_off,  # noqa: E731
+                                   m.edge_off, np.empty(m.dim))
+    p1, p2 = K.trw_line_derivs(m.theta, mu, d, 0.3, c, rho, m.node_off, m.edge_off)
+    h = 1e-5
+    close(p1, (f(0.3 + h) - f(0.3 - h)) / (2 * h), rtol=1e-6)
+    close(p2, (f(0.3 + h) - 2 * f(0.3) + f(0.3 - h)) / h**2, rtol=1e-3)
+
+
+@SETTINGS
+@given(seeds)
+def test_line_search_finds_the_minimiser(seed):
+    rng = np.random.default_rng(seed)
+    m = random_model(rng, neg_inf=False, scale=float(rng.choice([1.0, 10.0, 1e3])))
+    delta = float(rng.choice([1e-3, 0.1]))
+    u0 = m.uniform_marginals()
+    mu = (1 - delta) * random_marginals(rng, m) + delta * u0  # an interior point of M_delta
+    rho, c = random_rho(rng, m)
+    d = fw_direction(rng, m, mu, delta)
+    gamma, passes = K.trw_line_search(m.theta, mu, d, c, rho, m.node_off, m.edge_off, 1.0,
+                                      rtol=1e-13)
+    assert 0.0 <= gamma <= 1.0 and 1 <= passes <= 60
+    ref = twin_line_search(m, mu, d, c, rho, 1.0)
+    fval = lambda g: twin_value_grad(m, mu + g * d, c, rho)[0]  # noqa: E731
+    # phi may be non-convex (c_i < 0): the kernel returns a stationary point; with a
+    # bracketing search both are roots of phi', so compare values when they differ
+    if abs(gamma - ref) > 1e-8:
+        p1 = twin_line_derivs(m, mu, d, gamma, c, rho)[0]
+        assert abs(p1) <= 1e-8 * abs(twin_line_derivs(m, mu, d, 0.0, c, rho)[0]) or gamma == 1.0
+    assert fval(gamma) <= fval(0.0) + 1e-9 * abs(fval(0.0))
+
+
+def test_line_search_boundary_cases():
+    m = random_grid(2, seed=0)
+    rho, c = random_rho(np.random.default_rng(0), m)
+    mu = m.uniform_marginals()
+    args = (c, rho, m.node_off, m.edge_off)
+    s = m.marginal_vector(np.zeros(m.n_vars, dtype=int))
+    # ascent direction at gamma = 0: no step
+    grad = np.empty(m.dim)
+    K.trw_value_grad(m.theta, mu, c, rho, m.node_off, m.edge_off, grad)
+    d_up = np.zeros(m.dim)
+    d_up[np.argmax(grad)] = 1e-3
+    assert K.trw_line_search(m.theta, mu, d_up, *args, 1.0) == (0.0, 1)
+    # huge potentials favouring s: phi' < 0 up to gamma_max < 1, which is returned
+    theta = 1e3 * (2 * s - 1)
+    gamma, _ = K.trw_line_search(theta, mu, s - mu, *args, 0.5)
+    assert gamma == 0.5
+    # towards the undelta'd vertex (entries reach 0 at gamma = 1): stays strictly inside
+    gamma, passes = K.trw_line_search(m.theta, mu, s - mu, *args, 1.0)
+    assert 0.0 < gamma < 1.0 and passes < 60
+
+
+# -- scores and vertex updates ---------------------------------------------------------
+
+@SETTINGS
+@given(seeds)
+def test_score_assignments_and_axpy_vertex_match_twins(seed):
+    rng = np.random.default_rng(seed)
+    m = random_model(rng)
+    atoms = np.ascontiguousarray(rng.integers(0, m.card, (4, m.n_vars)), dtype=np.int32)
+    out = np.empty(4)
+    K.score_assignments(m.theta, *model_args(m), atoms, out)
+    close(out, m.score(atoms))
+    mu = random_marginals(rng, m)
+    gamma, delta = float(rng.random()), float(rng.choice([0.0, 1e-3, 0.5]))
+    want = (1 - gamma) * mu + gamma * ((1 - delta) * m.marginal_vector(atoms[0])
+                                       + delta * m.uniform_marginals())
+    K.axpy_vertex(mu, atoms[0], gamma, delta, *model_args(m))
+    close(mu, want, atol=1e-16)
+
+
+# -- ICM -------------------------------------------------------------------------------
+
+def splitmix_permutations(order, seed, sweeps):
+    """The kernel's per-sweep Fisher-Yates shuffles of `order` with splitmix64."""
+    mask = 2**64 - 1
+    state, order, out = seed & mask, list(order), []
+    for _ in range(sweeps):
+        for t in range(len(order) - 1, 0, -1):
+            state = (state + 0x9E3779B97F4A7C15) & mask
+            z = state
+            z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+            z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+            z ^= z >> 31
+            a = ((z >> 32) * (t + 1)) >> 32
+            order[t], order[a] = order[a], order[t]
+        out.append(list(order))
+    return out
+
+
+def assert_local_optimum(m, x):
+    base = m.score(x)
+    slack = 1e-12 * np.abs(m.theta[np.isfinite(m.theta)]).sum()
+    for v in range(m.n_vars):
+        for a in range(m.card[v]):
+            y = x.copy()
+            y[v] = a
+            assert not m.score(y) > base + slack
+
+
+@SETTINGS
+@given(seeds)
+def test_icm_matches_twin(seed):
+    rng = np.random.default_rng(seed)
+    m = random_model(rng)
+    x0 = rng.integers(0, m.card).astype(np.int32)
+    order = rng.permutation(m.n_vars).astype(np.int32)
+    x = x0.copy()
+    score, sweeps, converged = K.icm(m.theta, *model_args(m), *adj_args(m), x, 50, order)
+    want, want_sweeps, want_conv = twin_icm(m, x0, order, 50)
+    np.testing.assert_array_equal(x, want)
+    assert (sweeps, converged) == (want_sweeps, want_conv)
+    if np.isfinite(score):
+        close(score, m.score(x), atol=1e-12 * np.abs(m.theta[np.isfinite(m.theta)]).sum())
+    else:
+        assert np.isneginf(score) and np.isneginf(m.score(x))
+    assert_local_optimum(m, x)
+
+
+def test_icm_seeded_order_is_reproducible_and_matches_twin():
+    m = potts_grid(4, 5, n_labels=3, coupling=2.0, seed=3)
+    x0 = np.zeros(m.n_vars, dtype=np.int32)
+    runs = []
+    for _ in range(2):
+        x = x0.copy()
+        runs.append((K.icm(m.theta, *model_args(m), *adj_args(m), x, 20, None, 12345), x))
+    assert runs[0][0] == runs[1][0]
+    np.testing.assert_array_equal(runs[0][1], runs[1][1])
+    (score, sweeps, converged), x = runs[0]
+    assert converged
+    y = x0.copy()
+    for order in splitmix_permutations(range(m.n_vars), 12345, sweeps):
+        y, _, _ = twin_icm(m, y, order, 1)
+    np.testing.assert_array_equal(x, y)
+    close(score, m.score(x))
+
+
+def test_icm_keeps_state_on_all_minus_inf_rows_and_respects_max_sweeps():
+    m = PairwiseMRF([3, 2], [[-np.inf] * 3, [0.0, 1.0]], [(0, 1)], [np.full((3, 2), -np.inf)])
+    x = np.array([1, 0], dtype=np.int32)
+    score, sweeps, converged = K.icm(m.theta, *model_args(m), *adj_args(m), x, 10)
+    assert np.isneginf(score) and list(x) == [1, 0] and converged and sweeps == 1
+    m = random_grid(4, coupling=3.0, seed=5)
+    x = np.zeros(16, dtype=np.int32)
+    assert K.icm(m.theta, *model_args(m), *adj_args(m), x, 1)[1:] == (1, False)
+
+
+# -- simplex projection ----------------------------------------------------------------
+
+@SETTINGS
+@given(seeds)
+def test_projections_match_twin(seed):
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 40, int(rng.integers(1, 8)))
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    v = rng.normal(0, float(rng.choice([1e-3, 1.0, 1e3])), offsets[-1])
+    v[rng.random(v.size) < 0.2] = 0.5  # ties
+    z = float(rng.choice([1.0, 0.3, 7.0]))
+    want = twin_project(v, offsets, z)
+    for kernel in (K.project_simplex_sort, K.project_simplex_pivot):
+        w = v.copy()
+        kernel(w, offsets, z)
+        close(w, want, atol=1e-12 * max(1.0, np.abs(v).max()))
+        sums = np.add.reduceat(w, offsets[:-1])
+        close(sums, z, rtol=1e-12)
+        assert (w >= 0).all()
+
+
+def test_projection_is_the_nearest_point():
+    """KKT: the projection of v is w = max(v - tau, 0); perturbations within the simplex
+    never get closer to v."""
+    rng = np.random.default_rng(7)
+    v = rng.normal(size=30)
+    offsets = np.array([0, 30], dtype=np.int64)
+    w = v.copy()
+    K.project_simplex_pivot(w, offsets, seed=3)
+    for _ in range(200):
+        p = rng.dirichlet(np.ones(30) * 0.3)
+        assert np.sum((v - w) ** 2) <= np.sum((v - p) ** 2) + 1e-12
+    one = np.array([-5.0])  # a cardinality-1 block projects to z
+    K.project_simplex_sort(one, np.array([0, 1], dtype=np.int64), 2.0)
+    assert one[0] == 2.0
+
+
+def test_projection_rejects_bad_radius():
+    with pytest.raises(ValueError, match="z must be a positive"):
+        K.project_simplex_sort(np.ones(3), np.array([0, 3], dtype=np.int64), 0.0)
+    with pytest.raises(ValueError, match="z must be a positive"):
+        K.project_simplex_pivot(np.ones(3), np.array([0, 3], dtype=np.int64), np.nan)
