@@ -341,8 +341,9 @@ def icm(const double[::1] theta, const int[::1] card, const int[:, ::1] edges,
         const int8_t[::1] adj_first, int[::1] x, int max_sweeps=100, order=None, seed=None):
     """Iterated conditional modes (maximising <theta, mu(x)>), in place on x (warm start).
 
-    A sweep visits every variable (in `order`, int32[n], default 0..n-1; with `seed` a
-    fresh permutation of it per sweep from an inline splitmix64 generator, reproducible)
+    A sweep visits the variables listed in `order` (int32, default 0..n-1: all of them;
+    with `seed` a fresh permutation of it per sweep from an inline splitmix64 generator,
+    reproducible)
     and sets it to the argmax of its local score given its neighbours, moving only on a
     strict improvement (ties and all -inf rows keep the current state). Stops after a sweep
     that changes nothing, or after max_sweeps sweeps.
@@ -350,7 +351,10 @@ def icm(const double[::1] theta, const int[::1] card, const int[:, ::1] edges,
     """
     cdef Py_ssize_t n = card.shape[0], t, v, u, a, slot, e, best_a, xv
     cdef int[::1] ord_ = (np.arange(n, dtype=np.int32) if order is None
-                          else np.array(order, dtype=np.int32))
+                          else np.array(order, dtype=np.int32).ravel())
+    cdef Py_ssize_t m = ord_.shape[0]
+    if m and (np.min(ord_) < 0 or np.max(ord_) >= n):
+        raise ValueError(f"order must list variables in 0..{n - 1}")
     cdef bint shuffle = seed is not None, changed = True
     cdef uint64_t state = 0 if seed is None else <uint64_t>(int(seed) & 0xFFFFFFFFFFFFFFFF)
     cdef int sweeps = 0, tmp
@@ -360,12 +364,12 @@ def icm(const double[::1] theta, const int[::1] card, const int[:, ::1] edges,
             changed = False
             sweeps += 1
             if shuffle:
-                for t in range(n - 1, 0, -1):
+                for t in range(m - 1, 0, -1):
                     a = _randint(&state, t + 1)
                     tmp = ord_[t]
                     ord_[t] = ord_[a]
                     ord_[a] = tmp
-            for t in range(n):
+            for t in range(m):
                 v = ord_[t]
                 xv = x[v]
                 best = -INFINITY

@@ -458,3 +458,16 @@ def test_projection_rejects_bad_radius():
         K.project_simplex_sort(np.ones(3), np.array([0, 3], dtype=np.int64), 0.0)
     with pytest.raises(ValueError, match="z must be a positive"):
         K.project_simplex_pivot(np.ones(3), np.array([0, 3], dtype=np.int64), np.nan)
+
+
+def test_icm_order_subset_moves_only_listed_variables():
+    m = random_grid(5, seed=3)
+    x = np.zeros(m.n_vars, dtype=np.int32)
+    listed = np.array([2, 7, 11], dtype=np.int32)
+    K.icm(m.theta, m.card, m.edges, m.node_off, m.edge_off, m.adj_start, m.adj_var,
+          m.adj_edge, m.adj_first, x, order=listed)
+    others = np.setdiff1d(np.arange(m.n_vars), listed)
+    assert (x[others] == 0).all()
+    with pytest.raises(ValueError, match="order"):
+        K.icm(m.theta, m.card, m.edges, m.node_off, m.edge_off, m.adj_start, m.adj_var,
+              m.adj_edge, m.adj_first, x, order=np.array([m.n_vars], dtype=np.int32))

@@ -1,0 +1,158 @@
+"""Approximate MAP oracles: QPBO vs thinqpbo on grids, ICM throughput, and scores of
+qpbo / trws / icm / maxproduct relative to the exact optimum on the shared instances.
+
+thinqpbo (PyPI, Kolmogorov's QPBO in C++) is a benchmark-only peer: install it with
+``pip install thinqpbo``; its benchmarks are skipped when it is missing.
+"""
+import time
+
+import numpy as np
+
+import fwcore
+from fwcore.oracles import make_oracle
+
+from .common import INSTANCES, QUICK
+
+
+def _binary_grid(side, submodular, seed=0):
+    """Barrier FW's grid (couplings U[-4, 4]); with ``submodular`` all made attractive."""
+    model = fwcore.random_grid(side, seed=seed)
+    if not submodular:
+        return model
+    theta = model.theta.copy()
+    blocks = theta[model.edge_off[0]:].reshape(-1, 4)
+    blocks[:] = np.abs(blocks[:, :1]) * np.array([1.0, -1.0, -1.0, 1.0])
+    return model.with_theta(theta)
+
+
+def _thinqpbo_solve(model):
+    """Build Kolmogorov's QPBO graph (energies E = -scores), solve, compute weak
+    persistencies. Returns (seconds of solve + persistencies only, labels)."""
+    import thinqpbo
+    n = model.n_vars
+    q = thinqpbo.QPBODouble()
+    q.add_node(n)
+    un = -model.theta[:2 * n].reshape(n, 2)
+    for i in range(n):
+        q.add_unary_term(i, un[i, 0], un[i, 1])
+    pw = -model.theta[2 * n:].reshape(-1, 4)
+    for (i, j), (a, b, c, d) in zip(model.edges.tolist(), pw.tolist()):
+        q.add_pairwise_term(i, j, a, b, c, d)
+    t0 = time.perf_counter()
+    q.solve()
+    q.compute_weak_persistencies()
+    seconds = time.perf_counter() - t0
+    return seconds, np.array([q.get_label(i) for i in range(n)])
+
+
+class QPBOGrid:
+    """fwcore's qpbo (graph build + BK max-flow + persistencies + ICM completion) vs
+    thinqpbo's solve + weak persistencies (its Python graph-building loop not timed)."""
+
+    param_names = ["side", "submodular"]
+    params = [[100, 200] if QUICK else [100, 200, 300, 500], [True, False]]
+
+    def setup(self, side, submodular):
+        self.model = _binary_grid(side, submodular)
+        self.oracle = make_oracle("qpbo", self.model)
+
+    def time_fwcore_qpbo(self, side, submodular):
+        self.oracle.argmax(self.model.theta)
+
+    def _compare(self):
+        if not hasattr(self, "_cmp"):
+            try:
+                theirs, labels = _thinqpbo_solve(self.model)
+            except ImportError:
+                raise NotImplementedError("thinqpbo not installed (pip install thinqpbo)")
+            ours = min(self._time_ours() for _ in range(3))
+            x = self.oracle.argmax(self.model.theta)
+            mine = self.oracle.partial_labelling
+            labelled = labels >= 0
+            self._cmp = dict(ratio=ours / theirs, theirs=theirs, ours=ours,
+                             same=float(np.mean(mine[labelled] == labels[labelled])),
+                             unlabelled_theirs=int((~labelled).sum()),
+                             unlabelled_ours=int((mine < 0).sum()),
+                             score=float(self.model.score(x)))
+        return self._cmp
+
+    def _time_ours(self):
+        t0 = time.perf_counter()
+        self.oracle.argmax(self.model.theta)
+        return time.perf_counter() - t0
+
+    def track_time_ratio_vs_thinqpbo(self, side, submodular):
+        return self._compare()["ratio"]
+
+    def track_thinqpbo_seconds(self, side, submodular):
+        return self._compare()["theirs"]
+
+    def track_same_labels_fraction(self, side, submodular):
+        """Fraction of thinqpbo's labelled variables where our persistent label agrees."""
+        return self._compare()["same"]
+
+    def track_unlabelled_ours(self, side, submodular):
+        return self._compare()["unlabelled_ours"]
+
+    def track_unlabelled_thinqpbo(self, side, submodular):
+        return self._compare()["unlabelled_theirs"]
+
+
+class ICMThroughput:
+    """ICM label evaluations per second (one evaluation = the local score of one state,
+    summing over the variable's neighbours) from a random start."""
+
+    param_names = ["model"]
+    params = [["grid200_binary", "potts200_5labels"]]
+
+    def setup(self, model):
+        side = 100 if QUICK else 200
+        self.model = (fwcore.random_grid(side, seed=0) if model.startswith("grid")
+                      else fwcore.potts_grid(side, n_labels=5, seed=0))
+        self.init = np.random.default_rng(0).integers(0, self.model.card)
+        self.oracle = make_oracle("icm", self.model, max_sweeps=1000)
+
+    def time_icm(self, model):
+        self.oracle.argmax(self.model.theta, init=self.init)
+
+    def track_label_evaluations_per_second(self, model):
+        t0 = time.perf_counter()
+        self.oracle.argmax(self.model.theta, init=self.init)
+        seconds = time.perf_counter() - t0
+        return self.oracle.n_sweeps * float(self.model.card.sum()) / seconds
+
+
+_INSTANCES = ["uai2014/Grids_12", "uai2014/DBN_14", "uai2014/Segmentation_11",
+              "uai2014/Segmentation_12", "uai2014/CSP_11", "uai2014/pdb1akg",
+              "fw-inference/grid10x10/gridWi10Tr1"]
+
+
+class OraclesUAI:
+    """Score and bound of each approximate oracle relative to the exact optimum (from the
+    .MAP / .MPE reference assignment) on the shared instances."""
+
+    param_names = ["instance", "oracle"]
+    params = [_INSTANCES[:2] if QUICK else _INSTANCES, ["qpbo", "trws", "icm", "maxproduct"]]
+
+    def setup(self, instance, oracle):
+        from fwcore.uai import read_map, read_uai
+        path = INSTANCES / f"{instance}.uai"
+        if not path.exists():
+            raise NotImplementedError(f"{path} not found")
+        self.model = read_uai(path)
+        if oracle == "qpbo" and (self.model.card != 2).any():
+            raise NotImplementedError("qpbo: binary models only")
+        ref = path.with_name(path.name + (".MAP" if instance.startswith("uai") else ".MPE"))
+        self.opt = float(self.model.score(read_map(ref)))
+        self.oracle = make_oracle(oracle, self.model)
+
+    def time_argmax(self, instance, oracle):
+        self.oracle.argmax(self.model.theta)
+
+    def track_score_minus_optimum(self, instance, oracle):
+        return float(self.model.score(self.oracle.argmax(self.model.theta))) - self.opt
+
+    def track_bound_minus_optimum(self, instance, oracle):
+        self.oracle.argmax(self.model.theta)
+        bound = self.oracle.upper_bound()
+        return float("nan") if bound is None else bound - self.opt

@@ -1,0 +1,496 @@
+# cython: language_level=3
+"""Hot loops of the approximate MAP oracles (fwcore.oracles.approximate).
+
+- `qpbo_build` + `bk_maxflow`: the doubled graph of QPBO (Kolmogorov & Rother 2007,
+  Sec. 2-3) and Boykov-Kolmogorov max-flow (Boykov & Kolmogorov 2004) on it;
+- `message_sweeps` + `decode`: one forward and one backward pass of sequential max-sum
+  message passing in the order 0..n-1, which is TRW-S (Kolmogorov 2006, Fig. 3) with node
+  weights gamma_s = 1/max(n_in(s), n_out(s)) and max-product BP with gamma = 1.
+
+Arguments follow `fwcore._kernels`: the arrays of a `PairwiseMRF` (card int32[n], edges
+int32[E, 2], node_off/edge_off int64, adj_start int64[n+1], adj_var/adj_edge int32[2E],
+adj_first int8[2E]). Callers validate; kernels trust their inputs.
+"""
+import numpy as np
+
+cimport numpy as cnp
+from libc.math cimport INFINITY, fabs
+from libc.stdint cimport int8_t
+
+cnp.import_array()
+
+
+# -- QPBO graph --------------------------------------------------------------------------
+
+def qpbo_build(const double[::1] energy, const int[:, ::1] edges, const int[::1] slot_i,
+               const int[::1] slot_j, int[::1] head, int[::1] sister, double[::1] r_cap,
+               double[::1] tr_cap):
+    """Fill the doubled graph of the binary energy ``energy`` (flat layout, all finite).
+
+    Nodes p = i and p̄ = n + i (p̄ stands for 1 - x_i; source side S means state 0). Each
+    edge term is written E = const + (unary shifts) + w (1-x_i) x_j when submodular
+    (A + D <= B + C) or w (1-x_i)(1-x_j) otherwise, w >= 0, and enters the graph twice,
+    once per copy (K&R 2007, eq. 4-5): arcs p_i->p_j and p̄_j->p̄_i, or p_i->p̄_j and
+    p_j->p̄_i. Unary u_i = E_i(1) - E_i(0): tr_cap[p] = u_i, tr_cap[p̄] = -u_i (positive:
+    source arc, negative: sink arc). Arcs of variable i sit in the CSR slots of
+    ``adj_start`` (p_i) and 2E + those (p̄_i); ``slot_i[e]``, ``slot_j[e]`` are the slots of
+    edge e at its two ends. Returns const: the minimum cut C of the doubled graph gives
+    the roof-dual (LP) lower bound const + C / 2 on min E. Also returns the number of
+    non-submodular edges: with none, the two copies are disjoint mirror images.
+    """
+    cdef Py_ssize_t n = tr_cap.shape[0] // 2, n_edges = edges.shape[0], m2 = 2 * n_edges
+    cdef Py_ssize_t i, j, e, ki, kj, base
+    cdef double c = 0.0, a, b, cc, d, w
+    cdef Py_ssize_t n_nonsub = 0
+    with nogil:
+        for i in range(n):
+            tr_cap[i] = energy[2 * i + 1] - energy[2 * i]
+            c += energy[2 * i]
+        for e in range(n_edges):
+            i = edges[e, 0]
+            j = edges[e, 1]
+            ki = slot_i[e]
+            kj = slot_j[e]
+            base = 2 * n + 4 * e
+            a = energy[base]
+            b = energy[base + 1]
+            cc = energy[base + 2]
+            d = energy[base + 3]
+            tr_cap[j] += d - cc
+            if a + d <= b + cc:      # E = a + (cc-a) x_i + (d-cc) x_j + w (1-x_i) x_j
+                w = (b + cc) - (a + d)
+                tr_cap[i] += cc - a
+                c += a
+                head[ki] = <int>j
+                sister[ki] = <int>kj
+                head[kj] = <int>i
+                sister[kj] = <int>ki
+                head[m2 + kj] = <int>(n + i)
+                sister[m2 + kj] = <int>(m2 + ki)
+                head[m2 + ki] = <int>(n + j)
+                sister[m2 + ki] = <int>(m2 + kj)
+                r_cap[ki] = w
+                r_cap[kj] = 0.0
+                r_cap[m2 + kj] = w
+                r_cap[m2 + ki] = 0.0
+            else:                    # E = b+cc-d + (d-b) x_i + (d-cc) x_j + w (1-x_i)(1-x_j)
+                w = (a + d) - (b + cc)
+                n_nonsub += 1
+                tr_cap[i] += d - b
+                c += b + cc - d
+                head[ki] = <int>(n + j)
+                sister[ki] = <int>(m2 + kj)
+                head[m2 + kj] = <int>i
+                sister[m2 + kj] = <int>ki
+                head[kj] = <int>(n + i)
+                sister[kj] = <int>(m2 + ki)
+                head[m2 + ki] = <int>j
+                sister[m2 + ki] = <int>kj
+                r_cap[ki] = w
+                r_cap[m2 + kj] = 0.0
+                r_cap[kj] = w
+                r_cap[m2 + ki] = 0.0
+        for i in range(n):
+            if tr_cap[i] < 0.0:      # u x = u + |u| (1 - x)
+                c += tr_cap[i]
+            tr_cap[n + i] = -tr_cap[i]
+    return c, n_nonsub
+
+
+# -- Boykov-Kolmogorov max-flow ------------------------------------------------------------
+
+cdef enum:
+    FREE = -1       # parent of a node in no search tree
+    TERMINAL = -2   # parent of a tree root (linked to its terminal)
+    ORPHAN = -3     # parent of a node cut from its tree, awaiting adoption
+    INF_DIST = 1000000000
+
+
+cdef struct BK:
+    const int* arc_start
+    const int* head
+    const int* sister
+    double* r_cap
+    double* tr_cap
+    int* parent
+    int8_t* is_sink
+    long long* ts
+    int* dist
+    int8_t* active
+    int* queue
+    int* orphans
+    int cap        # ring size of queue and orphans: n + 1
+    int qh, qt, oh, ot
+    long long time
+
+
+cdef inline void _set_active(BK* g, int v) noexcept nogil:
+    if not g.active[v]:
+        g.active[v] = 1
+        g.queue[g.qt] = v
+        g.qt = (g.qt + 1) % g.cap
+
+
+cdef inline void _orphan_front(BK* g, int v) noexcept nogil:
+    g.parent[v] = ORPHAN
+    g.oh = (g.oh - 1 + g.cap) % g.cap
+    g.orphans[g.oh] = v
+
+
+cdef inline void _orphan_rear(BK* g, int v) noexcept nogil:
+    g.parent[v] = ORPHAN
+    g.orphans[g.ot] = v
+    g.ot = (g.ot + 1) % g.cap
+
+
+cdef double _augment(BK* g, int middle) noexcept nogil:
+    """Push the bottleneck along s -> ... -> tail(middle) -> head(middle) -> ... -> t;
+    nodes whose tree arc saturates become orphans."""
+    cdef int v, a
+    cdef double b = g.r_cap[middle]
+    v = g.head[g.sister[middle]]
+    while g.parent[v] != TERMINAL:
+        a = g.parent[v]
+        if g.r_cap[g.sister[a]] < b:
+            b = g.r_cap[g.sister[a]]
+        v = g.head[a]
+    if g.tr_cap[v] < b:
+        b = g.tr_cap[v]
+    v = g.head[middle]
+    while g.parent[v] != TERMINAL:
+        a = g.parent[v]
+        if g.r_cap[a] < b:
+            b = g.r_cap[a]
+        v = g.head[a]
+    if -g.tr_cap[v] < b:
+        b = -g.tr_cap[v]
+    g.r_cap[g.sister[middle]] += b
+    g.r_cap[middle] -= b
+    v = g.head[g.sister[middle]]
+    while g.parent[v] != TERMINAL:
+        a = g.parent[v]
+        g.r_cap[a] += b
+        g.r_cap[g.sister[a]] -= b
+        if g.r_cap[g.sister[a]] == 0.0:
+            _orphan_front(g, v)
+        v = g.head[a]
+    g.tr_cap[v] -= b
+    if g.tr_cap[v] == 0.0:
+        _orphan_front(g, v)
+    v = g.head[middle]
+    while g.parent[v] != TERMINAL:
+        a = g.parent[v]
+        g.r_cap[g.sister[a]] += b
+        g.r_cap[a] -= b
+        if g.r_cap[a] == 0.0:
+            _orphan_front(g, v)
+        v = g.head[a]
+    g.tr_cap[v] += b
+    if g.tr_cap[v] == 0.0:
+        _orphan_front(g, v)
+    return b
+
+
+cdef void _adopt(BK* g, int v) noexcept nogil:
+    """Find orphan v a new parent in its own tree whose path reaches the terminal (the
+    shortest by the distance marks), or free it and orphan its children."""
+    cdef int sink = g.is_sink[v], a0, a, j, d, d_min = INF_DIST, a0_min = FREE
+    cdef double cap
+    for a0 in range(g.arc_start[v], g.arc_start[v + 1]):
+        cap = g.r_cap[a0] if sink else g.r_cap[g.sister[a0]]
+        j = g.head[a0]
+        if cap == 0.0 or g.is_sink[j] != sink or g.parent[j] == FREE:
+            continue
+        d = 0
+        while True:                     # walk to the root, or to a node marked this round
+            if g.ts[j] == g.time:
+                d += g.dist[j]
+                break
+            a = g.parent[j]
+            d += 1
+            if a == TERMINAL:
+                g.ts[j] = g.time
+                g.dist[j] = 1
+                break
+            if a == ORPHAN:
+                d = INF_DIST
+                break
+            j = g.head[a]
+        if d < INF_DIST:
+            if d < d_min:
+                a0_min = a0
+                d_min = d
+            j = g.head[a0]
+            while g.ts[j] != g.time:    # mark the path with its distances
+                g.ts[j] = g.time
+                g.dist[j] = d
+                d -= 1
+                j = g.head[g.parent[j]]
+    g.parent[v] = a0_min
+    if a0_min != FREE:
+        g.ts[v] = g.time
+        g.dist[v] = d_min + 1
+        return
+    for a0 in range(g.arc_start[v], g.arc_start[v + 1]):
+        j = g.head[a0]
+        a = g.parent[j]
+        if g.is_sink[j] != sink or a == FREE:
+            continue
+        cap = g.r_cap[a0] if sink else g.r_cap[g.sister[a0]]
+        if cap > 0.0:
+            _set_active(g, j)
+        if a != TERMINAL and a != ORPHAN and g.head[a] == v:
+            _orphan_rear(g, j)
+
+
+def bk_maxflow(const int[::1] arc_start, const int[::1] head, const int[::1] sister,
+               double[::1] r_cap, double[::1] tr_cap, int8_t[::1] in_source,
+               int8_t[::1] in_sink, int[::1] parent, int8_t[::1] is_sink, long long[::1] ts, int[::1] dist,
+               int8_t[::1] active, int[::1] queue, int[::1] orphans):
+    """Maximum s-t flow by Boykov & Kolmogorov (2004): two search trees grown from the
+    terminals, augmentation along the path where they meet, orphan adoption.
+
+    Arcs leave node v in slots arc_start[v]:arc_start[v+1]; ``sister[a]`` is the reverse
+    arc; ``r_cap`` residual capacities and ``tr_cap`` (source capacity minus sink capacity
+    per node) are updated in place. parent/is_sink/ts/dist/active (n) and queue/orphans
+    (n + 1) are work arrays. Sets in_source[v] = 1 for the nodes reachable from the source
+    in the final residual graph (the source side of a minimum cut) and in_sink[v] = 1 for
+    those that reach the sink in it; returns the flow.
+    """
+    cdef BK g
+    cdef int n = tr_cap.shape[0], v, j, a, found, cur = -1
+    cdef double flow = 0.0
+    if n == 0:
+        return 0.0
+    g.arc_start = &arc_start[0]
+    g.head = &head[0] if head.shape[0] else NULL
+    g.sister = &sister[0] if sister.shape[0] else NULL
+    g.r_cap = &r_cap[0] if r_cap.shape[0] else NULL
+    g.tr_cap = &tr_cap[0]
+    g.parent = &parent[0]
+    g.is_sink = &is_sink[0]
+    g.ts = &ts[0]
+    g.dist = &dist[0]
+    g.active = &active[0]
+    g.queue = &queue[0]
+    g.orphans = &orphans[0]
+    g.cap = n + 1
+    g.qh = g.qt = g.oh = g.ot = 0
+    g.time = 0
+    with nogil:
+        for v in range(n):
+            g.active[v] = 0
+            g.ts[v] = 0
+            g.dist[v] = 1
+            g.is_sink[v] = g.tr_cap[v] < 0.0
+            if g.tr_cap[v] != 0.0:
+                g.parent[v] = TERMINAL
+                _set_active(&g, v)
+            else:
+                g.parent[v] = FREE
+        while True:
+            v = cur
+            if v >= 0:
+                g.active[v] = 0
+                if g.parent[v] == FREE:
+                    v = -1
+            if v < 0:
+                while g.qh != g.qt:
+                    j = g.queue[g.qh]
+                    g.qh = (g.qh + 1) % g.cap
+                    g.active[j] = 0
+                    if g.parent[j] != FREE:
+                        v = j
+                        break
+                if v < 0:
+                    break
+            found = -1                  # grow v's tree by one layer or find a path
+            for a in range(g.arc_start[v], g.arc_start[v + 1]):
+                j = g.head[a]
+                if not g.is_sink[v]:
+                    if g.r_cap[a] == 0.0:
+                        continue
+                elif g.r_cap[g.sister[a]] == 0.0:
+                    continue
+                if g.parent[j] == FREE:
+                    g.is_sink[j] = g.is_sink[v]
+                    g.parent[j] = g.sister[a]
+                    g.ts[j] = g.ts[v]
+                    g.dist[j] = g.dist[v] + 1
+                    _set_active(&g, j)
+                elif g.is_sink[j] != g.is_sink[v]:
+                    found = g.sister[a] if g.is_sink[v] else a
+                    break
+                elif g.ts[j] <= g.ts[v] and g.dist[j] > g.dist[v]:
+                    g.parent[j] = g.sister[a]
+                    g.ts[j] = g.ts[v]
+                    g.dist[j] = g.dist[v] + 1
+            g.time += 1
+            if found >= 0:
+                g.active[v] = 1         # keep growing from v next round
+                cur = v
+                flow += _augment(&g, found)
+                while g.oh != g.ot:
+                    j = g.orphans[g.oh]
+                    g.oh = (g.oh + 1) % g.cap
+                    _adopt(&g, j)
+            else:
+                cur = -1
+        for v in range(n):
+            in_source[v] = g.parent[v] != FREE and not g.is_sink[v]
+            in_sink[v] = g.parent[v] != FREE and g.is_sink[v]
+    return flow
+
+
+# -- sequential message passing: TRW-S and max-product -------------------------------------
+
+cdef inline double _send(const double[::1] theta, const int[::1] card,
+                         const long long[::1] edge_off, const long long[::1] msg_off,
+                         double[::1] msg, const double[::1] hat, double gamma, double damping,
+                         int s, int t, Py_ssize_t e, bint s_first, double[::1] buf,
+                         double* change) noexcept nogil:
+    """M_st(x_t) <- max_xs [gamma hat_s(x_s) - M_ts(x_s) + θ_st(x_s, x_t)] (Kolmogorov 2006,
+    Fig. 3, max-sum form), shifted so its max is 0, blended with the old message when
+    damping > 0. States with hat_s = -inf are dead (no finite completion) and stay -inf.
+    Returns the shift (-inf when every x_t is dead)."""
+    cdef int cs = card[s], ct = card[t], xs, xt
+    cdef Py_ssize_t out, inc, tab = edge_off[e]
+    cdef double best, val, top = -INFINITY, old, new
+    if s_first:                        # s = i: M_ij at msg_off[e], M_ji after it
+        out = msg_off[e]
+        inc = msg_off[e] + ct
+    else:
+        out = msg_off[e] + cs
+        inc = msg_off[e]
+    for xs in range(cs):
+        buf[xs] = gamma * hat[xs] - msg[inc + xs] if hat[xs] > -INFINITY else -INFINITY
+    for xt in range(ct):
+        best = -INFINITY
+        for xs in range(cs):
+            if s_first:
+                val = buf[xs] + theta[tab + xs * ct + xt]
+            else:
+                val = buf[xs] + theta[tab + xt * cs + xs]
+            if val > best:
+                best = val
+        buf[cs + xt] = best
+        if best > top:
+            top = best
+    for xt in range(ct):
+        new = buf[cs + xt] - top if top > -INFINITY else -INFINITY
+        old = msg[out + xt]
+        if damping > 0.0 and new > -INFINITY and old > -INFINITY:
+            new = damping * old + (1.0 - damping) * new
+        if new > -INFINITY and old > -INFINITY:
+            if fabs(new - old) > change[0]:
+                change[0] = fabs(new - old)
+        elif (new > -INFINITY) != (old > -INFINITY):
+            change[0] = INFINITY
+        msg[out + xt] = new
+    return top
+
+
+cdef inline double _belief(const double[::1] theta, const int[::1] card,
+                           const long long[::1] node_off, const long long[::1] adj_start,
+                           const int[::1] adj_var, const int[::1] adj_edge,
+                           const int8_t[::1] adj_first, const long long[::1] msg_off,
+                           const double[::1] msg, int s, double[::1] hat) noexcept nogil:
+    """hat_s = θ_s + Σ of the messages into s; returns its max."""
+    cdef Py_ssize_t slot, e, base
+    cdef int x, t, cs = card[s]
+    cdef double top = -INFINITY
+    for x in range(cs):
+        hat[x] = theta[node_off[s] + x]
+    for slot in range(adj_start[s], adj_start[s + 1]):
+        e = adj_edge[slot]
+        t = adj_var[slot]
+        base = msg_off[e] + card[t] if adj_first[slot] else msg_off[e]
+        for x in range(cs):
+            hat[x] += msg[base + x]
+    for x in range(cs):
+        if hat[x] > top:
+            top = hat[x]
+    return top
+
+
+def message_sweeps(const double[::1] theta, const int[::1] card,
+                   const long long[::1] node_off, const long long[::1] edge_off,
+                   const long long[::1] adj_start, const int[::1] adj_var,
+                   const int[::1] adj_edge, const int8_t[::1] adj_first,
+                   const long long[::1] msg_off, double[::1] msg, const double[::1] gamma,
+                   const double[::1] node_weight, double damping, double[::1] hat,
+                   double[::1] buf):
+    """One forward pass (s = 0..n-1, messages to later neighbours) and one backward pass
+    (s = n-1..0, messages to earlier neighbours) of sequential max-sum message passing.
+
+    ``msg`` holds, for edge e = (i, j), M_ij (card[j]) then M_ji (card[i]) from msg_off[e].
+    A node s sends with weight gamma[s] (TRW-S: 1/max(n_in, n_out); max-product: 1).
+    ``hat`` and ``buf`` are work arrays of sizes max card and 2 max card.
+
+    Returns (bound, change). bound is valid for TRW-S weights: after the backward pass,
+    for every x, <θ, μ(x)> = Σ_s hat_s(x_s) + Σ_st [θ_st - M_ts - M_st](x_s, x_t) and each
+    edge term plus gamma_t hat_t(x_t) of its later end t is at most the shift of the
+    backward message M_ts, so max score <= Σ_st shift_ts + Σ_s node_weight[s] max hat_s
+    with node_weight[s] = 1 - n_in(s) gamma[s] >= 0. change is the largest change of a
+    message entry (inf when an entry became or stopped being -inf).
+    """
+    cdef int n = card.shape[0], s, t
+    cdef Py_ssize_t slot
+    cdef double bound = 0.0, top, change = 0.0
+    with nogil:
+        for s in range(n):
+            _belief(theta, card, node_off, adj_start, adj_var, adj_edge, adj_first,
+                    msg_off, msg, s, hat)
+            for slot in range(adj_start[s], adj_start[s + 1]):
+                t = adj_var[slot]
+                if t > s:
+                    _send(theta, card, edge_off, msg_off, msg, hat, gamma[s], damping,
+                          s, t, adj_edge[slot], adj_first[slot], buf, &change)
+        for s in range(n - 1, -1, -1):
+            top = _belief(theta, card, node_off, adj_start, adj_var, adj_edge, adj_first,
+                          msg_off, msg, s, hat)
+            if node_weight[s] > 0.0:
+                bound += node_weight[s] * top
+            for slot in range(adj_start[s], adj_start[s + 1]):
+                t = adj_var[slot]
+                if t < s:
+                    bound += _send(theta, card, edge_off, msg_off, msg, hat, gamma[s],
+                                   damping, s, t, adj_edge[slot], adj_first[slot], buf,
+                                   &change)
+    return bound, change
+
+
+def decode(const double[::1] theta, const int[::1] card, const long long[::1] node_off,
+           const long long[::1] edge_off, const long long[::1] adj_start,
+           const int[::1] adj_var, const int[::1] adj_edge, const int8_t[::1] adj_first,
+           const long long[::1] msg_off, const double[::1] msg, bint sequential,
+           int[::1] x, double[::1] hat):
+    """x_s = argmax of θ_s + Σ_{t>s} M_ts + (sequential: Σ_{t<s} θ_ts(x_t, ·), the
+    labelling of TRW-S, Kolmogorov 2006 Sec. 3.4; otherwise Σ_{t<s} M_ts, the
+    max-marginal decoding of max-product), for s = 0..n-1; first maximiser on ties."""
+    cdef int n = card.shape[0], s, t, xs, cs, best_x
+    cdef Py_ssize_t slot, e, base
+    cdef double best
+    with nogil:
+        for s in range(n):
+            cs = card[s]
+            for xs in range(cs):
+                hat[xs] = theta[node_off[s] + xs]
+            for slot in range(adj_start[s], adj_start[s + 1]):
+                t = adj_var[slot]
+                e = adj_edge[slot]
+                if t < s and sequential:          # s is the edge's second end
+                    base = edge_off[e] + x[t] * cs
+                    for xs in range(cs):
+                        hat[xs] += theta[base + xs]
+                else:
+                    base = msg_off[e] + card[t] if adj_first[slot] else msg_off[e]
+                    for xs in range(cs):
+                        hat[xs] += msg[base + xs]
+            best = -INFINITY
+            best_x = 0
+            for xs in range(cs):
+                if hat[xs] > best:
+                    best = hat[xs]
+                    best_x = xs
+            x[s] = best_x

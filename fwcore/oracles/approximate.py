@@ -1,0 +1,310 @@
+"""Approximate MAP oracles (DESIGN.md "MAP oracles"): ICM, QPBO, TRW-S, max-product.
+
+All maximise <scores, mu(x)>. QPBO and TRW-S also return a certified upper bound on the
+maximum score (a lower bound on the minimum energy of the local-polytope relaxation);
+ICM and max-product return none. After each call ``status`` says why the method stopped.
+"""
+import time
+
+import numpy as np
+
+from .. import _kernels, _oracles
+from ..results import Status
+from .base import MapOracle, register_oracle
+from ._common import check_model, check_positive, check_scores, node_argmax
+
+__all__ = ["ICMOracle", "QPBOOracle", "TRWSOracle", "MaxProductOracle"]
+
+
+def _check_int(name, value, low=1):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}; got {value!r}")
+    return int(value)
+
+
+def _check_seed(seed):
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
+        raise TypeError(f"seed must be an int or None; got {type(seed).__name__}")
+    return np.random.default_rng(seed)
+
+
+def _check_init(model, init):
+    return None if init is None else model.check_assignment(init, name="init").astype(np.int32)
+
+
+def _run_icm(model, scores, x, max_sweeps, order=None, seed=None):
+    """The ICM kernel of fwcore._kernels, in place on the int32 assignment x."""
+    m = model
+    return _kernels.icm(scores, m.card, m.edges, m.node_off, m.edge_off, m.adj_start,
+                        m.adj_var, m.adj_edge, m.adj_first, x, max_sweeps, order, seed)
+
+
+@register_oracle
+class ICMOracle(MapOracle):
+    """Iterated conditional modes (Besag 1986; the local search of Barrier FW, Alg. 6).
+
+    Starts from ``init`` (warm start) or from the per-variable argmax of the unary scores,
+    and sweeps until no single-variable change improves the score, or ``max_sweeps``.
+    With ``seed`` each sweep visits the variables in a fresh random order (reproducible);
+    without it in index order. Status: STALLED at a local optimum, else MAX_ITER.
+    """
+
+    name = "icm"
+
+    def __init__(self, model, max_sweeps=100, seed=None):
+        super().__init__(check_model(model, "the icm oracle"))
+        self.max_sweeps = _check_int("max_sweeps", max_sweeps)
+        self._rng = None if seed is None else _check_seed(seed)
+        self.status = None
+        self.n_sweeps = 0
+
+    def _argmax(self, scores, init):
+        scores = check_scores(self.model, scores)
+        x = _check_init(self.model, init)
+        if x is None:
+            x = node_argmax(self.model, scores).astype(np.int32)
+        seed = None if self._rng is None else int(self._rng.integers(2**63))
+        _, self.n_sweeps, converged = _run_icm(self.model, scores, x, self.max_sweeps,
+                                               seed=seed)
+        self.status = Status.STALLED if converged else Status.MAX_ITER
+        return x, None
+
+
+def _finite_energy(model, scores):
+    """E = -scores (QPBO minimises energies) with each +inf energy replaced by a finite
+    penalty: the largest finite entry of its block plus R = 1 + Σ_blocks (max - min of the
+    finite entries). Any assignment using a penalised entry then costs more than every
+    finite-energy assignment, so the minimisers are unchanged when one exists, and the
+    penalised energy is <= the true one, so its relaxation bound stays a valid bound."""
+    energy = -scores
+    bad = np.isposinf(energy)
+    if not bad.any():
+        return energy
+    n = model.n_vars
+    blocks = [energy[:2 * n].reshape(n, 2), energy[2 * n:].reshape(-1, 4)]
+    masked = [np.ma.masked_invalid(b) for b in blocks]
+    spread = sum(float((b.max(axis=1) - b.min(axis=1)).filled(0.0).sum()) for b in masked)
+    penalty = [(b.max(axis=1).filled(0.0) + 1.0 + spread)[:, None] for b in masked]
+    return np.concatenate([np.where(np.isposinf(b), p, b).ravel()
+                           for b, p in zip(blocks, penalty)])
+
+
+@register_oracle
+class QPBOOracle(MapOracle):
+    """QPBO for binary pairwise models (Kolmogorov & Rother 2007, "Minimizing
+    nonsubmodular functions with graph cuts - a review").
+
+    Builds the doubled graph, computes a minimum cut by Boykov-Kolmogorov max-flow and
+    reads the partial labelling x_i = 0 if i ∈ S and ī ∉ S, 1 if i ∉ S and ī ∈ S, where S
+    is the set reachable from the source in the residual graph (weak persistency: the
+    labelled part belongs to some optimal solution; exact on submodular models). The
+    unlabelled variables start from ``init`` (else 0) and are completed by ICM (which
+    moves only on strict improvements, so the result scores at least labelled + start).
+    The upper bound is the roof dual: -(const + maxflow / 2) >= max score. -inf scores
+    get a finite penalty (see `_finite_energy`).
+
+    After a call, ``partial_labelling`` holds the persistent labels (-1: unlabelled).
+    """
+
+    name = "qpbo"
+
+    def __init__(self, model, max_sweeps=100):
+        super().__init__(check_model(model, "the qpbo oracle"))
+        if model.n_vars and (model.card != 2).any():
+            i = int(np.flatnonzero(model.card != 2)[0])
+            raise ValueError(f"the qpbo oracle needs a binary model (every card == 2); "
+                             f"card[{i}] = {model.card[i]}: use 'trws', 'icm' or an exact "
+                             "oracle for multi-label models")
+        if 4 * model.n_edges >= 2**31 or 2 * model.n_vars >= 2**31:
+            raise ValueError("the qpbo oracle's graph would exceed 2**31 arcs or nodes")
+        self.max_sweeps = _check_int("max_sweeps", max_sweeps)
+        n, n_arcs = model.n_vars, 4 * model.n_edges
+        first = model.adj_first.astype(bool)
+        self._slot_i = np.empty(model.n_edges, dtype=np.int32)
+        self._slot_j = np.empty(model.n_edges, dtype=np.int32)
+        slots = np.arange(2 * model.n_edges, dtype=np.int32)
+        self._slot_i[model.adj_edge[first]] = slots[first]
+        self._slot_j[model.adj_edge[~first]] = slots[~first]
+        # p_i owns the adjacency slots of i, p̄_i the same slots shifted by 2E
+        self._arc_start = np.concatenate([model.adj_start, 2 * model.n_edges
+                                          + model.adj_start[1:]]).astype(np.int32)
+        self._head = np.empty(n_arcs, dtype=np.int32)
+        self._sister = np.empty(n_arcs, dtype=np.int32)
+        self._r_cap = np.empty(n_arcs)
+        self._tr_cap = np.empty(2 * n)
+        self._work = (np.empty(2 * n, dtype=np.int8), np.empty(2 * n, dtype=np.int8),
+                      np.empty(2 * n, dtype=np.int32),
+                      np.empty(2 * n, dtype=np.int8), np.empty(2 * n, dtype=np.int64),
+                      np.empty(2 * n, dtype=np.int32), np.empty(2 * n, dtype=np.int8),
+                      np.empty(2 * n + 1, dtype=np.int32), np.empty(2 * n + 1, dtype=np.int32))
+        self.partial_labelling = None
+        self.status = None
+
+    def _argmax(self, scores, init):
+        m = self.model
+        n = m.n_vars
+        scores = check_scores(m, scores)
+        x = _check_init(m, init)
+        energy = _finite_energy(m, scores)
+        const, n_nonsub = _oracles.qpbo_build(energy, m.edges, self._slot_i, self._slot_j,
+                                              self._head, self._sister, self._r_cap,
+                                              self._tr_cap)
+        if n_nonsub:
+            flow = _oracles.bk_maxflow(self._arc_start, self._head, self._sister, self._r_cap,
+                                       self._tr_cap, *self._work)
+            s, s_bar = self._work[0][:n].astype(bool), self._work[0][n:].astype(bool)
+        else:
+            # submodular: the copies are disjoint mirrors; solve the first only. Then
+            # ī is reachable from the source in copy 2 iff i reaches the sink in copy 1.
+            k = 2 * m.n_edges
+            flow = 2.0 * _oracles.bk_maxflow(
+                self._arc_start[:n + 1], self._head[:k], self._sister[:k], self._r_cap[:k],
+                self._tr_cap[:n], *[w[:n + 1] if len(w) == 2 * n + 1 else w[:n]
+                                    for w in self._work])
+            s, s_bar = self._work[0][:n].astype(bool), self._work[1][:n].astype(bool)
+        labels = np.full(n, -1, dtype=np.int32)
+        labels[s & ~s_bar] = 0
+        labels[~s & s_bar] = 1
+        self.partial_labelling = labels
+        free = np.flatnonzero(labels < 0).astype(np.int32)
+        x = np.where(labels >= 0, labels, 0 if x is None else x).astype(np.int32)
+        if free.size:  # ICM visits the unlabelled variables first, then the rest
+            order = np.concatenate([free, np.flatnonzero(labels >= 0)]).astype(np.int32)
+            _run_icm(m, scores, x, self.max_sweeps, order=order)
+        lower = const + 0.5 * flow
+        # slack for rounding in the float sums behind const and flow
+        bound = -lower + 1e-9 * max(1.0, abs(lower))
+        self.status = Status.CONVERGED if free.size == 0 else Status.STALLED
+        return x, bound
+
+
+class _MessagePassing(MapOracle):
+    """Shared set-up of TRW-S and max-product: message storage and the stopping loop."""
+
+    def __init__(self, model, who, max_iter, tol, time_limit):
+        super().__init__(check_model(model, who))
+        self.max_iter = _check_int("max_iter", max_iter)
+        self.tol = check_positive("tol", tol, allow_none=False)
+        self.time_limit = check_positive("time_limit", time_limit)
+        card = model.card.astype(np.int64)
+        sizes = card[model.edges[:, 0]] + card[model.edges[:, 1]]
+        self._msg_off = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        self._msg = np.zeros(int(sizes.sum()))
+        k = int(card.max()) if model.n_vars else 1
+        self._hat, self._buf = np.empty(k), np.empty(2 * k)
+        self._x = np.zeros(model.n_vars, dtype=np.int32)
+        self.status = None
+        self.n_iter = 0
+        self.trace = []
+
+    def _sweep(self, scores, gamma, node_weight, damping):
+        m = self.model
+        return _oracles.message_sweeps(scores, m.card, m.node_off, m.edge_off, m.adj_start,
+                                       m.adj_var, m.adj_edge, m.adj_first, self._msg_off,
+                                       self._msg, gamma, node_weight, damping, self._hat,
+                                       self._buf)
+
+    def _decode(self, scores, sequential):
+        m = self.model
+        _oracles.decode(scores, m.card, m.node_off, m.edge_off, m.adj_start, m.adj_var,
+                        m.adj_edge, m.adj_first, self._msg_off, self._msg, sequential,
+                        self._x, self._hat)
+        return self._x.copy(), float(m.score(self._x, scores))
+
+
+@register_oracle
+class TRWSOracle(_MessagePassing):
+    """Sequential tree-reweighted message passing, TRW-S (Kolmogorov 2006, Fig. 3), in
+    the max-sum (score) domain, variables in index order, node weights
+    gamma_s = 1/max(n_in(s), n_out(s)) (the monotonic chains of the paper's Sec. 4.2).
+
+    Each iteration is a forward and a backward pass; the backward pass gives a bound on
+    the maximum score (see `fwcore._oracles.message_sweeps`), the sequential labelling
+    (Sec. 3.4) a candidate assignment; the best of each is kept (``init`` is a candidate
+    too). Stops when bound - best score <= tol * max(1, |best score|) (CONVERGED), when
+    the bound improves by less than that over an iteration (STALLED), after ``max_iter``
+    iterations or ``time_limit`` seconds. ``trace`` lists (bound, best score) per iteration.
+    """
+
+    name = "trws"
+
+    def __init__(self, model, max_iter=100, tol=1e-6, time_limit=None):
+        super().__init__(model, "the trws oracle", max_iter, tol, time_limit)
+        earlier = np.zeros(model.n_vars, dtype=np.int64)
+        np.add.at(earlier, model.edges[:, 1], 1)
+        later = np.bincount(model.edges[:, 0], minlength=model.n_vars)
+        chains = np.maximum(np.maximum(earlier, later), 1)
+        self._gamma = 1.0 / chains
+        self._node_weight = 1.0 - earlier * self._gamma
+
+    def _argmax(self, scores, init):
+        scores = check_scores(self.model, scores)
+        x0 = _check_init(self.model, init)
+        best_x, best = (None, -np.inf) if x0 is None else (x0, float(self.model.score(x0, scores)))
+        self._msg[:] = 0.0
+        ub, self.trace = np.inf, []
+        t0 = time.perf_counter()
+        self.status = Status.MAX_ITER
+        for self.n_iter in range(1, self.max_iter + 1):
+            bound, _ = self._sweep(scores, self._gamma, self._node_weight, 0.0)
+            x, val = self._decode(scores, True)
+            if best_x is None or val > best:
+                best_x, best = x, val
+            improved = ub - bound
+            ub = min(ub, bound)
+            self.trace.append((bound, best))
+            tol = self.tol * max(1.0, abs(best)) if np.isfinite(best) else self.tol
+            if ub - best <= tol or ub == -np.inf:
+                self.status = Status.CONVERGED
+                break
+            if improved <= tol:
+                self.status = Status.STALLED
+                break
+            if self.time_limit is not None and time.perf_counter() - t0 > self.time_limit:
+                self.status = Status.MAX_TIME
+                break
+        # slack for rounding in the float sums behind the bound
+        return best_x, ub + 1e-9 * max(1.0, abs(ub)) if np.isfinite(ub) else ub
+
+
+@register_oracle
+class MaxProductOracle(_MessagePassing):
+    """Loopy max-product belief propagation in the max-sum domain, sequential sweeps in
+    index order (forward, then backward), messages shifted to max 0 and damped:
+    M <- damping M_old + (1 - damping) M_new. Decodes by max-marginals (argmax of each
+    node belief) after every iteration and keeps the best-scoring decoding (or ``init``).
+    Stops when no message entry changes by more than ``tol`` (CONVERGED), after
+    ``max_iter`` iterations or ``time_limit`` seconds. No bound (None).
+    """
+
+    name = "maxproduct"
+
+    def __init__(self, model, max_iter=100, damping=0.5, tol=1e-6, time_limit=None):
+        super().__init__(model, "the maxproduct oracle", max_iter, tol, time_limit)
+        if isinstance(damping, bool) or not isinstance(damping, (int, float, np.integer,
+                                                                 np.floating)) \
+                or not 0.0 <= damping < 1.0:
+            raise ValueError(f"damping must be a number in [0, 1); got {damping!r}")
+        self.damping = float(damping)
+        self._ones = np.ones(model.n_vars)
+        self._zeros = np.zeros(model.n_vars)
+
+    def _argmax(self, scores, init):
+        scores = check_scores(self.model, scores)
+        x0 = _check_init(self.model, init)
+        best_x, best = (None, -np.inf) if x0 is None else (x0, float(self.model.score(x0, scores)))
+        self._msg[:] = 0.0
+        t0 = time.perf_counter()
+        self.status = Status.MAX_ITER
+        for self.n_iter in range(1, self.max_iter + 1):
+            _, change = self._sweep(scores, self._ones, self._zeros, self.damping)
+            x, val = self._decode(scores, False)
+            if best_x is None or val > best:
+                best_x, best = x, val
+            if change <= self.tol:
+                self.status = Status.CONVERGED
+                break
+            if self.time_limit is not None and time.perf_counter() - t0 > self.time_limit:
+                self.status = Status.MAX_TIME
+                break
+        return best_x, None

@@ -1,0 +1,390 @@
+"""Approximate MAP oracles (icm, qpbo, trws, maxproduct) against brute force, and the
+kernels of fwcore._oracles against plain-NumPy twins."""
+import itertools
+
+import numpy as np
+import pytest
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import maximum_flow
+
+from fwcore import _oracles
+from fwcore.exact import exact_map
+from fwcore.model import PairwiseMRF
+from fwcore.oracles.approximate import MaxProductOracle, QPBOOracle, TRWSOracle
+from fwcore.oracles.base import make_oracle
+from fwcore.results import Status
+
+TOL = 1e-7
+SEEDS = range(25)
+
+
+# -- random models ------------------------------------------------------------------------
+
+def random_model(seed, n=7, max_card=3, p_edge=0.5, p_inf=0.1, tree=False, submodular=False):
+    """A random pairwise model with a feasible assignment; -inf entries with prob p_inf."""
+    rng = np.random.default_rng(seed)
+    while True:
+        card = rng.integers(2, max_card + 1, size=n)
+        if tree:
+            edges = [(int(rng.integers(0, j)), j) for j in range(1, n)]
+        else:
+            edges = [(i, j) for i, j in itertools.combinations(range(n), 2) if rng.random() < p_edge]
+        unary = [rng.normal(size=c) for c in card]
+        pair = [rng.normal(scale=1.5, size=(card[i], card[j])) for i, j in edges]
+        if submodular:  # attractive: score(0,0) + score(1,1) >= score(0,1) + score(1,0)
+            pair = [np.array([[w, 0.0], [0.0, w]]) + np.add.outer(rng.normal(size=2), rng.normal(size=2))
+                    for w in np.abs(rng.normal(scale=2.0, size=len(edges)))]
+        for t in unary + pair:
+            t[rng.random(t.shape) < p_inf] = -np.inf
+        model = PairwiseMRF(card, unary, edges, pair)
+        try:
+            return model, exact_map(model, method="bruteforce")
+        except ValueError:  # no feasible assignment: draw again
+            continue
+
+
+def is_local_optimum(model, x):
+    base = model.score(x)
+    for i in range(model.n_vars):
+        for a in range(model.card[i]):
+            y = x.copy()
+            y[i] = a
+            if model.score(y) > base + 1e-12 * max(1.0, abs(base)):
+                return False
+    return True
+
+
+# -- oracles vs brute force ----------------------------------------------------------------
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("name", ["icm", "qpbo", "trws", "maxproduct"])
+def test_scores_below_optimum_and_bounds_above(name, seed):
+    model, opt = random_model(seed, max_card=2 if name == "qpbo" else 3)
+    oracle = make_oracle(name, model)
+    x = oracle.argmax(model.theta)
+    assert x.dtype == np.int32 and x.shape == (model.n_vars,)
+    assert model.score(x) <= opt.score + TOL
+    bound = oracle.upper_bound()
+    if name in ("qpbo", "trws"):
+        assert bound >= opt.score - TOL
+    else:
+        assert bound is None
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_icm_returns_a_local_optimum_from_any_start(seed):
+    model, _ = random_model(seed, p_inf=0.0)
+    rng = np.random.default_rng(seed)
+    init = np.array([rng.integers(c) for c in model.card])
+    oracle = make_oracle("icm", model, seed=seed)
+    x = oracle.argmax(model.theta, init=init)
+    assert oracle.status == Status.STALLED
+    assert is_local_optimum(model, x)
+    assert model.score(x) >= model.score(init)
+
+
+def test_icm_warm_start_at_local_optimum_stays():
+    model, opt = random_model(3, p_inf=0.0)
+    x = make_oracle("icm", model).argmax(model.theta, init=opt.assignment)
+    np.testing.assert_array_equal(x, opt.assignment)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_qpbo_exact_on_submodular_models(seed):
+    model, opt = random_model(seed, n=9, max_card=2, submodular=True, p_inf=0.0)
+    oracle = make_oracle("qpbo", model)
+    x = oracle.argmax(model.theta)
+    assert model.score(x) == pytest.approx(opt.score, abs=TOL)
+    assert oracle.upper_bound() == pytest.approx(opt.score, abs=1e-6)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_qpbo_persistencies_belong_to_an_optimum(seed):
+    model, opt = random_model(seed, n=8, max_card=2, p_edge=0.6, p_inf=0.05)
+    oracle = make_oracle("qpbo", model)
+    oracle.argmax(model.theta)
+    labels = oracle.partial_labelling
+    theta = model.theta.copy()
+    for i in np.flatnonzero(labels >= 0):  # fix the labelled variables
+        theta[model.node_off[i] + 1 - labels[i]] = -np.inf
+    fixed = exact_map(model.with_theta(theta), method="bruteforce")
+    assert fixed.score == pytest.approx(opt.score, abs=TOL)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_qpbo_bound_is_the_local_polytope_optimum(seed):
+    model, _ = random_model(seed, n=8, max_card=2, p_edge=0.7, p_inf=0.0)
+    qpbo, lp = make_oracle("qpbo", model), make_oracle("lp", model)
+    qpbo.argmax(model.theta)
+    lp.argmax(model.theta)
+    assert qpbo.upper_bound() == pytest.approx(lp.upper_bound(), abs=1e-6)
+
+
+def test_qpbo_bound_with_forbidden_states_on_a_frustrated_triangle():
+    # x0 = 1 forced; all couplings repulsive: the optimum is (1, 0, 1) or (1, 1, 0)
+    rep = np.array([[0.0, 1.0], [1.0, 0.0]])
+    model = PairwiseMRF([2, 2, 2], [[-np.inf, 0.0], [0.0, 0.0], [0.0, 0.0]],
+                        [(0, 1), (1, 2), (0, 2)], [rep, rep, rep])
+    oracle = make_oracle("qpbo", model)
+    x = oracle.argmax(model.theta)
+    assert x[0] == 1 and model.score(x) == 2.0
+    assert oracle.upper_bound() >= 2.0 - TOL
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_trws_bound_valid_and_nonincreasing(seed):
+    model, opt = random_model(seed, max_card=3, p_edge=0.6)
+    oracle = make_oracle("trws", model, max_iter=30, tol=1e-12)
+    oracle.argmax(model.theta)
+    bounds = np.array([b for b, _ in oracle.trace])
+    assert (bounds >= opt.score - TOL).all()
+    finite = bounds[np.isfinite(bounds)]
+    assert (np.diff(finite) <= 1e-9 * np.maximum(1.0, np.abs(finite[1:]))).all()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_trws_bound_not_below_the_local_polytope_optimum(seed):
+    model, _ = random_model(seed, n=6, max_card=3, p_edge=0.7, p_inf=0.0)
+    trws, lp = make_oracle("trws", model, max_iter=200), make_oracle("lp", model)
+    trws.argmax(model.theta)
+    lp.argmax(model.theta)
+    assert trws.upper_bound() >= lp.upper_bound() - 1e-7
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("name", ["trws", "maxproduct"])
+def test_exact_on_trees(name, seed):
+    model, opt = random_model(seed, n=8, max_card=4, tree=True, p_inf=0.1)
+    oracle = make_oracle(name, model, max_iter=200)
+    x = oracle.argmax(model.theta)
+    assert model.score(x) == pytest.approx(opt.score, abs=TOL)
+    if name == "trws":
+        assert oracle.upper_bound() == pytest.approx(opt.score, abs=1e-5)
+
+
+def test_infeasible_model_gives_minus_inf_bound():
+    model = PairwiseMRF([2, 2], [[0.0, 0.0], [0.0, 0.0]], [(0, 1)],
+                        [np.full((2, 2), -np.inf)])
+    oracle = make_oracle("trws", model)
+    oracle.argmax(model.theta)
+    assert oracle.upper_bound() == -np.inf
+
+
+# -- bad input ---------------------------------------------------------------------------
+
+def test_bad_input_raises_clear_errors():
+    model, _ = random_model(0, max_card=3)
+    with pytest.raises(ValueError, match="binary"):
+        make_oracle("qpbo", model)
+    with pytest.raises(ValueError, match="damping"):
+        make_oracle("maxproduct", model, damping=1.0)
+    with pytest.raises(ValueError, match="max_iter"):
+        make_oracle("trws", model, max_iter=0)
+    with pytest.raises(ValueError, match="max_sweeps"):
+        make_oracle("icm", model, max_sweeps=-1)
+    with pytest.raises(TypeError, match="seed"):
+        make_oracle("icm", model, seed=1.5)
+    with pytest.raises(TypeError, match="bad options"):
+        make_oracle("trws", model, dampin=0.5)
+    with pytest.raises(ValueError, match="scores"):
+        make_oracle("trws", model).argmax(np.zeros(3))
+    with pytest.raises(ValueError, match="NaN"):
+        make_oracle("icm", model).argmax(np.full(model.dim, np.nan))
+    with pytest.raises(ValueError, match="init"):
+        make_oracle("icm", model).argmax(model.theta, init=np.full(model.n_vars, 9))
+
+
+# -- kernels vs NumPy twins -------------------------------------------------------------
+
+def np_qpbo_graph(model, energy):
+    """Twin of qpbo_build: the doubled graph as a dense (2n+2)-node capacity matrix
+    (source 2n, sink 2n+1) and the constant, straight from K&R 2007 eq. 4-5."""
+    n = model.n_vars
+    cap = np.zeros((2 * n + 2, 2 * n + 2))
+    s, t = 2 * n, 2 * n + 1
+    const = 0.0
+    u = energy[1:2 * n:2] - energy[0:2 * n:2]
+    const += energy[0:2 * n:2].sum()
+    for e, (i, j) in enumerate(model.edges):
+        a, b, c, d = energy[2 * n + 4 * e: 2 * n + 4 * e + 4]
+        u[j] += d - c
+        if a + d <= b + c:
+            u[i] += c - a
+            const += a
+            cap[i, j] += b + c - a - d
+            cap[n + j, n + i] += b + c - a - d
+        else:
+            u[i] += d - b
+            const += b + c - d
+            cap[i, n + j] += a + d - b - c
+            cap[j, n + i] += a + d - b - c
+    for i in range(n):
+        if u[i] > 0:
+            cap[s, i] += u[i]
+            cap[n + i, t] += u[i]
+        else:
+            const += u[i]
+            cap[i, t] -= u[i]
+            cap[s, n + i] -= u[i]
+    return cap, const
+
+
+def run_kernel_qpbo(model, energy):
+    oracle = QPBOOracle(model)
+    const, _ = _oracles.qpbo_build(energy, model.edges, oracle._slot_i, oracle._slot_j,
+                                oracle._head, oracle._sister, oracle._r_cap, oracle._tr_cap)
+    cap0 = oracle._r_cap.copy(), oracle._tr_cap.copy()
+    flow = _oracles.bk_maxflow(oracle._arc_start, oracle._head, oracle._sister,
+                               oracle._r_cap, oracle._tr_cap, *oracle._work)
+    return oracle, cap0, const, flow, oracle._work[0].astype(bool)
+
+
+@pytest.mark.parametrize("seed", range(15))
+def test_qpbo_kernels_match_twin(seed):
+    rng = np.random.default_rng(seed)
+    model, _ = random_model(seed, n=9, max_card=2, p_edge=0.5, p_inf=0.0)
+    energy = rng.integers(-6, 7, size=model.dim).astype(np.float64)  # integral: scipy's flow
+    oracle, (r_cap, tr_cap), const, flow, in_source = run_kernel_qpbo(model, energy)
+    cap, const_twin = np_qpbo_graph(model, energy)
+    assert const == pytest.approx(const_twin)
+    n2 = 2 * model.n_vars
+    kernel_cap = np.zeros_like(cap)  # the kernel's graph as a dense matrix
+    tails = np.repeat(np.arange(n2), np.diff(oracle._arc_start))
+    np.add.at(kernel_cap, (tails, oracle._head), r_cap)
+    kernel_cap[n2, :n2] = np.maximum(tr_cap, 0)
+    kernel_cap[:n2, n2 + 1] = np.maximum(-tr_cap, 0)
+    np.testing.assert_allclose(kernel_cap, cap)
+    ref = maximum_flow(csr_matrix(cap.astype(np.int64)), n2, n2 + 1).flow_value
+    assert flow == pytest.approx(ref)
+    # the source side is a minimum cut: its capacity equals the flow
+    side = np.append(in_source, [True, False])
+    assert cap[side][:, ~side].sum() == pytest.approx(flow)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_bk_maxflow_on_random_graphs(seed):
+    """bk_maxflow alone on random directed graphs (float capacities) vs scipy on scaled
+    integer ones; the reported source side is a cut of capacity = flow."""
+    rng = np.random.default_rng(seed)
+    n = 30
+    cap = np.where(rng.random((n, n)) < 0.15, rng.integers(1, 50, size=(n, n)), 0).astype(float)
+    np.fill_diagonal(cap, 0)
+    tr = np.where(rng.random(n) < 0.3, rng.integers(-40, 41, size=n), 0).astype(float)
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n) if cap[i, j] or cap[j, i]]
+    arcs = [(i, j, k, 0) for k, (i, j) in enumerate(pairs)] + \
+           [(j, i, k, 1) for k, (i, j) in enumerate(pairs)]
+    arcs.sort()
+    index = {(a[2], a[3]): pos for pos, a in enumerate(arcs)}
+    head = np.array([a[1] for a in arcs], dtype=np.int32)
+    sister = np.array([index[a[2], 1 - a[3]] for a in arcs], dtype=np.int32)
+    r_cap = np.array([cap[a[0], a[1]] for a in arcs])
+    arc_start = np.searchsorted([a[0] for a in arcs], np.arange(n + 1)).astype(np.int32)
+    work = (np.empty(n, np.int8), np.empty(n, np.int8), np.empty(n, np.int32), np.empty(n, np.int8),
+            np.empty(n, np.int64), np.empty(n, np.int32), np.empty(n, np.int8),
+            np.empty(n + 1, np.int32), np.empty(n + 1, np.int32))
+    flow = _oracles.bk_maxflow(arc_start, head, sister, r_cap, tr.copy(), *work)
+    full = np.zeros((n + 2, n + 2))
+    full[:n, :n] = cap
+    full[n, :n] = np.maximum(tr, 0)
+    full[:n, n + 1] = np.maximum(-tr, 0)
+    ref = maximum_flow(csr_matrix(full.astype(np.int64)), n, n + 1).flow_value
+    assert flow == pytest.approx(ref)
+    side = np.append(work[0].astype(bool), [True, False])
+    assert full[side][:, ~side].sum() == pytest.approx(flow)
+
+
+def np_message_sweeps(model, theta, msgs, gamma, weight, damping):
+    """Twin of message_sweeps; msgs[(s, t)] is M_st, a vector over x_t."""
+    def table(s, t):  # θ_st as a (card s, card t) array
+        e = next(k for k, (i, j) in enumerate(model.edges) if {i, j} == {s, t})
+        tab = model.pairwise(e, theta)
+        return tab if model.edges[e, 0] == s else tab.T
+
+    def hat(s):
+        h = model.unary(s, theta).copy()
+        for (u, v), m in msgs.items():
+            if v == s:
+                h = h + m
+        return h
+
+    def send(s, t):
+        h = hat(s)
+        with np.errstate(invalid="ignore"):
+            a = np.where(h > -np.inf, gamma[s] * h - msgs[t, s], -np.inf)
+        new = (a[:, None] + table(s, t)).max(axis=0)
+        top = new.max()
+        new = new - top if top > -np.inf else new
+        old = msgs[s, t]
+        if damping > 0:
+            both = (new > -np.inf) & (old > -np.inf)
+            new = np.where(both, damping * old + (1 - damping) * new, np.where(both, 0, new))
+        msgs[s, t] = new
+        return top
+
+    bound = 0.0
+    nbrs = [sorted({int(j) for e in model.edges for j in e if i in e} - {i})
+            for i in range(model.n_vars)]
+    for s in range(model.n_vars):
+        for t in nbrs[s]:
+            if t > s:
+                send(s, t)
+    for s in reversed(range(model.n_vars)):
+        if weight[s] > 0:
+            bound += weight[s] * hat(s).max()
+        for t in nbrs[s]:
+            if t < s:
+                bound += send(s, t)
+    return bound
+
+
+@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("cls,damping", [(TRWSOracle, 0.0), (MaxProductOracle, 0.3)])
+def test_message_sweeps_match_twin(cls, damping, seed):
+    model, _ = random_model(seed, n=6, max_card=3, p_edge=0.6, p_inf=0.1)
+    oracle = cls(model)
+    if cls is TRWSOracle:
+        gamma, weight = oracle._gamma, oracle._node_weight
+    else:
+        gamma, weight = np.ones(model.n_vars), np.zeros(model.n_vars)
+    msgs = {}
+    for i, j in model.edges:
+        msgs[i, j], msgs[j, i] = np.zeros(model.card[j]), np.zeros(model.card[i])
+    for _ in range(3):
+        bound, _ = oracle._sweep(model.theta, gamma, weight, damping)
+        bound_twin = np_message_sweeps(model, model.theta, msgs, gamma, weight, damping)
+    if cls is TRWSOracle:
+        assert bound == pytest.approx(bound_twin, abs=1e-9)
+    for e, (i, j) in enumerate(model.edges):
+        off, ci, cj = oracle._msg_off[e], model.card[i], model.card[j]
+        np.testing.assert_allclose(oracle._msg[off:off + cj], msgs[i, j], atol=1e-9)
+        np.testing.assert_allclose(oracle._msg[off + cj:off + cj + ci], msgs[j, i], atol=1e-9)
+    # decode twins: sequential labelling and max-marginals
+    for sequential in (True, False):
+        x, _ = oracle._decode(model.theta, sequential)
+        y = np.zeros(model.n_vars, dtype=np.int64)
+        for s in range(model.n_vars):
+            h = model.unary(s).copy()
+            for (u, v), m in msgs.items():
+                if v == s:
+                    if sequential and u < s:
+                        e = next(k for k, ed in enumerate(model.edges) if set(ed) == {u, s})
+                        h = h + model.pairwise(e)[y[u]]
+                    else:
+                        h = h + m
+            y[s] = int(np.argmax(h))
+        np.testing.assert_array_equal(x, y)
+
+
+# -- reference instances -------------------------------------------------------------------
+
+@pytest.mark.parametrize("stem,name", [("Grids_12", "qpbo"), ("Grids_12", "trws"),
+                                       ("DBN_14", "qpbo"), ("pdb1akg", "trws"),
+                                       ("CSP_11", "trws")])
+def test_bounds_on_reference_instances(instances, stem, name):
+    from fwcore.uai import read_map, read_uai
+    model = read_uai(instances / "uai2014" / f"{stem}.uai")
+    opt = model.score(read_map(instances / "uai2014" / f"{stem}.uai.MAP"))
+    oracle = make_oracle(name, model, **({"max_iter": 50} if name == "trws" else {}))
+    x = oracle.argmax(model.theta)
+    assert model.score(x) <= opt + 1e-6
+    assert oracle.upper_bound() >= opt - 1e-6
