@@ -8,3 +8,4 @@ __version__ = "0.1.0"
 from .uai import (read_uai, write_uai, read_mar, write_mar, read_pr, write_pr, read_map,
                   write_map, read_evid, write_evid, apply_evidence)
 from .fw import frank_wolfe, block_coordinate_frank_wolfe, FWResult
+from .exact import ExactResult, exact_inference, exact_map

@@ -1,0 +1,47 @@
+"""The command line, the shipped example models and the python/ example scripts."""
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fwcore
+from fwcore.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(fwcore.__file__).resolve().parent / "data"
+
+
+def test_shipped_examples_are_generated_by_our_script(tmp_path, monkeypatch):
+    script = runpy.run_path(str(ROOT / "python" / "make_example_models.py"))
+    for name, make in script["EXAMPLES"].items():
+        shipped = fwcore.read_uai(DATA / name)
+        fresh = make()
+        np.testing.assert_array_equal(shipped.edges, fresh.edges)
+        np.testing.assert_allclose(shipped.theta, fresh.theta, rtol=1e-12, atol=1e-14)
+
+
+def test_cli_exact_prints_log_z_and_writes_answers(tmp_path, capsys):
+    out = tmp_path / "ans"
+    assert main(["exact", str(DATA / "grid5x5.uai"), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    exact = fwcore.exact_inference(fwcore.read_uai(DATA / "grid5x5.uai"))
+    assert f"log Z = {exact.log_z:.10g}" in text
+    assert abs(fwcore.read_pr(f"{out}.PR") - exact.log_z) < 1e-9
+    for a, b in zip(fwcore.read_mar(f"{out}.MAR"), exact.node_marginals):
+        np.testing.assert_allclose(a, b, atol=1e-9)
+
+
+def test_cli_reports_bad_files_without_a_traceback(tmp_path, capsys):
+    bad = tmp_path / "bad.uai"
+    bad.write_text("MARKOV\n2\n2 2\n1\n1 5\n2\n1 1\n")
+    assert main(["exact", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "error" in err and "bad.uai" in err
+
+
+def test_python_m_fwcore_help():
+    res = subprocess.run([sys.executable, "-m", "fwcore", "--help"], capture_output=True, text=True)
+    assert res.returncode == 0 and "exact" in res.stdout
