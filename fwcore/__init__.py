@@ -9,3 +9,7 @@ from .uai import (read_uai, write_uai, read_mar, write_mar, read_pr, write_pr, r
                   write_map, read_evid, write_evid, apply_evidence)
 from .fw import frank_wolfe, block_coordinate_frank_wolfe, FWResult
 from .exact import ExactResult, exact_inference, exact_map
+from .map import infer_map
+from .oracles import available_oracles, make_oracle
+from .oracles.matching import max_weight_bipartite_matching, max_weight_perfect_matching
+from .learn import MLEStruct, SSVM, CRFExample

@@ -1,0 +1,80 @@
+"""Checks and the local-polytope constraint matrix shared by the exact and LP oracles."""
+import numpy as np
+from scipy import sparse
+
+from ..model import PairwiseMRF
+
+
+def check_model(model, who):
+    if not isinstance(model, PairwiseMRF):
+        raise TypeError(f"{who} needs a fwcore.PairwiseMRF as model; got {type(model).__name__}")
+    return model
+
+
+def check_scores(model, scores):
+    """Scores in the model's flat layout: length ``model.dim``, finite or -inf."""
+    if scores.ndim != 1 or scores.shape[0] != model.dim:
+        raise ValueError(f"scores must be a 1-D array of length {model.dim} (the model's flat "
+                         f"layout); got shape {scores.shape}")
+    if np.isnan(scores).any() or np.isposinf(scores).any():
+        raise ValueError("scores contain NaN or +inf; log-potentials must be finite or -inf")
+    return scores
+
+
+def check_positive(name, value, allow_none=True):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive number{' or None' if allow_none else ''}; "
+                         f"got {value!r}")
+    return float(value)
+
+
+def local_polytope_constraints(model):
+    """Sparse ``A_eq, b_eq`` of the local polytope L in the flat layout (μ ≥ 0 implied by
+    the bounds): Σ_x μ_i(x) = 1 for each node, and for each edge (i, j)
+    Σ_x' μ_ij(x, x') − μ_i(x) = 0 and Σ_x μ_ij(x, x') − μ_j(x') = 0."""
+    n, n_edges = model.n_vars, model.n_edges
+    card = model.card.astype(np.int64)
+    ci, cj = card[model.edges[:, 0]], card[model.edges[:, 1]]
+    # rows: n normalisations, then for edge e its ci rows (i side) and cj rows (j side)
+    row0 = n + np.concatenate([[0], np.cumsum(ci + cj)[:-1]]).astype(np.int64)
+    n_rows = n + int((ci + cj).sum())
+    node_cols = np.arange(model.node_off[-1])
+    node_rows = np.repeat(np.arange(n), card)
+    # edge entries: each μ_ij(a, b) sits in row (e, a) on the i side and (e, b) on the j side
+    e = np.repeat(np.arange(n_edges), ci * cj)
+    cols = np.arange(model.node_off[-1], model.dim)
+    local = cols - model.edge_off[e]
+    a, b = local // cj[e], local % cj[e]
+    # node entries with coefficient -1 in each marginalisation row
+    ei = np.repeat(np.arange(n_edges), ci)
+    ai = np.arange(ei.size) - np.repeat(np.cumsum(ci) - ci, ci)
+    ej = np.repeat(np.arange(n_edges), cj)
+    bj = np.arange(ej.size) - np.repeat(np.cumsum(cj) - cj, cj)
+    rows = np.concatenate([node_rows, row0[e] + a, row0[e] + ci[e] + b,
+                           row0[ei] + ai, row0[ej] + ci[ej] + bj])
+    colv = np.concatenate([node_cols, cols, cols,
+                           model.node_off[model.edges[ei, 0]] + ai,
+                           model.node_off[model.edges[ej, 1]] + bj])
+    vals = np.concatenate([np.ones(node_cols.size + 2 * cols.size), -np.ones(ei.size + ej.size)])
+    a_eq = sparse.csr_matrix((vals, (rows, colv)), shape=(n_rows, model.dim))
+    b_eq = np.zeros(n_rows)
+    b_eq[:n] = 1.0
+    return a_eq, b_eq
+
+
+def lp_objective(scores):
+    """HiGHS minimises: cost = −scores, and −inf scores become variables fixed to 0
+    (returned as the upper bounds of the variables)."""
+    forbidden = np.isneginf(scores)
+    cost = np.where(forbidden, 0.0, -scores)
+    upper = np.where(forbidden, 0.0, 1.0)
+    return cost, upper
+
+
+def node_argmax(model, mu):
+    """Per variable, the state with the largest node marginal."""
+    return np.array([int(np.argmax(model.unary(i, mu))) for i in range(model.n_vars)],
+                    dtype=np.int64)

@@ -1,0 +1,257 @@
+"""Exact MAP oracles (DESIGN.md "MAP oracles"): brute force, max-product dynamic
+programming on forests, an integer program over the local polytope (HiGHS), toulbar2.
+
+Each sets ``status`` after a call: ``Status.CONVERGED`` when the answer is proven optimal,
+``Status.MAX_TIME`` when a time limit stopped the search first (best incumbent returned,
+with the solver's bound when it has one).
+"""
+import math
+import threading
+import time
+
+import numpy as np
+from scipy.optimize import Bounds, LinearConstraint, milp
+
+from ..results import Status
+from .base import MapOracle, register_oracle
+from ._common import (check_model, check_positive, check_scores, local_polytope_constraints,
+                      lp_objective, node_argmax)
+
+__all__ = ["BruteForceOracle", "TreeOracle", "ILPOracle", "Toulbar2Oracle"]
+
+_INSTEAD = "use 'ilp' (HiGHS) or 'toulbar2' instead"
+
+
+@register_oracle
+class BruteForceOracle(MapOracle):
+    """Enumerates all prod(card) assignments through `fwcore.exact.exact_map` (small models
+    only: ``max_states``, default 2**20, caps the state space)."""
+
+    name = "bruteforce"
+    exact = True
+
+    def __init__(self, model, max_states=2**20):
+        super().__init__(check_model(model, "the bruteforce oracle"))
+        max_states = check_positive("max_states", max_states, allow_none=False)
+        log2_states = float(np.log2(model.card.astype(np.float64)).sum())
+        if log2_states > math.log2(max_states):
+            raise ValueError(f"the bruteforce oracle would enumerate 2**{log2_states:.1f} "
+                             f"assignments, more than max_states={max_states:.0f}; {_INSTEAD}, "
+                             "'tree' on a forest, or raise max_states")
+        self.status = None
+
+    def _argmax(self, scores, init):
+        from ..exact import exact_map
+        self.status = Status.CONVERGED
+        try:
+            res = exact_map(self.model.with_theta(check_scores(self.model, scores)),
+                            method="bruteforce")
+        except ValueError:                   # every assignment has score −inf
+            return np.zeros(self.model.n_vars, dtype=np.int64), -np.inf
+        return res.assignment, float(res.score)
+
+
+@register_oracle
+class TreeOracle(MapOracle):
+    """Max-product dynamic programming on a forest: O(Σ_(i,j) card_i card_j) per call.
+
+    Leaves-to-root messages m_c→p(x_p) = max_x_c [θ_pc(x_p, x_c) + θ_c(x_c) + Σ m_→c(x_c)],
+    then backtracking from each root. −inf entries propagate as −inf (never NaN).
+    """
+
+    name = "tree"
+    exact = True
+
+    def __init__(self, model):
+        super().__init__(check_model(model, "the tree oracle"))
+        n_comp = model.n_components()
+        if model.n_edges != model.n_vars - n_comp:
+            raise ValueError(f"the tree oracle needs a forest, but this graph has a cycle "
+                             f"({model.n_edges} edges on {model.n_vars} variables in {n_comp} "
+                             f"components); {_INSTEAD}, or 'bruteforce' on tiny models")
+        # breadth-first order from a root per component; parents come before children
+        n = model.n_vars
+        parent = np.full(n, -1, dtype=np.int64)
+        pedge = np.full(n, -1, dtype=np.int64)
+        seen = np.zeros(n, dtype=bool)
+        order = []
+        start, nbr, eid = model.adj_start, model.adj_var, model.adj_edge
+        for root in range(n):
+            if seen[root]:
+                continue
+            seen[root] = True
+            queue = [root]
+            while queue:
+                v = queue.pop()
+                order.append(v)
+                for k in range(start[v], start[v + 1]):
+                    u = nbr[k]
+                    if not seen[u]:
+                        seen[u] = True
+                        parent[u], pedge[u] = v, eid[k]
+                        queue.append(u)
+        self._order = np.array(order, dtype=np.int64)
+        self._parent, self._pedge = parent, pedge
+        self.status = None
+
+    def _argmax(self, scores, init):
+        model = self.model
+        check_scores(model, scores)
+        belief = [model.unary(i, scores).copy() for i in range(model.n_vars)]
+        best_child = {}
+        for c in self._order[::-1]:
+            p = self._parent[c]
+            if p < 0:
+                continue
+            e = self._pedge[c]
+            table = model.pairwise(e, scores)
+            if model.edges[e, 0] != p:
+                table = table.T                      # orient as [x_p, x_c]
+            m = table + belief[c][None, :]
+            arg = np.argmax(m, axis=1)
+            best_child[c] = arg
+            belief[p] += m[np.arange(m.shape[0]), arg]
+        x = np.zeros(model.n_vars, dtype=np.int64)
+        value = 0.0
+        for c in self._order:
+            p = self._parent[c]
+            if p < 0:
+                x[c] = int(np.argmax(belief[c]))
+                value += belief[c][x[c]]
+            else:
+                x[c] = best_child[c][x[p]]
+        self.status = Status.CONVERGED
+        return x, float(value)
+
+
+@register_oracle
+class ILPOracle(MapOracle):
+    """Integer program over the local polytope with binary node variables (μ_i ∈ {0, 1},
+    μ_ij ∈ [0, 1] with the marginalisation constraints), solved by HiGHS through
+    `scipy.optimize.milp`. Integral μ_i force μ_ij = μ_i μ_j, so the optimum is the MAP.
+
+    Options: ``time_limit`` (seconds or None), ``mip_rel_gap`` (default 0: prove
+    optimality; HiGHS's absolute gap tolerance 1e-6 still applies). The bound is HiGHS's
+    dual bound (−inf scores: those variables are fixed to 0).
+    """
+
+    name = "ilp"
+    exact = True
+
+    def __init__(self, model, time_limit=None, mip_rel_gap=0.0):
+        super().__init__(check_model(model, "the ilp oracle"))
+        self.time_limit = check_positive("time_limit", time_limit)
+        if isinstance(mip_rel_gap, bool) or not isinstance(mip_rel_gap, (int, float)) \
+                or not 0 <= mip_rel_gap < 1:
+            raise ValueError(f"mip_rel_gap must be a number in [0, 1); got {mip_rel_gap!r}")
+        self.mip_rel_gap = float(mip_rel_gap)
+        a_eq, b_eq = local_polytope_constraints(model)
+        self._constraints = LinearConstraint(a_eq, b_eq, b_eq)
+        n_node = int(model.node_off[-1])
+        self._integrality = np.concatenate([np.ones(n_node), np.zeros(model.dim - n_node)])
+        self.status = None
+
+    def _argmax(self, scores, init):
+        model = self.model
+        check_scores(model, scores)
+        cost, upper = lp_objective(scores)
+        options = {"mip_rel_gap": self.mip_rel_gap}
+        if self.time_limit is not None:
+            options["time_limit"] = self.time_limit
+        res = milp(cost, integrality=self._integrality, bounds=Bounds(0.0, upper),
+                   constraints=self._constraints, options=options)
+        # without an incumbent (infeasible: all scores −inf; or timed out) the fallback
+        # assignment takes the best node scores
+        if res.status == 2:
+            self.status = Status.CONVERGED
+            return node_argmax(model, scores), -np.inf
+        if res.status not in (0, 1):
+            raise RuntimeError(f"HiGHS failed on the MAP integer program (status {res.status}: "
+                               f"{res.message})")
+        self.status = Status.CONVERGED if res.status == 0 else Status.MAX_TIME
+        x = node_argmax(model, scores) if res.x is None else node_argmax(model, res.x)
+        dual = getattr(res, "mip_dual_bound", None)
+        if dual is None or not np.isfinite(dual):
+            return x, (float(model.score(x, scores)) if res.status == 0 else None)
+        # a bound below an achieved score is a tolerance artefact: lift it to that score
+        return x, max(float(-dual), float(model.score(x, scores)))
+
+
+_TB2_LOCK = threading.Lock()   # pytoulbar2 keeps its options and solver in global state
+
+
+@register_oracle
+class Toulbar2Oracle(MapOracle):
+    """toulbar2 (optional extra ``fwcore[toulbar2]``) through pytoulbar2's in-memory API.
+
+    Scores become non-negative integer costs, energy = scale · (max θ_f − θ_f(x)) per factor
+    rounded to integers (toulbar2 minimises integer costs); −inf scores become a hard
+    cost above the sum of all finite costs (soft, not toulbar2's ``top``: a Solve that
+    proves infeasibility against ``top`` leaves toulbar2's global options changed, and
+    later searches crawl). Rounding moves each assignment's score by at most
+    (n + E) / (2 scale), so the returned assignment is optimal to within (n + E) / scale, its score is recomputed
+    exactly from θ, and the bound is the solver's dual bound widened by (n + E) / scale.
+    ``scale`` defaults to 2**52 / ((n + E + 1) max(1, Σ_f range of θ_f)), so that no sum
+    of costs, forbidden entries included, exceeds 2**52 (toulbar2's MAX_COST is ~2**58).
+    Options: ``time_limit`` (CPU seconds, rounded up to an integer), ``scale``.
+    Calls are serialised by a lock: pytoulbar2 is not thread-safe.
+    """
+
+    name = "toulbar2"
+    exact = True
+    extra = "toulbar2"
+
+    def __init__(self, model, time_limit=None, scale=None):
+        super().__init__(check_model(model, "the toulbar2 oracle"))
+        self.time_limit = check_positive("time_limit", time_limit)
+        self.scale = check_positive("scale", scale)
+        self.status = None
+
+    @classmethod
+    def is_available(cls):
+        try:
+            import pytoulbar2  # noqa: F401
+        except ImportError:
+            return False
+        return True
+
+    def _argmax(self, scores, init):
+        import pytoulbar2
+        model = self.model
+        check_scores(model, scores)
+        blocks = ([model.unary(i, scores) for i in range(model.n_vars)]
+                  + [model.pairwise(e, scores).ravel() for e in range(model.n_edges)])
+        scopes = [[i] for i in range(model.n_vars)] + [list(map(int, ij)) for ij in model.edges]
+        tops, ranges = [], []
+        for b in blocks:
+            fin = b[np.isfinite(b)]
+            tops.append(fin.max() if fin.size else 0.0)
+            ranges.append(fin.max() - fin.min() if fin.size else 0.0)
+        scale = self.scale or 2.0**52 / ((len(blocks) + 1) * max(sum(ranges), 1.0))
+        costs = [np.rint(scale * (t - b)) for t, b in zip(tops, blocks)]
+        hard = sum(float(np.max(c[np.isfinite(c)], initial=0.0)) for c in costs) + 1.0
+        slack = len(blocks) / scale
+        time_limit = 0 if self.time_limit is None else math.ceil(self.time_limit)
+        with _TB2_LOCK:
+            cfn = pytoulbar2.CFN(verbose=-1)
+            for i, c in enumerate(model.card):
+                cfn.AddVariable(f"x{i}", list(range(int(c))))
+            for scope, c in zip(scopes, costs):
+                cfn.AddFunction(scope, np.where(np.isfinite(c), c, hard).tolist())
+            start = time.process_time(), time.perf_counter()
+            sol = cfn.Solve(timeLimit=time_limit)
+            used = max(time.process_time() - start[0], time.perf_counter() - start[1])
+            dual_cost = float(cfn.GetDDualBound())
+        const = float(sum(tops))
+        # Solve gives no flag for a time-out: a run that used (nearly) all its time is
+        # treated as stopped early; any other run completed its search
+        timed_out = time_limit > 0 and used >= 0.98 * time_limit
+        self.status = Status.MAX_TIME if timed_out else Status.CONVERGED
+        if sol is None:                         # stopped before any solution
+            return node_argmax(model, scores), const - dual_cost / scale + slack
+        x = np.asarray(sol[0], dtype=np.int64)
+        if not timed_out:                       # x is optimal for the rounded costs
+            dual_cost = float(np.concatenate(costs)[model.flat_index(x)].sum())
+            if dual_cost >= hard:               # the optimum uses a forbidden entry
+                return x, -np.inf
+        return x, max(const - dual_cost / scale + slack, float(model.score(x, scores)))

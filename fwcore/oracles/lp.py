@@ -1,0 +1,79 @@
+"""The local-polytope LP oracle (DESIGN.md "MAP oracles"; the L_δ variant of Barrier FW
+Sec. 3 uses it as its linear oracle).
+
+    max <θ, μ>  s.t.  μ ∈ L = {μ ≥ 0, Σ_x μ_i(x) = 1, Σ_x' μ_ij(x, x') = μ_i(x), Σ_x μ_ij(x, x') = μ_j(x')}
+
+solved by HiGHS through `scipy.optimize.linprog` on a sparse constraint matrix built once.
+The optimum μ may be fractional on graphs with cycles; on forests L is the marginal
+polytope and the dual simplex returns an integral vertex.
+"""
+import numpy as np
+from scipy.optimize import linprog
+
+from ..results import Status
+from .base import MapOracle, register_oracle
+from ._common import (check_model, check_positive, check_scores, local_polytope_constraints,
+                      lp_objective, node_argmax)
+
+__all__ = ["LocalPolytopeLP"]
+
+_SOLVERS = ("highs-ds", "highs-ipm", "highs")
+
+
+@register_oracle
+class LocalPolytopeLP(MapOracle):
+    """LP over the local polytope (HiGHS).
+
+    Options: ``time_limit`` (seconds or None), ``solver`` — ``"highs-ds"`` (default: the
+    dual simplex returns a basic solution, i.e. a vertex of L, which is integral on trees
+    even with ties), ``"highs-ipm"`` or ``"highs"`` (HiGHS chooses).
+
+    `argmax_marginals` returns the LP optimum μ (flat layout) and sets `upper_bound` to the
+    LP value, a bound on the MAP score. `argmax` rounds μ to the assignment of the largest
+    node marginals (the protocol's assignment); its bound is still the LP value. When L
+    has no point of finite score (−inf everywhere on some block), μ is the uniform point
+    and the bound −inf.
+    """
+
+    name = "lp"
+    exact = False
+
+    def __init__(self, model, time_limit=None, solver="highs-ds"):
+        super().__init__(check_model(model, "the lp oracle"))
+        self.time_limit = check_positive("time_limit", time_limit)
+        if solver not in _SOLVERS:
+            raise ValueError(f"solver must be one of {', '.join(_SOLVERS)}; got {solver!r}")
+        self.solver = solver
+        self._a_eq, self._b_eq = local_polytope_constraints(model)
+        self.status = None
+
+    def argmax_marginals(self, scores):
+        """The LP optimum μ ∈ L (flat, the model's layout); also sets `upper_bound`."""
+        self.n_calls += 1
+        scores = check_scores(self.model, np.asarray(scores, dtype=np.float64))
+        mu, self._bound = self._solve(scores)
+        return mu
+
+    def _solve(self, scores):
+        cost, upper = lp_objective(scores)
+        options = {} if self.time_limit is None else {"time_limit": self.time_limit}
+        res = linprog(cost, A_eq=self._a_eq, b_eq=self._b_eq,
+                      bounds=np.stack([np.zeros_like(upper), upper], axis=1),
+                      method=self.solver, options=options)
+        if res.status == 2:
+            # every state combination of some edge or node is forbidden: no finite score
+            self.status = Status.CONVERGED
+            return self.model.uniform_marginals(), -np.inf
+        if res.status != 0:
+            raise RuntimeError(f"HiGHS stopped before solving the local-polytope LP "
+                               f"(status {res.status}: {res.message}); raise time_limit")
+        self.status = Status.CONVERGED
+        mu = np.clip(res.x, 0.0, 1.0)
+        return mu, float(-res.fun)
+
+    def _argmax(self, scores, init):
+        check_scores(self.model, scores)
+        mu, bound = self._solve(scores)
+        x = node_argmax(self.model, mu)
+        # the rounded point lies in L, so a bound below its score is solver round-off
+        return x, max(bound, float(self.model.score(x, scores)))
