@@ -1,0 +1,227 @@
+"""MLE-Struct and SSVM learners (issue 7): the dual against direct computations, exact MLE on
+trees, duality gaps against brute force, executors, bad input."""
+import itertools
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from fwcore.exact import exact_inference
+from fwcore.learn.crf import CRFExample, CRFFeatures, check_examples
+from fwcore.learn.datasets import synthetic_segmentation
+from fwcore.learn.mle_struct import MLEStruct
+from fwcore.learn.ssvm import SSVM
+
+
+def tree_data(M, n=6, F=3, G=2, L=2, seed=0):
+    """Random trees with edges written (child, parent), i.e. partly flipped."""
+    rng = np.random.default_rng(seed)
+    X, Y = [], []
+    for _ in range(M):
+        edges = np.array([[i, rng.integers(0, i)] for i in range(1, n)])
+        X.append((rng.normal(size=(n, F)), edges, rng.normal(size=(n - 1, G))))
+        Y.append(rng.integers(0, L, size=n))
+    return X, Y
+
+
+def cycle_data(M, n=4, L=3, seed=1):
+    rng = np.random.default_rng(seed)
+    edges = np.array([[i, (i + 1) % n] for i in range(n)])
+    X = [(rng.normal(size=(n, 2)), edges, rng.normal(size=(n, 2))) for _ in range(M)]
+    Y = [rng.integers(0, L, size=n) for _ in range(M)]
+    return X, Y
+
+
+def direct_theta(x, w, L):
+    """θ of one example by loops over App. E.1: θ_i(a) = W_node[a]·u_i, θ_ij(a, b) with
+    (a, b) in the edge's given orientation."""
+    u, edges, v = x
+    F, G = u.shape[1], v.shape[1]
+    wn, we = w[:L * F].reshape(L, F), w[L * F:].reshape(L, L, G)
+    unary = [wn @ u[i] for i in range(len(u))]
+    pair = [we @ v[e] for e in range(len(edges))]
+    return unary, pair
+
+
+def test_features_adjoint_and_scores_against_loops():
+    X, Y = tree_data(3, L=3)
+    ex, (F, G) = check_examples(X, 3)
+    f = CRFFeatures(3, F, G)
+    rng = np.random.default_rng(0)
+    w = rng.normal(size=f.dim)
+    for x, e in zip(X, ex):
+        unary, pair = direct_theta(x, w, 3)
+        theta = f.scores(e, w)
+        for i in range(e.mrf.n_vars):
+            np.testing.assert_allclose(e.mrf.unary(i, theta), unary[i])
+        for k, (a, b) in enumerate(x[1]):
+            table = e.mrf.pairwise(k, theta)  # canonical (min, max) orientation
+            np.testing.assert_allclose(table, pair[k] if a < b else pair[k].T)
+        mu = rng.random(e.mrf.dim)
+        assert np.isclose(theta @ mu, w @ f.features(e, mu))  # Φᵀ is the adjoint of Φ
+
+
+def entropy_direct(mrf, tau, rho):
+    nodes, edges = mrf.split_marginals(tau)
+    h = sum(-(p * np.log(p)).sum() for p in nodes)
+    for e, (i, j) in enumerate(mrf.edges):
+        t = edges[e]
+        h -= rho[e] * (t * np.log(t / np.outer(nodes[i], nodes[j]))).sum()
+    return h
+
+
+@pytest.mark.parametrize("rho", ["bethe", "trw", 0.5])
+def test_theta_star_and_dual_objective_against_direct_computation(rho):
+    X, Y = cycle_data(3)
+    m = MLEStruct(reg=0.7, rho=rho, oracle="bruteforce", max_iter=3).fit(X, Y)
+    dual, taus = m.dual_, m.marginals_
+    # θ*(τ) (eq. 4-5) by explicit sums over examples, nodes, edges and labels
+    L, f = 3, m.features_
+    psi = np.zeros(f.dim)
+    for x, y, e, t in zip(X, Y, check_examples(X, 3)[0], taus):
+        u, edges, v = x
+        wn, we = psi[:L * 2].reshape(L, 2), psi[L * 2:].reshape(L, L, 2)
+        nodes, tables = e.mrf.split_marginals(t)
+        for i in range(len(u)):
+            wn[y[i]] += u[i]
+            wn -= nodes[i][:, None] * u[i][None, :]
+        for k, (a, b) in enumerate(edges):
+            we[y[a], y[b]] += v[k]
+            tab = tables[k] if a < b else tables[k].T
+            we -= tab[:, :, None] * v[k][None, None, :]
+    np.testing.assert_allclose(dual.theta_star(taus), psi / 0.7, atol=1e-12)
+    # L(τ) = max_θ [<θ, ψ> − λ/2‖θ‖²] − Σ H_ρ; θ* is the maximiser
+    neg_h = -sum(entropy_direct(e.mrf, t, r) for e, t, r in zip(dual.examples, taus, dual.rho))
+    saddle = lambda th: th @ psi - 0.35 * th @ th + neg_h  # noqa: E731
+    th = dual.theta_star(taus)
+    assert np.isclose(dual.objective(taus), saddle(th))
+    rng = np.random.default_rng(0)
+    assert all(saddle(th + 1e-3 * rng.normal(size=th.shape)) < saddle(th) for _ in range(5))
+    assert np.isclose(m.objective_, dual.objective(taus))
+
+
+def test_fw_and_bcfw_reach_the_same_optimum():
+    X, Y = tree_data(3, n=5, seed=3)
+    runs = [MLEStruct(reg=1.0, rho="trw", algorithm=a, oracle="tree", tol=1e-4, max_iter=800,
+                      averaging=False).fit(X, Y) for a in ("fw", "bcfw")]
+    fw, bc = runs
+    # weak duality: L* >= L(τ) − gap for both, so the objectives agree within the gaps
+    assert abs(fw.objective_ - bc.objective_) <= max(fw.dual_gap_, bc.dual_gap_) + 1e-9
+    assert max(fw.dual_gap_, bc.dual_gap_) < 0.05
+    np.testing.assert_allclose(fw.coef_, bc.coef_, atol=0.05)
+
+
+def test_bethe_on_a_tree_is_exact_mle():
+    """Bethe is exact on trees, so MLE-Struct's dual optimum is the regularised exact MLE
+    (found here by L-BFGS on the exact likelihood with fwcore.exact)."""
+    X, Y = tree_data(3, n=5, F=2, G=1, seed=5)
+    lam = 1.0
+    m = MLEStruct(reg=lam, rho="bethe", algorithm="bcfw", oracle="tree", tol=1e-5, max_iter=3000,
+                  averaging=False).fit(X, Y)
+    ex, (F, G) = check_examples(X, 2)
+    f = CRFFeatures(2, F, G)
+    phi = sum(f.features(e, e.mrf.marginal_vector(y)) for e, y in zip(ex, Y))
+
+    def neg_loglik(w):
+        val, grad = -phi @ w + 0.5 * lam * w @ w, -phi + lam * w
+        for e in ex:
+            r = exact_inference(e.mrf.with_theta(f.scores(e, w)))
+            val, grad = val + r.log_z, grad + f.features(e, r.mu)
+        return val, grad
+
+    res = minimize(neg_loglik, np.zeros(f.dim), jac=True, method="L-BFGS-B",
+                   options={"gtol": 1e-10, "ftol": 1e-14})
+    assert m.dual_gap_ <= 1e-5 * len(X) or m.n_iter_ == 3000
+    # strong duality: min L = −max loglik, and θ*(τ) is the MLE
+    assert abs(m.objective_ + res.fun) <= m.dual_gap_ + 1e-6
+    np.testing.assert_allclose(m.coef_, res.x, atol=5e-3)
+
+
+def brute_primal(model, X, Y):
+    ex, _ = check_examples(X, model.n_labels_)
+    f, w, lam = model.features_, model.coef_, model.reg
+    total = 0.5 * lam * w @ w
+    for e, y in zip(ex, Y):
+        phi_y = f.features(e, e.mrf.marginal_vector(y))
+        total += max(np.mean(np.array(z) != y) - w @ (phi_y - f.features(e, e.mrf.marginal_vector(z)))
+                     for z in itertools.product(range(model.n_labels_), repeat=len(y))) / len(X)
+    return total
+
+
+@pytest.mark.parametrize("algorithm", ["bcfw", "fw"])
+def test_ssvm_gap_is_primal_minus_dual_and_reaches_tol(algorithm):
+    X, Y = tree_data(4, n=5, seed=2)
+    s = SSVM(reg=1.0, algorithm=algorithm, oracle="bruteforce", tol=0.0, max_iter=15,
+             averaging=False).fit(X, Y)
+    assert all(g >= -1e-12 for _, g in s.trace_)
+    assert np.isclose(brute_primal(s, X, Y) - s.dual_objective_, s.dual_gap_)
+    s = SSVM(reg=1.0, algorithm=algorithm, oracle="tree", tol=0.02, max_iter=2000).fit(X, Y)
+    assert 0.0 <= s.dual_gap_ <= 0.02
+
+
+def test_segmentation_learning_beats_thresholding():
+    X, Y = synthetic_segmentation(6, size=8, noise=0.8, seed=0)
+    Xt, Yt = synthetic_segmentation(6, size=8, noise=0.8, seed=1)
+    err = lambda P: np.mean([np.mean(p != y) for p, y in zip(P, Yt)])  # noqa: E731
+    base = err([(x.node_features[:, 1] > 0.5).astype(int) for x in Xt])
+    for learner in (MLEStruct(reg=50.0, rho=0.5, oracle="qpbo", max_iter=8),
+                    MLEStruct(reg=50.0, rho="trw", oracle="lp", max_iter=2),
+                    SSVM(reg=0.01, oracle="qpbo", max_iter=8)):
+        assert err(learner.fit(X, Y).predict(Xt)) < base
+    marg = MLEStruct(reg=50.0, oracle="qpbo", max_iter=3).fit(X, Y).predict_marginals(Xt[:2])
+    assert all(m.shape == (64, 2) and np.allclose(m.sum(1), 1) and (m >= 0).all() for m in marg)
+
+
+@pytest.mark.parametrize("make", [lambda: ThreadPoolExecutor(2), lambda: ProcessPoolExecutor(2)])
+def test_executor_runs_equal_serial_runs(make):
+    X, Y = cycle_data(4)
+    for cls, kw in ((MLEStruct, {"algorithm": "bcfw"}), (MLEStruct, {"algorithm": "fw"}),
+                    (SSVM, {"algorithm": "bcfw"})):
+        serial = cls(oracle="lp", max_iter=3, **kw).fit(X, Y)
+        with make() as pool:
+            par = cls(oracle="lp", max_iter=3, executor=pool, **kw).fit(X, Y)
+            np.testing.assert_array_equal(serial.coef_, par.coef_)
+            assert serial.dual_gap_ == par.dual_gap_
+            for a, b in zip(serial.predict(X), par.predict(X)):
+                np.testing.assert_array_equal(a, b)
+
+
+def test_bad_inputs_raise_clear_errors():
+    X, Y = tree_data(2)
+    with pytest.raises(ValueError, match="reg"):
+        MLEStruct(reg=0.0).fit(X, Y)
+    with pytest.raises(ValueError, match="algorithm"):
+        SSVM(algorithm="sgd").fit(X, Y)
+    with pytest.raises(ValueError, match="rho"):
+        MLEStruct(rho="bethee").fit(X, Y)
+    with pytest.raises(ValueError, match="unknown oracle"):
+        MLEStruct(oracle="nope").fit(X, Y)
+    with pytest.raises(TypeError, match="executor"):
+        MLEStruct(executor=4).fit(X, Y)
+    with pytest.raises(ValueError, match="non-empty"):
+        MLEStruct().fit([], [])
+    with pytest.raises(ValueError, match="one label array per example"):
+        MLEStruct().fit(X, Y[:1])
+    with pytest.raises(ValueError, match=r"Y\[0\] must have shape"):
+        MLEStruct().fit(X, [Y[0][:-1], Y[1]])
+    with pytest.raises(ValueError, match="labels must lie in 0..1"):
+        MLEStruct(n_labels=2).fit(X, [Y[0] + 2, Y[1]])
+    with pytest.raises(TypeError, match="integer array of labels"):
+        MLEStruct().fit(X, [y.astype(float) for y in Y])
+    u, e, v = X[0]
+    with pytest.raises(ValueError, match="NaN"):
+        MLEStruct().fit([(np.full_like(u, np.nan), e, v), X[1]], Y)
+    with pytest.raises(ValueError, match="edge_features"):
+        MLEStruct().fit([(u, e, v[:-1]), X[1]], Y)
+    with pytest.raises(ValueError, match="expected 3 and 2"):
+        MLEStruct().fit([X[0], (X[1][0][:, :2], X[1][1], X[1][2])], Y)
+    with pytest.raises(ValueError, match="self loop"):
+        MLEStruct().fit([(u, np.vstack([e[:-1], [[1, 1]]]), v), X[1]], Y)
+    with pytest.raises(TypeError, match="CRFExample or a tuple"):
+        MLEStruct().fit([X[0], "image"], Y)
+    with pytest.raises(ValueError, match="not fitted"):
+        SSVM().predict(X)
+    m = MLEStruct(oracle="tree", max_iter=1).fit([CRFExample(*x) for x in X], Y)
+    with pytest.raises(ValueError, match="expected 3 and 2"):
+        m.predict([(u[:, :1], e, v)])
