@@ -44,24 +44,173 @@ def _cmd_exact(args):
     return 0
 
 
+class _Progress:
+    """One progress line on stderr per marginal-inference record: a tqdm bar over the ρ
+    updates when tqdm is installed, a plain carriage-return line otherwise."""
+
+    def __init__(self, total, enabled):
+        self.enabled, self.bar, self.last = enabled, None, 0.0
+        if enabled:
+            try:
+                from tqdm import tqdm
+                self.bar = tqdm(total=total, desc="rho updates", unit="", file=sys.stderr)
+            except ImportError:
+                pass
+
+    def __call__(self, rec):
+        if not self.enabled:
+            return True
+        text = (f"TRW {rec.primal:.6f} gap {rec.gap:.3g} delta {rec.delta:.2g} "
+                f"MAP calls {rec.n_oracle_calls}")
+        if self.bar is not None:
+            self.bar.update(rec.rho_iteration - self.bar.n)
+            self.bar.set_postfix_str(text, refresh=False)
+        else:  # one line rewritten in place on a terminal, a line a second in a log
+            tty = sys.stderr.isatty()
+            if time.perf_counter() - self.last > (0.1 if tty else 1.0):
+                self.last = time.perf_counter()
+                print(f"{chr(13) if tty else ''}rho {rec.rho_iteration} it {rec.iteration} "
+                      f"{text}", end="   " if tty else "\n", file=sys.stderr, flush=True)
+        return True
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+        elif self.enabled and sys.stderr.isatty():
+            print(file=sys.stderr)
+
+
+def _cmd_infer(args):
+    from .marginals import infer
+    from .uai import write_mar, write_pr
+    model = _load(args)
+    oracle = args.oracle if not args.oracle_options else (args.oracle, _options(args.oracle_options))
+    progress = _Progress(args.rho_updates + 1, not args.quiet)
+    try:
+        res = infer(model, oracle=oracle, domain=args.domain, rho=args.rho,
+                    rho_updates=args.rho_updates, tol=args.tol, local_search=args.local_search,
+                    max_time=args.max_time, seed=args.seed, callback=progress)
+    finally:
+        progress.close()
+    print(f"{args.model}: {model.n_vars} variables, {model.n_edges} edges")
+    print(f"Barrier FW over the {args.domain} polytope, oracle {args.oracle}: {res.time:.3f} s, "
+          f"{res.n_oracle_calls} MAP calls, {res.n_rho_updates} rho updates, status "
+          f"{res.status.value}")
+    kind = "certified" if res.certified else "not certified (approximate oracle)"
+    print(f"TRW objective = {res.primal:.10g}, FW gap = {res.gap:.3g}")
+    print(f"log Z <= {res.log_z_upper:.10g}  ({kind})")
+    print("node marginals P(x_i = 0), P(x_i = 1), ...:")
+    _print_marginals(res.node_marginals, None if args.all else 20, sys.stdout)
+    if args.out:
+        write_mar(args.out + ".MAR", res.node_marginals)
+        write_pr(args.out + ".PR", res.log_z_upper)
+        print(f"wrote {args.out}.MAR and {args.out}.PR (the log Z upper bound)")
+    return 0
+
+
+def _cmd_map(args):
+    from .map import infer_map
+    from .uai import write_map
+    model = _load(args)
+    res = infer_map(model, method=args.method, time_limit=args.time_limit, seed=args.seed,
+                    **_options(args.oracle_options))
+    print(f"{args.model}: {model.n_vars} variables, {model.n_edges} edges")
+    print(f"MAP by {res.method}: {res.time:.3f} s, status {res.status.value}")
+    bound = "none" if res.upper_bound is None else f"{res.upper_bound:.10g}"
+    print(f"score = {res.score:.10g}, upper bound = {bound}")
+    if args.out:
+        write_map(args.out + ".MAP", res.assignment)
+        print(f"wrote {args.out}.MAP")
+    else:
+        print("assignment:", " ".join(map(str, res.assignment)))
+    return 0
+
+
+def _options(pairs):
+    """KEY=VALUE strings → dict, values parsed as int, float, bool or left as text."""
+    out = {}
+    for pair in pairs or ():
+        key, sep, text = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--option takes KEY=VALUE; got {pair!r}")
+        for parse in (int, float):
+            try:
+                out[key] = parse(text)
+                break
+            except ValueError:
+                continue
+        else:
+            out[key] = {"true": True, "false": False}.get(text.lower(), text)
+    return out
+
+
+def _common(sub):
+    sub.add_argument("model", help="model file in UAI MARKOV format (unary and pairwise factors)")
+    sub.add_argument("--evid", help="evidence file (UAI .evid) clamping some variables")
+
+
 def _parser():
     p = argparse.ArgumentParser(
         prog="fwcore",
         description="Inference in discrete pairwise graphical models read from UAI files "
-                    "(MARKOV format).")
+                    "(MARKOV format). Start with: fwcore infer MODEL.uai",
+        epilog="Run 'fwcore COMMAND --help' for the options of a command.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     ex = sub.add_parser(
         "exact", help="exact log Z and marginals (variable elimination; small treewidth only)",
         description="Exact log partition function and node marginals by brute force or "
                     "variable elimination. Fails with a clear message when the model's "
                     "treewidth needs more memory than --memory-limit.")
-    ex.add_argument("model", help="model file in UAI MARKOV format")
-    ex.add_argument("--evid", help="evidence file (UAI .evid) clamping some variables")
+    _common(ex)
     ex.add_argument("--out", metavar="PREFIX", help="write PREFIX.MAR and PREFIX.PR")
     ex.add_argument("--all", action="store_true", help="print every marginal, not the first 20")
     ex.add_argument("--memory-limit", type=float, default=2048, metavar="MIB",
                     help="largest elimination table allowed, in MiB (default 2048)")
     ex.set_defaults(run=_cmd_exact)
+
+    inf = sub.add_parser(
+        "infer", help="marginals and an upper bound on log Z by Barrier Frank-Wolfe",
+        description="Approximate marginals and an upper bound on log Z: the TRW objective "
+                    "optimised over the marginal polytope by Frank-Wolfe with MAP calls "
+                    "(Krishnan et al. 2015). With an exact MAP oracle the bound is "
+                    "certified; with an approximate one it is an estimate.")
+    _common(inf)
+    inf.add_argument("--oracle", default="exact",
+                     help="MAP solver: exact (default; tree DP, brute force or ILP), or one of "
+                          "icm, qpbo, trws, maxproduct, portfolio, ilp, toulbar2, bruteforce, tree")
+    inf.add_argument("--option", dest="oracle_options", action="append", metavar="KEY=VALUE",
+                     help="option for the oracle, e.g. --option time_limit=10 (repeatable)")
+    inf.add_argument("--domain", choices=["marginal", "local"], default="marginal",
+                     help="optimise over the marginal polytope (default) or the local "
+                          "polytope (TRW-BP's answer, with an LP oracle)")
+    inf.add_argument("--rho", default="matrix-tree", choices=["matrix-tree", "coupling", "uniform"],
+                     help="initial edge appearance probabilities (default matrix-tree)")
+    inf.add_argument("--rho-updates", type=int, default=10, metavar="N",
+                     help="outer updates of the edge appearance probabilities (default 10)")
+    inf.add_argument("--tol", type=float, default=0.5, help="FW gap tolerance in nats (default 0.5)")
+    inf.add_argument("--local-search", action="store_true",
+                     help="extra ICM-driven FW steps after each correction (large models)")
+    inf.add_argument("--max-time", type=float, metavar="SECONDS",
+                     help="stop after this long and return the best result so far")
+    inf.add_argument("--seed", type=int, help="seed for randomised oracles")
+    inf.add_argument("--out", metavar="PREFIX", help="write PREFIX.MAR and PREFIX.PR")
+    inf.add_argument("--all", action="store_true", help="print every marginal, not the first 20")
+    inf.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    inf.set_defaults(run=_cmd_infer)
+
+    mp = sub.add_parser("map", help="a most probable assignment (MAP / MPE)",
+                        description="Maximise the log-score of an assignment with the chosen "
+                                    "solver; exact solvers also prove optimality.")
+    _common(mp)
+    mp.add_argument("--method", default="auto",
+                    help="auto (default: tree DP, brute force or ILP), ilp, toulbar2, qpbo, "
+                         "trws, icm, maxproduct, portfolio, bruteforce, tree, lp")
+    mp.add_argument("--option", dest="oracle_options", action="append", metavar="KEY=VALUE",
+                    help="option for the solver, e.g. --option max_iter=200 (repeatable)")
+    mp.add_argument("--time-limit", type=float, metavar="SECONDS", help="time limit for the solver")
+    mp.add_argument("--seed", type=int, help="seed for randomised solvers")
+    mp.add_argument("--out", metavar="PREFIX", help="write PREFIX.MAP")
+    mp.set_defaults(run=_cmd_map)
     return p
 
 
