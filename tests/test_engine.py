@@ -418,3 +418,42 @@ def test_bad_input_messages(face):
 
     with pytest.raises(ValueError, match="objective value is nan"):
         frank_wolfe(NaNObjective(), dom)
+
+
+class NoisySimplex(Simplex):
+    """A simplex whose lmo returns the second-best vertex every other call (an approximate
+    oracle) and whose local_lmo is the exact argmin (a local search finding better ones)."""
+
+    def __init__(self, n):
+        super().__init__(n)
+        self.calls = 0
+        self.local_calls = 0
+
+    def lmo(self, g):
+        self.calls += 1
+        return np.array([np.argsort(g)[self.calls % 2]], dtype=np.int32)
+
+    def local_lmo(self, g, atom):
+        self.local_calls += 1
+        return np.array([int(np.argmin(g))], dtype=np.int32)
+
+
+def test_fcfw_hooks_reach_the_optimum(face):
+    """correct_every, initial_correction (warm start), local_steps (Barrier FW Alg. 6) and
+    approximate_lmo (max(correction gap, gap) in Alg. 1) keep FCFW correct."""
+    obj, x_ref = face
+    res = frank_wolfe(obj, Simplex(20), variant="fcfw", tol=1e-9, max_iter=2000,
+                      correct_every=5, inner_tol=lambda gap: 0.1 * gap, debug=True)
+    assert res.status is Status.CONVERGED
+    np.testing.assert_allclose(res.x, x_ref, atol=1e-4)
+    warm = frank_wolfe(obj, Simplex(20), variant="fcfw", tol=1e-9, max_iter=2000,
+                       init=(res.atoms, res.weights), initial_correction=True)
+    assert warm.n_oracle_calls == 1 and warm.status is Status.CONVERGED
+    dom = NoisySimplex(20)
+    res = frank_wolfe(obj, dom, variant="fcfw", tol=1e-7, max_iter=300, delta=0.1,
+                      delta_rule=adaptive_delta, local_steps=3, approximate_lmo=True, debug=True)
+    assert dom.local_calls > 0 and simplex_gap(obj, res.x) <= 1e-5
+    with pytest.raises(ValueError, match="local_lmo"):
+        frank_wolfe(obj, Simplex(20), variant="fcfw", local_steps=2)
+    with pytest.raises(ValueError, match="correct_every"):
+        frank_wolfe(obj, Simplex(20), variant="fcfw", correct_every=0)

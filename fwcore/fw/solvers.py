@@ -60,6 +60,8 @@ _PARAMS = {
     "inner_max_iter": _number(0, integer=True),
     "inner_tol": _number(0.0, optional=True),
     "max_vertices": _number(2, integer=True, optional=True),
+    "correct_every": _number(1, integer=True),
+    "local_steps": _number(0, integer=True),
 }
 
 
@@ -189,7 +191,8 @@ class _Run:
 class _ActiveSetFW(_Run):
 
     def __init__(self, objective, domain, variant, rule, init, delta, delta_rule, drop_tol,
-                 refresh_every, inner_max_iter, inner_tol, max_vertices, debug, **run_options):
+                 refresh_every, inner_max_iter, inner_tol, max_vertices, debug, correct_every=1,
+                 initial_correction=False, local_steps=0, approximate_lmo=False, **run_options):
         super().__init__(objective, rule, **run_options)
         self.domain, self.variant = domain, variant
         self.vertices = Vertices(domain, delta)
@@ -198,9 +201,14 @@ class _ActiveSetFW(_Run):
         self.inner_max_iter = inner_max_iter
         self.inner_tol = self.tol if inner_tol is None else inner_tol
         self.max_vertices, self.debug = max_vertices, debug
+        self.correct_every, self.local_steps = correct_every, local_steps
+        self.approximate_lmo = approximate_lmo
+        self.correction_gap = 0.0
         self.n_steps = 0
         self.active = self._initial_active_set(init)
         self.x = self.vertices.dense(self.active.atoms, self.active.weights)
+        if initial_correction:  # Barrier FW Alg. 2 line 23: re-correct a warm start first
+            self._correct()
 
     def _initial_active_set(self, init):
         k = self.domain.atom_size
@@ -265,15 +273,18 @@ class _ActiveSetFW(_Run):
 
     def step(self, g, info):
         s, gap_full, uniform_gap = info
-        if self.delta_rule is not None:
-            new = float(self.delta_rule(self.vertices.delta, gap_full, uniform_gap))
+        rule_gap = gap_full
+        if self.approximate_lmo:  # Barrier FW Sec. 4: max(last correction gap, gap)
+            rule_gap = max(gap_full, self.correction_gap)
+        if self.delta_rule is not None and rule_gap > 0.0:
+            new = float(self.delta_rule(self.vertices.delta, rule_gap, uniform_gap))
             if not 0.0 <= new <= self.vertices.delta:
                 raise ValueError(f"delta_rule returned {new}; it must lie in [0, {self.vertices.delta}]")
             if new < self.vertices.delta:  # Barrier FW eq. 6: x stays, weights move to u0
                 self.active.contract(self.vertices.delta, new)
                 self.vertices.delta = new
         if self.variant == "fcfw":
-            kind = self._fcfw_step(g, s)
+            kind = self._fcfw_step(g, s, gap_full)
         elif self.variant == "fw":
             kind = self._fw_step(g, self.active.add(s))
             self._purge(keep_atoms=False)
@@ -341,26 +352,53 @@ class _ActiveSetFW(_Run):
         self.active.pairwise_update(i_s, i_v, gamma, drop)
         return StepType.DROP if drop else StepType.PAIRWISE
 
-    def _fcfw_step(self, g, s):
-        """Barrier FW Alg. 4 lines 12-20: FW step towards s over D_delta, s joins the
-        correction polytope V, then MFW (Alg. 3) over conv(V_delta) until its pFW gap is
-        <= inner_tol or inner_max_iter steps."""
+    def _fcfw_step(self, g, s, gap):
+        """Barrier FW Alg. 4 lines 12-20 (Alg. 2 lines 13-18): FW step towards s over D_delta,
+        s joins the correction polytope V, then (every ``correct_every`` steps) MFW over
+        conv(V_delta), then ``local_steps`` FW steps with ``domain.local_lmo`` (Alg. 6)."""
         if self.max_vertices is not None and self.active.find(s) < 0:
             self._forget_vertices(g, self.max_vertices - 1)
         self._fw_step(g, self.active.add(s))
         self._purge(keep_atoms=True)
+        if (self.n_steps + 1) % self.correct_every == 0:
+            self._correct(gap)
+        self._local_search(s)
+        return StepType.CORRECTION
+
+    def _correct(self, gap=math.inf):
+        """Barrier FW Alg. 5: MFW (Alg. 3) over conv(V_delta) until its pFW gap is <= the
+        inner tolerance (a number, or ``inner_tol(gap)`` of the last FW gap) or
+        inner_max_iter steps; the last pFW gap is kept in ``correction_gap``."""
+        tol = self.inner_tol(gap) if callable(self.inner_tol) else self.inner_tol
         for t in range(self.inner_max_iter):
             if self.out_of_time():
                 break
             _, g = self.evaluate()
             scores = self.vertices.scores(g, self.active.atoms)
             w = self.active.weights
-            p_gap = float(scores[w > 0.0].max() - scores.min())
-            if p_gap <= self.inner_tol:
+            self.correction_gap = float(scores[w > 0.0].max() - scores.min())
+            if self.correction_gap <= tol:
                 break
             self._away_step(g, int(np.argmin(scores)), scores, iteration=t)
             self._purge(keep_atoms=True)
-        return StepType.CORRECTION
+
+    def _local_search(self, s):
+        """Barrier FW Alg. 6: FW steps over D_delta whose vertices come from the approximate
+        ``domain.local_lmo(g, previous vertex)``; each joins V. Stops early when a step
+        makes no progress (the next search would start from the same point)."""
+        for t in range(self.local_steps):
+            if self.out_of_time():
+                break
+            _, g = self.evaluate()
+            s = np.ascontiguousarray(self.domain.local_lmo(g, s), dtype=np.int32)
+            if self.max_vertices is not None and self.active.find(s) < 0:
+                self._forget_vertices(g, self.max_vertices - 1)
+            i_s = self.active.add(s)
+            before = self.active.weights[i_s]
+            self._fw_step(g, i_s, iteration=t)
+            self._purge(keep_atoms=True)
+            if self.active.weights[i_s] == before:
+                break
 
     def _forget_vertices(self, g, keep):
         """Cap |V|: forget zero-weight vertices, worst score first (weighted ones stay)."""
@@ -376,7 +414,8 @@ class _ActiveSetFW(_Run):
 def frank_wolfe(objective, domain, *, variant="fw", step="exact", tol=1e-6, max_iter=1000,
                 max_oracle_calls=None, max_time=None, callback=None, init=None, delta=0.0,
                 delta_rule=None, drop_tol=1e-12, refresh_every=100, inner_max_iter=100,
-                inner_tol=None, max_vertices=None, trace=True, debug=False):
+                inner_tol=None, max_vertices=None, correct_every=1, initial_correction=False,
+                local_steps=0, approximate_lmo=False, trace=True, debug=False):
     """Minimise a convex ``objective`` over ``domain`` (or its contraction D_delta).
 
     variant : 'fw' (vanilla), 'away' (MFW, Barrier FW Alg. 3), 'pairwise', 'fcfw' (FW step
@@ -396,7 +435,17 @@ def frank_wolfe(objective, domain, *, variant="fw", step="exact", tol=1e-6, max_
     drop_tol : weights <= drop_tol are dropped (x moved to the remaining atoms' hull).
     refresh_every : renormalise the weights and recompute x from the atoms this often.
     inner_max_iter, inner_tol, max_vertices : FCFW correction budget, pFW tolerance (default
-        tol) and cap on |V| (zero-weight vertices are forgotten first).
+        tol; or a callable ``inner_tol(gap)`` of the last FW gap) and cap on |V| (zero-weight
+        vertices are forgotten first).
+    correct_every : FCFW runs the correction after every ``correct_every``-th FW step.
+    initial_correction : FCFW corrects the initial active set before the first oracle call
+        (warm starts, Barrier FW Alg. 2 line 23).
+    local_steps : FCFW local search (Barrier FW Alg. 6): up to this many FW steps after each
+        correction with vertices from ``domain.local_lmo(g, s)`` (an approximate, warm-started
+        oracle), which join V.
+    approximate_lmo : the domain's lmo is approximate; ``delta_rule`` then gets
+        max(gap, last correction pFW gap) (Barrier FW Sec. 4), and delta is kept while that
+        is <= 0.
     debug : check the active-set invariants after every step (AssertionError if broken).
     """
     _check_objective(objective)
@@ -405,14 +454,21 @@ def frank_wolfe(objective, domain, *, variant="fw", step="exact", tol=1e-6, max_
         raise ValueError(f"unknown variant {variant!r}; valid variants: {', '.join(VARIANTS)}")
     _check_params(tol=tol, max_iter=max_iter, max_oracle_calls=max_oracle_calls,
                   max_time=max_time, delta=delta, drop_tol=drop_tol, refresh_every=refresh_every,
-                  inner_max_iter=inner_max_iter, inner_tol=inner_tol, max_vertices=max_vertices)
+                  inner_max_iter=inner_max_iter, max_vertices=max_vertices,
+                  correct_every=correct_every, local_steps=local_steps)
+    if not callable(inner_tol):
+        _check_params(inner_tol=inner_tol)
+    if local_steps and not callable(getattr(domain, "local_lmo", None)):
+        raise ValueError("local_steps > 0 needs a domain with local_lmo(g, atom)")
     _check_callable(callback, "callback", "callback(record) -> bool")
     _check_callable(delta_rule, "delta_rule", "delta_rule(delta, gap, uniform_gap) -> delta")
     if (delta > 0 or delta_rule is not None) and getattr(domain, "u0", None) is None:
         raise ValueError("delta > 0 and delta_rule need an interior point: give the domain a u0")
     run = _ActiveSetFW(objective, domain, variant, make_step_rule(step), init, delta, delta_rule,
                        drop_tol, int(refresh_every), int(inner_max_iter), inner_tol, max_vertices,
-                       bool(debug), tol=tol, max_iter=max_iter, max_oracle_calls=max_oracle_calls,
+                       bool(debug), int(correct_every), bool(initial_correction), int(local_steps),
+                       bool(approximate_lmo), tol=tol, max_iter=max_iter,
+                       max_oracle_calls=max_oracle_calls,
                        max_time=max_time, callback=callback, trace=trace)
     return run.run()
 

@@ -1,0 +1,467 @@
+"""Marginal inference by Barrier Frank-Wolfe (Krishnan, Lacoste-Julien & Sontag 2015) and
+the message-passing baselines, all returning a `MarginalResult`.
+
+`infer` maximises the TRW objective (Barrier FW eq. 1-2) over the marginal polytope M (or
+the local polytope L) with MAP calls: FCFW over the contraction M_delta with adaptive or
+fixed delta (Alg. 1, 4), MFW corrections over the visited vertices (Alg. 3, 5), optional
+ICM local search (Alg. 6), and the outer loop over the spanning-tree polytope (Alg. 2).
+The generic engine is `fwcore.fw.frank_wolfe`; this module supplies the TRW objective, the
+two polytopes as engine domains, and the rho loop.
+
+Choices the paper's code left implicit, fixed here by measurement (bench/benchmarks/infer.py):
+delta is carried across rho updates (not reset to delta_init); the MFW correction runs after
+every FW step with at most 100 away steps and pFW tolerance 0.05 when the last FW gap is
+< 1, else 0.5; after a rho update the iterate is re-corrected before the first MAP call.
+"""
+import math
+import numbers
+import sys
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from . import _kernels
+from .bp import trbp_beliefs
+from .fw import IterationRecord, StepType, adaptive_delta, frank_wolfe
+from .model import PairwiseMRF
+from .oracles.base import make_oracle
+from .results import Status
+from .rho import check_rho, coupling_weights, matrix_tree_rho, max_spanning_forest, uniform_rho
+
+__all__ = ["infer", "trbp", "loopy_bp", "MarginalResult", "MarginalRecord", "TRWObjective"]
+
+_DOMAINS = ("marginal", "local")
+_RHO_NAMES = ("matrix-tree", "coupling", "uniform")
+#: MFW correction budget and tolerance schedule (paper code: <= 100 steps, 0.05 / 0.5)
+_INNER_MAX_ITER = 100
+#: correct after every FW step (1) or every k-th; keep delta across rho updates or reset it
+_CORRECT_EVERY = 1
+_CARRY_DELTA = True
+#: ICM sweeps per local-search vertex and local-search steps when ``local_search=True``
+_ICM_SWEEPS = 100
+_LOCAL_STEPS = 30
+
+
+def _inner_tol(gap):
+    """pFW tolerance of a correction: 0.5 when the last FW gap is >= 1, else 0.05 (the
+    paper code's), tightened to gap / 10 below gap 0.5 so that tight ``tol`` converge."""
+    return 0.5 if gap >= 1.0 else min(0.05, 0.1 * gap)
+
+
+@dataclass(frozen=True)
+class MarginalRecord:
+    """One inner iteration: outer rho iteration, inner iteration, total seconds, TRW value
+    (``primal``), the freshly computed FW gap, delta, |active set| and MAP calls so far."""
+
+    rho_iteration: int
+    iteration: int
+    time: float
+    primal: float
+    gap: float
+    delta: float
+    n_active: int
+    n_oracle_calls: int
+
+
+@dataclass(frozen=True)
+class MarginalResult:
+    """Approximate marginals and a log Z bound.
+
+    ``node_marginals`` (list of 1-D arrays), ``edge_marginals`` (card_i x card_j tables),
+    ``mu`` (the same, flat), ``rho`` (edge appearance probabilities used), ``primal`` =
+    TRW(mu; theta, rho), ``gap`` = FW gap over the polytope (M, or L for ``domain="local"``)
+    recomputed at the end (nan for the BP baselines), ``log_z_upper`` (an upper bound on
+    log Z when ``certified``; the TRW / Bethe value otherwise), ``delta`` (contraction at
+    the end), ``n_oracle_calls`` (MAP or LP calls), ``n_icm_calls`` (local search),
+    ``status``, ``n_iter`` (inner iterations or BP sweeps, all rho iterations),
+    ``n_rho_updates`` done, ``time`` (seconds), ``trace`` (`MarginalRecord` per iteration)."""
+
+    node_marginals: list
+    edge_marginals: list
+    mu: np.ndarray
+    rho: np.ndarray
+    primal: float
+    gap: float
+    log_z_upper: float
+    certified: bool
+    delta: float
+    n_oracle_calls: int
+    n_icm_calls: int
+    status: Status
+    n_iter: int
+    n_rho_updates: int
+    time: float
+    method: str
+    trace: tuple = ()
+
+    @property
+    def converged(self):
+        return self.status is Status.CONVERGED
+
+
+# -- the TRW objective and the two polytopes as engine domains ----------------------------
+
+class TRWObjective:
+    """f(mu) = -TRW(mu; theta, rho) (Barrier FW eq. 1-2) for the engine: value, gradient and
+    exact line search by the `_kernels` TRW kernels."""
+
+    def __init__(self, model, rho):
+        self.model = model
+        self.set_rho(rho)
+
+    def set_rho(self, rho):
+        m = self.model
+        self.rho = np.ascontiguousarray(rho, dtype=np.float64)
+        load = np.bincount(m.edges[:, 0], self.rho, m.n_vars) + np.bincount(m.edges[:, 1], self.rho, m.n_vars)
+        self.c = 1.0 - load  # node entropy weights c_i = 1 - sum_{e ∋ i} rho_e
+
+    def value_grad(self, x):
+        m = self.model
+        g = np.empty_like(x)
+        f = _kernels.trw_value_grad(m.theta, x, self.c, self.rho, m.node_off, m.edge_off, g)
+        return f, g
+
+    def trw(self, x):
+        """TRW(x) = -f(x)."""
+        return -self.value_grad(x)[0]
+
+    def line_search(self, x, d, gamma_max):
+        m = self.model
+        return _kernels.trw_line_search(m.theta, x, d, self.c, self.rho, m.node_off, m.edge_off,
+                                        gamma_max)[0]
+
+
+class _MarginalPolytope:
+    """M for the engine: atoms are assignments, the lmo is a MAP oracle on -grad, inner
+    products by the `score_assignments` kernel; `local_lmo` is ICM warm-started (Alg. 6)."""
+
+    def __init__(self, model, oracle, seed):
+        self.model, self.oracle = model, oracle
+        self.dim, self.atom_size = model.dim, model.n_vars
+        self.u0 = model.uniform_marginals()
+        self.n_icm_calls = 0
+        self._last = None
+        self._rng = np.random.default_rng(seed)
+        self._warm = not getattr(oracle, "exact", False)
+
+    def lmo(self, g):
+        init = self._last if self._warm else None
+        self._last = self.oracle.argmax(-g, init=init) if init is not None else self.oracle.argmax(-g)
+        return self._last
+
+    def inner(self, g, atoms):
+        m = self.model
+        out = np.empty(atoms.shape[0])
+        _kernels.score_assignments(np.ascontiguousarray(g), m.card, m.edges, m.node_off, m.edge_off,
+                                   np.ascontiguousarray(atoms, dtype=np.int32), out)
+        return out
+
+    def add(self, x, atom, w):
+        m = self.model
+        x[m.node_off[:-1] + atom] += w
+        x[m.edge_off[:-1] + atom[m.edges[:, 0]] * m.card[m.edges[:, 1]] + atom[m.edges[:, 1]]] += w
+
+    def local_lmo(self, g, atom):
+        m = self.model
+        x = np.array(atom, dtype=np.int32)
+        self.n_icm_calls += 1
+        _kernels.icm(np.ascontiguousarray(-g), m.card, m.edges, m.node_off, m.edge_off,
+                     m.adj_start, m.adj_var, m.adj_edge, m.adj_first, x, _ICM_SWEEPS, None,
+                     int(self._rng.integers(2**62)))
+        return x
+
+    def max_score(self, scores):
+        """(max score or its certified bound, certified?) for the App. J bound."""
+        s = self.oracle.argmax(scores)
+        score = float(self.inner(scores, s[None, :])[0])
+        kappa = self.oracle.upper_bound()
+        if getattr(self.oracle, "exact", False):
+            return max(score, kappa if kappa is not None else score), True
+        if kappa is not None and math.isfinite(kappa):
+            return max(score, float(kappa)), True
+        return score, False
+
+
+class _LocalPolytope:
+    """L for the engine: atoms index the dense LP vertices returned so far (HiGHS)."""
+
+    atom_size = 1
+
+    def __init__(self, model, lp):
+        self.model, self.lp = model, lp
+        self.dim = model.dim
+        self.u0 = model.uniform_marginals()
+        self.n_icm_calls = 0
+        self._vertices, self._index = [], {}
+
+    def lmo(self, g):
+        v = self.lp.argmax_marginals(-g)
+        key = np.round(v, 12).tobytes()
+        if key not in self._index:
+            self._index[key] = len(self._vertices)
+            self._vertices.append(v)
+        return np.array([self._index[key]], dtype=np.int32)
+
+    def inner(self, g, atoms):
+        return np.array([self._vertices[a] @ g for a in atoms[:, 0]])
+
+    def add(self, x, atom, w):
+        x += w * self._vertices[atom[0]]
+
+    def max_score(self, scores):
+        v = self.lp.argmax_marginals(scores)
+        return max(float(v @ scores), float(self.lp.upper_bound())), True
+
+
+# -- argument checks ----------------------------------------------------------------------
+
+def _check_model(model):
+    if not isinstance(model, PairwiseMRF):
+        raise TypeError(f"model must be a fwcore.PairwiseMRF; got {type(model).__name__}")
+    if not np.isfinite(model.theta).all():
+        raise ValueError("marginal inference needs finite log-potentials (the TRW objective is "
+                         "evaluated at the uniform point u0); replace -inf by a large negative "
+                         "number such as -50")
+    return model
+
+
+def _real(name, value, lo, hi=math.inf, lo_open=True, optional=False, integer=False):
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
+            (integer and int(value) != value) or not math.isfinite(float(value)) or \
+            not ((lo < value) if lo_open else (lo <= value)) or not value <= hi:
+        kind = "an integer" if integer else "a number"
+        rng = f"{'>' if lo_open else '>='} {lo}" + (f" and <= {hi}" if hi < math.inf else "")
+        raise ValueError(f"{name} must be {kind} {rng}{' or None' if optional else ''}; got {value!r}")
+    return int(value) if integer else float(value)
+
+
+def _check_delta(delta, delta_init):
+    if isinstance(delta, str):
+        if delta != "adaptive":
+            raise ValueError(f"delta must be 'adaptive' or a number in (0, 1/4]; got {delta!r}")
+        return _real("delta_init", delta_init, 0.0, 0.25), True
+    return _real("delta", delta, 0.0, 0.25), False
+
+
+def _initial_rho(model, rho):
+    if isinstance(rho, str):
+        if rho == "matrix-tree":
+            return matrix_tree_rho(model)
+        if rho == "coupling":
+            return matrix_tree_rho(model, coupling_weights(model))
+        if rho == "uniform":
+            return uniform_rho(model)
+        raise ValueError(f"rho must be one of {', '.join(_RHO_NAMES)} or an array of edge "
+                         f"appearance probabilities; got {rho!r}")
+    return check_rho(model, rho)
+
+
+def _make_domain(model, oracle, domain, seed):
+    if domain not in _DOMAINS:
+        raise ValueError(f"domain must be one of {', '.join(_DOMAINS)}; got {domain!r}")
+    if domain == "local":
+        if oracle in ("exact", "lp"):
+            return _LocalPolytope(model, make_oracle("lp", model))
+        if callable(getattr(oracle, "argmax_marginals", None)):
+            return _LocalPolytope(model, oracle)
+        raise ValueError("domain='local' uses the local-polytope LP: give oracle='exact' or "
+                         f"'lp' (or an object with argmax_marginals); got {oracle!r}")
+    if isinstance(oracle, str) and oracle == "exact":
+        from .map import _auto_method
+        from .oracles.base import available_oracles
+        oracle = _auto_method(model)
+        if oracle == "ilp" and available_oracles().get("toulbar2"):
+            oracle = "toulbar2"  # 3x faster than HiGHS per call on the paper's 5x5 grids
+    if isinstance(oracle, str) and oracle == "lp":
+        raise ValueError("oracle='lp' optimises over the local polytope: use domain='local'")
+    if isinstance(oracle, str) and seed is not None:
+        try:
+            return _MarginalPolytope(model, make_oracle(oracle, model, seed=seed), seed)
+        except TypeError:
+            pass  # this oracle takes no seed
+    return _MarginalPolytope(model, make_oracle(oracle, model), seed)
+
+
+def _rho_step(model, x, rho, i):
+    """Barrier FW Alg. 2 lines 20-21: FW step on rho over the spanning-tree polytope towards
+    the maximum-weight spanning forest on edge mutual information, step 2/(i+3)."""
+    mi = np.empty(model.n_edges)
+    _kernels.edge_mutual_information(x, model.card, model.edges, model.edge_off, mi)
+    vertex = max_spanning_forest(model.n_vars, model.edges, mi)
+    return rho + 2.0 / (i + 3.0) * (vertex - rho)
+
+
+class _Recorder:
+    """Turns engine records into `MarginalRecord`s, keeps the trace, forwards to the user's
+    callback and prints progress when verbose."""
+
+    def __init__(self, callback, verbose, t0):
+        if callback is not None and not callable(callback):
+            raise TypeError(f"callback must be None or a callable callback(record) -> bool; got "
+                            f"{type(callback).__name__}")
+        self.callback, self.verbose, self.t0 = callback, verbose, t0
+        self.records, self.rho_iteration, self.calls_before = [], 0, 0
+
+    def __call__(self, rec):
+        r = MarginalRecord(self.rho_iteration, rec.iteration, time.perf_counter() - self.t0,
+                           -rec.primal, rec.gap, rec.delta, rec.n_active,
+                           self.calls_before + rec.n_oracle_calls)
+        self.records.append(r)
+        if self.verbose:
+            print(f"rho {r.rho_iteration:2d} it {r.iteration:4d}  TRW {r.primal:.6f}  gap "
+                  f"{r.gap:.3g}  delta {r.delta:.2g}  |V| {r.n_active}  MAP calls "
+                  f"{r.n_oracle_calls}", file=sys.stderr)
+        return None if self.callback is None else self.callback(r)
+
+
+def _result(model, mu, rho, primal, gap, bound, certified, delta, calls, icm_calls, status,
+            n_iter, n_rho, t0, method, trace):
+    nodes, edges = model.split_marginals(mu)
+    return MarginalResult(nodes, edges, mu, rho, float(primal), float(gap), float(bound),
+                          bool(certified), float(delta), int(calls), int(icm_calls), status,
+                          int(n_iter), int(n_rho), time.perf_counter() - t0, method, tuple(trace))
+
+
+# -- Barrier FW ---------------------------------------------------------------------------
+
+def infer(model, *, oracle="exact", domain="marginal", delta="adaptive", delta_init=1e-3,
+          correction=True, local_search=False, rho="matrix-tree", rho_updates=10, tol=0.5,
+          max_iter=1000, max_time=None, callback=None, seed=None, verbose=False):
+    """Marginals and an upper bound on log Z by Barrier Frank-Wolfe (Barrier FW Alg. 2).
+
+    oracle : "exact" (tree DP on forests, brute force on tiny models, else ILP), a registered
+        name (``fwcore.oracles.available_oracles()``), ``(name, options)``, an oracle object
+        or a function ``scores -> assignment``. Approximate oracles use max(correction gap,
+        gap) in Alg. 1 (Barrier FW Sec. 4).
+    domain : "marginal" (M, MAP oracle) or "local" (L, the LP oracle: TRW over L, the
+        fixed point of tree-reweighted BP).
+    delta : "adaptive" (Alg. 1 from ``delta_init``, in (0, 1/4]) or a fixed contraction in
+        (0, 1/4]. correction : MFW corrections over the visited vertices (Alg. 4-5).
+    local_search : False, True (up to 30 ICM-driven FW steps after each correction, Alg. 6)
+        or a number of steps.
+    rho : "matrix-tree" (uniform spanning trees), "coupling" (trees weighted by edge coupling
+        strength, the paper code's choice), "uniform", or an array in the spanning-tree
+        polytope. rho_updates : outer FW steps on rho (Alg. 2 lines 20-23).
+    tol : FW gap (nats, absolute) ending each inner run; max_iter : FCFW iterations per
+        inner run; max_time (seconds) and ``callback(record)`` returning False stop with the
+        best iterate so far (status max_time / interrupted).
+
+    The bound: TRW(mu) + kappa - <theta~, mu> with theta~ = -grad f(mu) and kappa the
+    oracle's bound on max <theta~, v> (exact oracle: the MAP score, i.e. TRW + gap; Barrier
+    FW App. J, eq. 25); ``certified`` is False for an oracle without a bound. With an exact
+    oracle (or over L) and adaptive delta every iterate's TRW + gap, at its own rho, is such
+    a bound, and ``log_z_upper`` is the least of them (so it may be below primal + gap).
+    """
+    t0 = time.perf_counter()
+    model = _check_model(model)
+    delta0, adaptive = _check_delta(delta, delta_init)
+    tol = _real("tol", tol, 0.0)
+    max_iter = _real("max_iter", max_iter, 0, lo_open=False, integer=True)
+    rho_updates = _real("rho_updates", rho_updates, 0, lo_open=False, integer=True)
+    max_time = _real("max_time", max_time, 0.0, optional=True)
+    local_steps = _LOCAL_STEPS if local_search is True else 0 if local_search is False else \
+        _real("local_search", local_search, 0, lo_open=False, integer=True)
+    rho = _initial_rho(model, rho)
+    dom = _make_domain(model, oracle, domain, seed)
+    if local_steps and domain == "local":
+        raise ValueError("local_search applies to domain='marginal' only")
+    recorder = _Recorder(callback, bool(verbose), t0)
+    exact = domain == "local" or getattr(dom.oracle, "exact", False)
+    objective = TRWObjective(model, rho)
+    res, calls, n_iter, status, i = None, 0, 0, Status.CONVERGED, 0
+    for i in range(rho_updates + 1):
+        objective.set_rho(rho)
+        recorder.rho_iteration, recorder.calls_before = i, calls
+        left = None if max_time is None else max_time - (time.perf_counter() - t0)
+        if left is not None and left <= 0:
+            status = Status.MAX_TIME
+            break
+        init = None if res is None else (res.atoms, res.weights)
+        res = frank_wolfe(objective, dom, variant="fcfw", tol=tol, max_iter=max_iter,
+                          max_time=left, callback=recorder, init=init,
+                          delta=res.delta if res is not None and _CARRY_DELTA else delta0,
+                          delta_rule=adaptive_delta if adaptive else None,
+                          inner_max_iter=_INNER_MAX_ITER if correction else 0,
+                          inner_tol=_inner_tol, correct_every=_CORRECT_EVERY, initial_correction=correction and res is not None,
+                          local_steps=local_steps, approximate_lmo=not exact, trace=False)
+        calls += res.n_oracle_calls
+        n_iter += res.n_iter
+        status = res.status
+        if status in (Status.MAX_TIME, Status.INTERRUPTED) or i == rho_updates:
+            break
+        rho = _rho_step(model, res.x, rho, i)
+    mu = dom.u0.copy() if res is None else res.x  # res is None: out of time at once
+    f, g = objective.value_grad(mu)
+    kappa, certified = dom.max_score(-g)
+    calls += 1
+    primal = -f
+    gap = kappa - float(-g @ mu)
+    bound = primal + gap
+    if exact and adaptive:  # every iterate's TRW + gap over M (or L) is a bound: keep the least
+        bound = min([bound] + [r.primal + r.gap for r in recorder.records])
+    return _result(model, mu, objective.rho.copy(), primal, gap, bound, certified,
+                   delta0 if res is None else res.delta, calls,
+                   dom.n_icm_calls, status, n_iter, i if res is not None else 0, t0,
+                   f"barrier-fw/{domain}", recorder.records)
+
+
+# -- message-passing baselines ------------------------------------------------------------
+
+def trbp(model, *, rho="matrix-tree", rho_updates=10, damping=0.5, max_iter=1000, tol=1e-8,
+         max_time=None, callback=None, verbose=False):
+    """Tree-reweighted BP (log domain, `fwcore.bp.trbp_beliefs`) with the outer rho loop of
+    Barrier FW Alg. 2 (rho_updates FW steps on rho towards the maximum spanning forest on
+    the beliefs' mutual information). ``log_z_upper`` is TRW(beliefs; rho), an upper bound
+    on log Z only at an exact fixed point, so ``certified`` is False; ``gap`` is nan.
+    ``callback(record)`` is called once per rho iteration (``iteration`` = BP sweeps)."""
+    t0 = time.perf_counter()
+    model = _check_model(model)
+    rho = _initial_rho(model, rho)
+    return _bp_loop(model, rho, _real("rho_updates", rho_updates, 0, lo_open=False, integer=True),
+                    damping, max_iter, tol, max_time, callback, verbose, t0, "trbp")
+
+
+def loopy_bp(model, *, damping=0.5, max_iter=1000, tol=1e-8, max_time=None, callback=None,
+             verbose=False):
+    """Loopy (sum-product) BP: TRBP with rho = 1 on every edge. ``log_z_upper`` is the Bethe
+    approximation of log Z at the beliefs (not a bound; ``certified`` is False)."""
+    t0 = time.perf_counter()
+    model = _check_model(model)
+    return _bp_loop(model, np.ones(model.n_edges), 0, damping, max_iter, tol, max_time,
+                    callback, verbose, t0, "loopy-bp")
+
+
+def _bp_loop(model, rho, rho_updates, damping, max_iter, tol, max_time, callback, verbose, t0,
+             method):
+    damping = _real("damping", damping, 0.0, 1.0, lo_open=False)
+    if damping >= 1.0:
+        raise ValueError(f"damping must be in [0, 1); got {damping}")
+    max_iter = _real("max_iter", max_iter, 1, lo_open=False, integer=True)
+    tol = _real("tol", tol, 0.0)
+    max_time = _real("max_time", max_time, 0.0, optional=True)
+    deadline = None if max_time is None else t0 + max_time
+    recorder = _Recorder(callback, bool(verbose), t0)
+    objective = TRWObjective(model, rho)
+    n_iter, status = 0, Status.CONVERGED
+    for i in range(rho_updates + 1):
+        objective.set_rho(rho)
+        mu, it, converged, change = trbp_beliefs(model, rho, damping, max_iter, tol, deadline)
+        n_iter += it
+        status = Status.CONVERGED if converged else Status.MAX_ITER
+        f = objective.value_grad(mu)[0]
+        recorder.rho_iteration = i
+        proceed = recorder(IterationRecord(it, 0.0, f, math.nan, 0.0, StepType.INIT, 0, 0))
+        if deadline is not None and time.perf_counter() >= deadline:
+            status = Status.MAX_TIME
+        elif proceed is False:
+            status = Status.INTERRUPTED
+        if status in (Status.MAX_TIME, Status.INTERRUPTED) or i == rho_updates:
+            break
+        rho = _rho_step(model, mu, rho, i)
+    primal = objective.trw(mu)
+    return _result(model, mu, objective.rho.copy(), primal, math.nan, primal, False, 0.0, 0, 0,
+                   status, n_iter, i, t0, method, recorder.records)

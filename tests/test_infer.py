@@ -1,0 +1,170 @@
+"""Barrier FW marginal inference (fwcore.marginals) against exact answers."""
+import math
+
+import numpy as np
+import pytest
+
+from fwcore.exact import exact_inference
+from fwcore.generators import potts_grid, random_clique, random_grid
+from fwcore.marginals import TRWObjective, infer, loopy_bp, trbp
+from fwcore.model import PairwiseMRF
+from fwcore.results import Status
+from fwcore.uai import read_pr, read_uai
+
+
+def random_tree(n, card, seed):
+    rng = np.random.default_rng(seed)
+    edges = [(int(rng.integers(0, j)), j) for j in range(1, n)]
+    cards = rng.integers(2, card + 1, n)
+    unary = [rng.normal(0, 1, c) for c in cards]
+    pair = [rng.normal(0, 1.5, (cards[i], cards[j])) for i, j in edges]
+    return PairwiseMRF(cards, unary, edges, pair)
+
+
+def rho_polytope_ok(model, rho):
+    n_comp = model.n_components()
+    return (rho >= -1e-12).all() and (rho <= 1 + 1e-12).all() and \
+        abs(rho.sum() - (model.n_vars - n_comp)) < 1e-8
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_tree_gives_exact_marginals_and_log_z(seed):
+    model = random_tree(7, 3, seed)
+    ex = exact_inference(model)
+    res = infer(model, tol=1e-7, rho_updates=2, max_iter=5000)
+    assert res.certified and res.status is Status.CONVERGED
+    np.testing.assert_allclose(res.rho, 1.0)
+    assert res.log_z_upper >= ex.log_z - 1e-9
+    assert res.log_z_upper - ex.log_z < 1e-5
+    np.testing.assert_allclose(res.mu, ex.mu, atol=2e-3)
+
+
+@pytest.mark.parametrize("make", [lambda s: random_clique(6, 2.0, seed=s),
+                                  lambda s: random_grid(3, 3, seed=s),
+                                  lambda s: potts_grid(2, 3, n_labels=3, coupling=2.0, seed=s)])
+@pytest.mark.parametrize("seed", range(2))
+def test_bound_with_exact_oracle_is_above_log_z(make, seed):
+    model = make(seed)
+    ex = exact_inference(model)
+    res = infer(model, rho_updates=3, tol=0.1)
+    assert res.certified and res.gap >= -1e-9
+    assert res.log_z_upper >= ex.log_z - 1e-9
+    assert rho_polytope_ok(model, res.rho)
+    # the bound is TRW + gap, and the TRW value matches the returned marginals and rho
+    assert res.primal == pytest.approx(TRWObjective(model, res.rho).trw(res.mu), abs=1e-9)
+    assert res.log_z_upper <= res.primal + res.gap + 1e-12
+    for node in res.node_marginals:
+        assert node.min() > 0 and node.sum() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("name", ["clique10/1", "clique10/201", "clique10/801", "grid5x5/gridWi5Tr1"])
+def test_bound_on_shared_instances(instances, name):
+    path = instances / "fw-inference" / f"{name}.uai"
+    model = read_uai(path)
+    log_z = read_pr(f"{path}.PR")
+    res = infer(model, rho_updates=2)
+    assert res.certified
+    assert res.log_z_upper >= log_z - 1e-4
+    assert res.log_z_upper - log_z < 3.0
+
+
+def test_marginal_polytope_beats_local_polytope_on_strong_clique():
+    model = random_clique(8, 4.0, seed=1)
+    ex = exact_inference(model)
+    m_res = infer(model, rho_updates=2)
+    l_res = infer(model, domain="local", rho_updates=2)
+    err = lambda r: np.mean([abs(a[1] - b[1]) for a, b in zip(r.node_marginals, ex.node_marginals)])  # noqa: E731
+    assert m_res.log_z_upper < l_res.log_z_upper
+    assert err(m_res) < err(l_res)
+
+
+def test_fw_over_local_polytope_equals_trbp_fixed_point():
+    model = random_grid(3, 3, coupling=1.0, seed=3)
+    rho = np.full(model.n_edges, 8 / 12)
+    fw = infer(model, domain="local", rho=rho, rho_updates=0, tol=1e-9, max_iter=20000)
+    bp = trbp(model, rho=rho, rho_updates=0, tol=1e-12, max_iter=20000)
+    assert bp.converged and fw.converged
+    assert fw.primal == pytest.approx(bp.primal, abs=1e-6)
+    np.testing.assert_allclose(fw.mu, bp.mu, atol=1e-4)
+    # over L the bound is above max over M
+    assert fw.log_z_upper >= infer(model, rho=rho, rho_updates=0, tol=1e-3).primal - 1e-6
+
+
+def test_approximate_oracles():
+    model = random_clique(7, 2.0, seed=4)
+    ex = exact_inference(model)
+    icm = infer(model, oracle="icm", local_search=True, seed=0, rho_updates=2)
+    assert not icm.certified and icm.n_icm_calls > 0
+    assert math.isfinite(icm.log_z_upper)
+    trws = infer(model, oracle="trws", rho_updates=2)
+    assert trws.certified and trws.log_z_upper >= ex.log_z - 1e-9
+    func = infer(model, oracle=lambda s: np.zeros(7, dtype=np.int32), rho_updates=0)
+    assert not func.certified
+
+
+def test_loopy_bp_is_exact_on_a_tree():
+    model = random_tree(6, 3, seed=5)
+    ex = exact_inference(model)
+    res = loopy_bp(model, tol=1e-12)
+    np.testing.assert_allclose(res.mu, ex.mu, atol=1e-8)
+    assert res.log_z_upper == pytest.approx(ex.log_z, abs=1e-8)
+    tr = trbp(model, rho_updates=2, tol=1e-12)
+    assert tr.log_z_upper == pytest.approx(ex.log_z, abs=1e-8)
+
+
+def test_trbp_rho_stays_in_spanning_tree_polytope():
+    a = random_clique(4, 1.0, seed=0)
+    # two components: a 4-clique and a 3-cycle
+    edges = np.vstack([a.edges, [[4, 5], [5, 6], [4, 6]]])
+    pair = [a.pairwise(e) for e in range(a.n_edges)] + [np.eye(2)] * 3
+    model = PairwiseMRF([2] * 7, None, edges, pair)
+    for res in (trbp(model, rho_updates=4), infer(model, rho_updates=4, rho="coupling")):
+        assert rho_polytope_ok(model, res.rho)
+        assert res.n_rho_updates == 4
+
+
+def test_stops_on_callback_and_max_time():
+    model = random_grid(4, 4, seed=0)
+    seen = []
+    res = infer(model, tol=1e-9, callback=lambda r: seen.append(r) or len(seen) < 5)
+    assert res.status is Status.INTERRUPTED and len(seen) == 5
+    assert res.certified and np.isfinite(res.log_z_upper)
+    assert [r.iteration for r in res.trace] == list(range(5))
+    res = infer(model, tol=1e-12, max_iter=10**6, max_time=0.3)
+    assert res.status is Status.MAX_TIME and res.time < 3.0
+    assert res.log_z_upper >= exact_inference(model).log_z - 1e-9
+
+
+def test_bad_arguments():
+    model = random_clique(4, seed=0)
+    with pytest.raises(ValueError, match="delta"):
+        infer(model, delta=0.3)
+    with pytest.raises(ValueError, match="delta"):
+        infer(model, delta=0.0)
+    with pytest.raises(ValueError, match="delta_init"):
+        infer(model, delta_init=0.5)
+    with pytest.raises(ValueError, match="delta"):
+        infer(model, delta="fixed")
+    with pytest.raises(ValueError, match="valid names"):
+        infer(model, oracle="nope")
+    with pytest.raises(ValueError, match="shape"):
+        infer(model, rho=np.ones(3))
+    with pytest.raises(ValueError, match="sum"):
+        infer(model, rho=np.ones(model.n_edges))
+    with pytest.raises(ValueError, match="rho"):
+        infer(model, rho="spanning")
+    with pytest.raises(ValueError, match="tol"):
+        infer(model, tol=0.0)
+    with pytest.raises(ValueError, match="domain"):
+        infer(model, domain="polytope")
+    with pytest.raises(ValueError, match="local"):
+        infer(model, domain="local", oracle="icm")
+    with pytest.raises(TypeError, match="PairwiseMRF"):
+        infer("model.uai")
+    with pytest.raises(TypeError, match="callback"):
+        infer(model, callback=3)
+    inf_model = PairwiseMRF([2, 2], [[0.0, -np.inf], [0.0, 0.0]], [(0, 1)], [np.zeros((2, 2))])
+    with pytest.raises(ValueError, match="finite"):
+        infer(inf_model)
+    with pytest.raises(ValueError, match="damping"):
+        trbp(model, damping=1.0)
