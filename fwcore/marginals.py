@@ -72,7 +72,7 @@ class MarginalResult:
     ``node_marginals`` (list of 1-D arrays), ``edge_marginals`` (card_i x card_j tables),
     ``mu`` (the same, flat), ``rho`` (edge appearance probabilities used), ``primal`` =
     TRW(mu; theta, rho), ``gap`` = FW gap over the polytope (M, or L for ``domain="local"``)
-    recomputed at the end (nan for the BP baselines), ``log_z_upper`` (an upper bound on
+    recomputed at the end (None for the BP baselines: no oracle, no gap), ``log_z_upper`` (an upper bound on
     log Z when ``certified``; the TRW / Bethe value otherwise), ``delta`` (contraction at
     the end), ``n_oracle_calls`` (MAP or LP calls), ``n_icm_calls`` (local search),
     ``status``, ``n_iter`` (inner iterations or BP sweeps, all rho iterations),
@@ -83,7 +83,7 @@ class MarginalResult:
     mu: np.ndarray
     rho: np.ndarray
     primal: float
-    gap: float
+    gap: Optional[float]
     log_z_upper: float
     certified: bool
     delta: float
@@ -312,8 +312,9 @@ class _Recorder:
                            self.calls_before + rec.n_oracle_calls)
         self.records.append(r)
         if self.verbose:
+            gap = "-" if r.gap is None else f"{r.gap:.3g}"
             print(f"rho {r.rho_iteration:2d} it {r.iteration:4d}  TRW {r.primal:.6f}  gap "
-                  f"{r.gap:.3g}  delta {r.delta:.2g}  |V| {r.n_active}  MAP calls "
+                  f"{gap}  delta {r.delta:.2g}  |V| {r.n_active}  MAP calls "
                   f"{r.n_oracle_calls}", file=sys.stderr)
         return None if self.callback is None else self.callback(r)
 
@@ -321,7 +322,8 @@ class _Recorder:
 def _result(model, mu, rho, primal, gap, bound, certified, delta, calls, icm_calls, status,
             n_iter, n_rho, t0, method, trace):
     nodes, edges = model.split_marginals(mu)
-    return MarginalResult(nodes, edges, mu, rho, float(primal), float(gap), float(bound),
+    gap = None if gap is None else float(gap)
+    return MarginalResult(nodes, edges, mu, rho, float(primal), gap, float(bound),
                           bool(certified), float(delta), int(calls), int(icm_calls), status,
                           int(n_iter), int(n_rho), time.perf_counter() - t0, method, tuple(trace))
 
@@ -416,7 +418,7 @@ def trbp(model, *, rho="matrix-tree", rho_updates=10, damping=0.5, max_iter=1000
     """Tree-reweighted BP (log domain, `fwcore.bp.trbp_beliefs`) with the outer rho loop of
     Barrier FW Alg. 2 (rho_updates FW steps on rho towards the maximum spanning forest on
     the beliefs' mutual information). ``log_z_upper`` is TRW(beliefs; rho), an upper bound
-    on log Z only at an exact fixed point, so ``certified`` is False; ``gap`` is nan.
+    on log Z only at an exact fixed point, so ``certified`` is False; ``gap`` is None.
     ``callback(record)`` is called once per rho iteration (``iteration`` = BP sweeps)."""
     t0 = time.perf_counter()
     model = _check_model(model)
@@ -454,7 +456,7 @@ def _bp_loop(model, rho, rho_updates, damping, max_iter, tol, max_time, callback
         status = Status.CONVERGED if converged else Status.MAX_ITER
         f = objective.value_grad(mu)[0]
         recorder.rho_iteration = i
-        proceed = recorder(IterationRecord(it, 0.0, f, math.nan, 0.0, StepType.INIT, 0, 0))
+        proceed = recorder(IterationRecord(it, 0.0, f, None, 0.0, StepType.INIT, 0, 0))
         if deadline is not None and time.perf_counter() >= deadline:
             status = Status.MAX_TIME
         elif proceed is False:
@@ -463,5 +465,5 @@ def _bp_loop(model, rho, rho_updates, damping, max_iter, tol, max_time, callback
             break
         rho = _rho_step(model, mu, rho, i)
     primal = objective.trw(mu)
-    return _result(model, mu, objective.rho.copy(), primal, math.nan, primal, False, 0.0, 0, 0,
+    return _result(model, mu, objective.rho.copy(), primal, None, primal, False, 0.0, 0, 0,
                    status, n_iter, i, t0, method, recorder.records)
