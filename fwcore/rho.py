@@ -6,9 +6,11 @@ in the spanning-tree polytope T; fwcore starts from the matrix-tree theorem and 
 towards the FW vertex of T, a maximum-weight spanning forest on edge mutual information.
 """
 import numpy as np
-from scipy.sparse import coo_matrix
+from scipy.sparse import coo_matrix, csc_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import splu
+
+from ._linalg import selected_inverse
 
 __all__ = ["matrix_tree_rho", "coupling_weights", "max_spanning_forest", "check_rho",
            "uniform_rho"]
@@ -21,14 +23,15 @@ def _components(n, edges):
     return connected_components(g, directed=False)
 
 
-def matrix_tree_rho(model, weights=None, chunk=512):
+def matrix_tree_rho(model, weights=None):
     """ρ_e = w_e R_e: edge appearance probabilities of the distribution over spanning trees
     that weights each tree by the product of its edge weights (uniform when ``weights`` is
     None). R_e is the effective resistance of e with conductances w (Kirchhoff's
     matrix-tree theorem); Σ_e ρ_e = n − #components, and a forest gets ρ = 1.
 
-    Solved per component with a sparse LU of the grounded Laplacian, ``chunk`` right-hand
-    sides at a time.
+    Per component: sparse LDLᵀ of the grounded Laplacian (SuperLU, symmetric mode, minimum
+    degree order), then the entries of its inverse on the factor's pattern by selected
+    inversion (`_linalg.selected_inverse`); R_ij = Z_ii + Z_jj − 2 Z_ij.
     """
     n, edges = model.n_vars, np.asarray(model.edges, dtype=np.int64)
     w = np.ones(len(edges)) if weights is None else np.asarray(weights, dtype=np.float64)
@@ -40,31 +43,39 @@ def matrix_tree_rho(model, weights=None, chunk=512):
     n_comp, label = _components(n, edges)
     for c in range(n_comp):
         nodes = np.flatnonzero(label == c)
-        emask = label[edges[:, 0]] == c
         if len(nodes) < 2:
             continue
-        local = -np.ones(n, dtype=np.int64)
+        emask = label[edges[:, 0]] == c
+        local = np.empty(n, dtype=np.int64)
         local[nodes] = np.arange(len(nodes))
-        ei, ej = local[edges[emask, 0]], local[edges[emask, 1]]
-        we = w[emask]
-        m = len(nodes)
-        lap = coo_matrix((np.concatenate([we, we, -we, -we]),
-                          (np.concatenate([ei, ej, ei, ej]), np.concatenate([ei, ej, ej, ei]))),
-                         shape=(m, m)).tocsc()
-        # ground the last node: the reduced Laplacian is positive definite
-        lu = splu(lap[:-1, :-1].tocsc())
-        r = np.empty(len(ei))
-        for s in range(0, len(ei), chunk):
-            a, b = ei[s:s + chunk], ej[s:s + chunk]
-            k = np.arange(len(a))
-            rhs = np.zeros((m, len(a)))
-            rhs[a, k] += 1.0
-            rhs[b, k] -= 1.0
-            sol = lu.solve(rhs[:-1])
-            sol = np.vstack([sol, np.zeros((1, len(a)))])
-            r[s:s + chunk] = sol[a, k] - sol[b, k]
-        rho[emask] = we * r
+        rho[emask] = w[emask] * _effective_resistance(
+            len(nodes), local[edges[emask, 0]], local[edges[emask, 1]], w[emask])
     return np.clip(rho, 0.0, 1.0)
+
+
+def _effective_resistance(m, ei, ej, we):
+    """Effective resistance of each edge (ei, ej) of a connected graph on m nodes."""
+    lap = coo_matrix((np.concatenate([we, we, -we, -we]),
+                      (np.concatenate([ei, ej, ei, ej]), np.concatenate([ei, ej, ej, ei]))),
+                     shape=(m, m)).tocsc()
+    # ground node m-1: the reduced Laplacian is positive definite, so LU = L D L^T
+    lu = splu(lap[:-1, :-1].tocsc(), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+              options=dict(SymmetricMode=True))
+    if not np.array_equal(lu.perm_r, lu.perm_c):
+        raise RuntimeError("SuperLU pivoted on a Laplacian; effective resistances unavailable")
+    fac = lu.L.tocsc()
+    zval, zdiag = np.zeros(fac.nnz), np.zeros(m - 1)
+    selected_inverse(fac.indptr.astype(np.int64), fac.indices.astype(np.int32), fac.data,
+                     lu.U.diagonal(), zval, zdiag)
+    z = csc_matrix((zval, fac.indices, fac.indptr), shape=(m - 1, m - 1))
+    pos = np.append(lu.perm_r, -1)          # position in the factor; -1 for the ground
+    a, b = pos[ei], pos[ej]
+    diag = np.append(zdiag, 0.0)
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    both = lo >= 0
+    off = np.zeros(len(ei))
+    off[both] = np.asarray(z[hi[both], lo[both]]).ravel()
+    return diag[a] + diag[b] - 2.0 * off
 
 
 def coupling_weights(model, floor=1e-3):
@@ -137,3 +148,13 @@ def check_rho(model, rho):
             raise ValueError(f"rho must sum to n_c - 1 = {need[c]} over each connected component "
                              f"(spanning-tree polytope); component {c} sums to {sums[c]:.6g}")
     return np.clip(rho, 0.0, 1.0)
+
+
+def entropy_weights(model, rho):
+    """Entropy coefficient K of every entry of the flat marginal vector (float64[D]): c_i =
+    1 − Σ_{e∋i} ρ_e on node i's block, ρ_e on edge e's block, so that the TRW entropy is
+    Σ_i c_i H(μ_i) + Σ_e ρ_e H(μ_e) (Barrier FW eq. 1; the `weight` of the TRW kernels)."""
+    rho = np.asarray(rho, dtype=np.float64)
+    c = 1.0 - np.bincount(model.edges.ravel(), np.repeat(rho, 2), minlength=model.n_vars)
+    sizes = np.diff(np.concatenate([model.node_off, model.edge_off[1:]]))
+    return np.repeat(np.concatenate([c, rho]), sizes)
