@@ -14,3 +14,4 @@ from .oracles import available_oracles, make_oracle
 from .oracles.matching import max_weight_bipartite_matching, max_weight_perfect_matching
 from .learn import MLEStruct, SSVM, CRFExample
 from .marginals import MarginalResult, infer, loopy_bp, trbp
+from .lp_relax import CardinalityFactor, Factor, LPResult, infer_lp
