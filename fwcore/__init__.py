@@ -15,3 +15,6 @@ from .oracles.matching import max_weight_bipartite_matching, max_weight_perfect_
 from .learn import MLEStruct, SSVM, CRFExample
 from .marginals import MarginalResult, infer, loopy_bp, trbp
 from .lp_relax import CardinalityFactor, Factor, LPResult, infer_lp
+from .batch import infer_many
+from .matching import (MatchingMarginals, bethe_bp, exact_matching_marginals, log_permanent,
+                       matching_marginals, permanent)

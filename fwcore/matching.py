@@ -1,0 +1,582 @@
+"""Distributions over perfect matchings: exact permanents, reweighted Bethe entropies and
+Frank-Wolfe marginal inference (MLE-Struct Sec. 4.1, App. C, D, F).
+
+The model: p(pi) ∝ exp(sum_i W[i, pi(i)]) over the perfect matchings pi of a bipartite graph
+(rows to columns; Z = perm(exp W)) or of the complete graph on n vertices (n even; each edge
+{i, j} counted once with weight W[i, j] of a symmetric W). Edge marginals tau live in the
+perfect-matching polytope M (the Birkhoff polytope in the bipartite case).
+
+Flat layout (what the FW engine and the learners see): bipartite tau is ``T.ravel()`` (N^2
+entries, row-major); general tau lists the edges i < j in ``np.triu_indices(n, 1)`` order.
+
+Reweighted entropy (MLE-Struct App. C, H'_rho with the vertex terms, which vanish on perfect
+matchings, dropped; one rho for every vertex, so rho_i + rho_j - 1 = 2 rho - 1):
+
+    H_rho(tau) = sum_e (2 rho - 1) (1 - tau_e) log(1 - tau_e) - tau_e log tau_e
+
+concave over M for rho in [0, 1] (Thm. C.1). rho = 1 is the Bethe entropy (Vontobel's
+Bethe permanent): log Z_B = max_M <W, tau> + H_1 <= log Z for bipartite graphs (Gurvits),
+and log Z <= log Z_B + (N/2) log 2 (Anari & Rezaei 2019). rho = 1/2 is the RW entropy
+-sum tau log tau, an upper bound on the entropy of any distribution with marginals tau
+(subadditivity over the rows), so log Z_RW >= log Z (MLE-Struct eq. 12); this holds for
+every rho <= 1/2 and for general graphs too.
+
+Free energy (minimised, DESIGN.md conventions): F_rho(tau) = -<W, tau> - H_rho(tau), so
+-min_M F_rho = log Z_rho.
+"""
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import logsumexp, xlogy
+
+from .fw import adaptive_delta, frank_wolfe
+from .oracles.matching import max_weight_bipartite_matching, max_weight_perfect_matching
+from .results import Status
+
+__all__ = ["permanent", "log_permanent", "exact_matching_marginals",
+           "exact_perfect_matching_marginals", "reweighted_entropy", "entropy_line_derivatives",
+           "BipartiteMatchingPolytope", "PerfectMatchingPolytope", "MatchingFreeEnergy",
+           "MatchingMarginals", "matching_marginals", "bethe_bp"]
+
+#: largest N for the exact permanent (cost O(2^N N^2))
+MAX_EXACT_N = 20
+#: largest n for the exact general perfect-matching distribution ((n-1)!! matchings)
+MAX_EXACT_GENERAL_N = 12
+_LOW_BITS = 12  # Ryser: columns enumerated in one vectorised block of 2^12 subsets
+
+
+# -- validation ------------------------------------------------------------------------
+
+def _square(W, name, allow_neg_inf):
+    W = np.asarray(W)
+    if W.dtype.kind not in "iuf" or W.dtype.kind == "b":
+        raise TypeError(f"{name} must be a real numeric matrix; got dtype {W.dtype}")
+    W = np.array(W, dtype=np.float64)
+    if W.ndim != 2 or W.shape[0] != W.shape[1]:
+        raise ValueError(f"{name} must be a square N x N matrix; got shape {W.shape}")
+    if W.shape[0] == 0:
+        raise ValueError(f"{name} is empty; pass an N x N matrix with N >= 1")
+    if np.isnan(W).any():
+        raise ValueError(f"{name} contains NaN; every entry must be a number")
+    if np.isposinf(W).any():
+        raise ValueError(f"{name} contains +inf; entries must be finite")
+    if not allow_neg_inf and np.isneginf(W).any():
+        raise ValueError(f"{name} contains -inf; this method needs finite weights (use a large "
+                         "negative weight, e.g. -50, to discourage a pair)")
+    return W
+
+
+def _check_rho(rho):
+    if isinstance(rho, bool) or not isinstance(rho, (int, float, np.floating, np.integer)) \
+            or not 0.0 <= rho <= 1.0:
+        raise ValueError(f"rho must be a number in [0, 1] (1: Bethe, 0.5: RW); got {rho!r}")
+    return float(rho)
+
+
+# -- exact permanents (Ryser's formula) ---------------------------------------------------
+
+def _ryser(A, grad=False):
+    """perm(A) by Ryser's formula perm A = sum_S (-1)^(N-|S|) prod_i sum_{j in S} A_ij, and
+    optionally d perm / dA_ij = sum_{S ∋ j} (-1)^(N-|S|) prod_{k != i} r_k(S).
+
+    The low k columns' 2^k subset sums are one array; the high columns are walked in
+    Gray-code order, each step adding or removing one column (O(2^N N) for the value,
+    O(2^N N^2) with the gradient)."""
+    n = A.shape[0]
+    k = min(n, _LOW_BITS)
+    h = n - k
+    low = np.zeros((1 << k, n))
+    pc_low = np.zeros(1 << k, dtype=np.int64)
+    for b in range(k):  # subset sums by doubling: subsets containing b = those without + A[:, b]
+        low[1 << b: 2 << b] = low[: 1 << b] + A[:, b]
+        pc_low[1 << b: 2 << b] = pc_low[: 1 << b] + 1
+    member_low = ((np.arange(1 << k)[:, None] >> np.arange(k)) & 1).astype(np.float64)
+    sign_low = np.where((n - pc_low) % 2 == 0, 1.0, -1.0)
+    rows_high = np.zeros(n)
+    in_high = np.zeros(h, dtype=bool)
+    total = 0.0
+    G = np.zeros((n, n)) if grad else None
+    for t in range(1 << h):
+        if t:  # Gray code: flip the column of the lowest set bit of t
+            b = (t & -t).bit_length() - 1
+            in_high[b] = not in_high[b]
+            rows_high += A[:, k + b] if in_high[b] else -A[:, k + b]
+        R = low + rows_high
+        sign = sign_low if in_high.sum() % 2 == 0 else -sign_low
+        if not grad:
+            total += sign @ np.prod(R, axis=1)
+            continue
+        # leave-one-out products prod_{k != i} R_k by prefix and suffix products (no division)
+        pre = np.cumprod(np.hstack([np.ones((R.shape[0], 1)), R[:, :-1]]), axis=1)
+        suf = np.hstack([np.cumprod(R[:, :0:-1], axis=1)[:, ::-1], np.ones((R.shape[0], 1))])
+        P = pre * suf * sign[:, None]
+        total += P[:, 0] @ R[:, 0]
+        G[:, :k] += P.T @ member_low
+        G[:, k:][:, in_high] += P.sum(axis=0)[:, None]
+    return total, G
+
+
+def _log_scale(L):
+    """Sinkhorn balancing of exp(L) in the log domain: (L', u, v) with L' = L - u_i - v_j
+    nearly doubly stochastic, which bounds the cancellation in Ryser's sum (every term is
+    at most 1 while perm >= N!/N^N). Any scaling is exact: perm e^L = e^(sum u + sum v) perm e^L'.
+    Returns None when a row or column is all -inf (perm = 0)."""
+    if np.isneginf(L).all(axis=1).any() or np.isneginf(L).all(axis=0).any():
+        return None
+    u = np.zeros(L.shape[0])
+    v = np.zeros(L.shape[1])
+    for _ in range(100):
+        u = logsumexp(L - v, axis=1)
+        v = logsumexp(L - u[:, None], axis=0)
+        if np.abs(logsumexp(L - u[:, None] - v, axis=1)).max() < 1e-3:
+            break
+    return L - u[:, None] - v, u, v
+
+
+def _log_perm_and_grad(logA, grad):
+    """(log perm e^logA, P) with P_ij = A_ij perm(minor_ij) / perm (None unless grad)."""
+    scaled = _log_scale(logA)
+    if scaled is None:
+        return -math.inf, None
+    Ls, u, v = scaled
+    As = np.exp(Ls)
+    p, G = _ryser(As, grad)
+    if p <= 0.0:
+        return -math.inf, None
+    marg = As * G / p if grad else None
+    return math.log(p) + u.sum() + v.sum(), marg
+
+
+def _check_exact_size(n, name="A"):
+    if n > MAX_EXACT_N:
+        raise ValueError(f"{name} is {n} x {n}; the exact permanent costs O(2^N N^2) and is "
+                         f"limited to N <= {MAX_EXACT_N}: use matching_marginals for larger N")
+
+
+def permanent(A):
+    """perm(A) = sum over permutations pi of prod_i A[i, pi(i)], by Ryser's formula with
+    Gray-code updates (exact up to rounding for N <= 20). Nonnegative A is Sinkhorn-scaled
+    first (see `log_permanent`); a real A with negative entries goes to Ryser directly."""
+    A = _square(A, "A", allow_neg_inf=False)
+    _check_exact_size(A.shape[0])
+    if (A >= 0).all():
+        with np.errstate(divide="ignore"):
+            return math.exp(_log_perm_and_grad(np.log(A), False)[0])
+    return float(_ryser(A)[0])
+
+
+def log_permanent(A):
+    """log perm(A) for a nonnegative A (-inf when A has no positive diagonal), computed on the
+    Sinkhorn-scaled matrix so that neither overflow nor cancellation can occur."""
+    A = _square(A, "A", allow_neg_inf=False)
+    if (A < 0).any():
+        raise ValueError("log_permanent needs a nonnegative A; use permanent(A) for signed entries")
+    _check_exact_size(A.shape[0])
+    with np.errstate(divide="ignore"):
+        return _log_perm_and_grad(np.log(A), False)[0]
+
+
+def exact_matching_marginals(W):
+    """Exact marginals of p(pi) ∝ exp(sum_i W[i, pi(i)]) over the permutations of N <= 20.
+
+    W: N x N log-weights (-inf forbids a pair). Returns ``(marginals, log_z)``: the N x N
+    matrix P(pi(i) = j) = A_ij perm(A minor_ij) / perm(A) with A = exp(W), from the
+    derivative of Ryser's sum, and log Z = log perm(A)."""
+    W = _square(W, "W", allow_neg_inf=True)
+    _check_exact_size(W.shape[0], "W")
+    log_z, marg = _log_perm_and_grad(W, True)
+    if log_z == -math.inf:
+        raise ValueError("W has no perfect matching avoiding its -inf entries (Z = 0)")
+    return marg, log_z
+
+
+def _perfect_matchings(n):
+    """All perfect matchings of K_n as an int64[(n-1)!!, n] array of mates."""
+    out = []
+
+    def extend(mate, free):
+        if not free:
+            out.append(mate.copy())
+            return
+        i = free[0]
+        for j in free[1:]:
+            mate[i], mate[j] = j, i
+            extend(mate, [f for f in free[1:] if f != j])
+
+    extend([0] * n, list(range(n)))
+    return np.array(out, dtype=np.int64).reshape(len(out), n)
+
+
+def exact_perfect_matching_marginals(W):
+    """Exact edge marginals and log Z of p(M) ∝ exp(sum_{{i,j} in M} W[i, j]) over the perfect
+    matchings M of the complete graph on n <= 12 vertices (n even), by enumeration.
+
+    W: symmetric n x n (diagonal ignored; -inf forbids an edge). Returns ``(marginals, log_z)``
+    with marginals a symmetric n x n matrix (zero diagonal), P({i, j} in M)."""
+    W = _check_general(W, allow_neg_inf=True)
+    n = W.shape[0]
+    if n > MAX_EXACT_GENERAL_N:
+        raise ValueError(f"W is {n} x {n}; exact enumeration is limited to n <= "
+                         f"{MAX_EXACT_GENERAL_N} ((n-1)!! matchings)")
+    mates = _perfect_matchings(n)
+    scores = W[np.arange(n), mates].sum(axis=1) / 2.0
+    log_z = float(logsumexp(scores))
+    if log_z == -math.inf:
+        raise ValueError("W has no perfect matching avoiding its -inf entries (Z = 0)")
+    p = np.exp(scores - log_z)
+    marg = np.zeros((n, n))
+    for i in range(n):
+        np.add.at(marg[i], mates[:, i], p)
+    return marg, log_z
+
+
+def _check_general(W, allow_neg_inf):
+    W = _square(W, "W", allow_neg_inf)
+    n = W.shape[0]
+    if n % 2:
+        raise ValueError(f"a perfect matching needs an even number of vertices; W is {n} x {n}")
+    off = ~np.eye(n, dtype=bool)
+    if not np.array_equal(W[off], W.T[off]):
+        raise ValueError("W must be symmetric for graph='general': W[i, j] weighs the edge {i, j}")
+    return W
+
+
+# -- reweighted matching entropy (App. C) ------------------------------------------------
+
+def reweighted_entropy(tau, rho=1.0):
+    """H_rho(tau) = sum_e (2 rho - 1)(1 - tau_e) log(1 - tau_e) - tau_e log tau_e and its
+    gradient, for edge marginals of a perfect matching (flat, any layout; MLE-Struct App. C).
+    Entries must lie in [0, 1]; the gradient is -inf/+inf at 0/1. Returns ``(H, grad)``."""
+    rho = _check_rho(rho)
+    tau = np.asarray(tau, dtype=np.float64)
+    c = 2.0 * rho - 1.0
+    one_minus = 1.0 - tau
+    value = float(c * xlogy(one_minus, one_minus).sum() - xlogy(tau, tau).sum())
+    with np.errstate(divide="ignore"):
+        grad = -c * (np.log(one_minus) + 1.0) - (np.log(tau) + 1.0)
+    return value, grad
+
+
+def entropy_line_derivatives(tau, d, gamma, rho=1.0):
+    """(dH/dgamma, d^2H/dgamma^2) of H_rho(tau + gamma d): the entropy part of the line search
+    of MLE-Struct App. D.2 (eq. 20), whose quadratic part the learner precomputes.
+    Returns (-inf, -inf) when tau + gamma d leaves (0, 1) in an entry where d != 0."""
+    c = 2.0 * _check_rho(rho) - 1.0
+    tau, d = np.asarray(tau, dtype=np.float64), np.asarray(d, dtype=np.float64)
+    nz = d != 0.0
+    return _line_derivs(tau[nz], d[nz], gamma, c)
+
+
+def _line_derivs(tau, d, gamma, c):
+    """entropy_line_derivatives on the entries where d != 0 (no checks)."""
+    y = tau + gamma * d
+    if not ((y > 0.0) & (y < 1.0)).all():
+        return -math.inf, -math.inf
+    one_minus = 1.0 - y
+    first = -c * (d @ np.log(one_minus)) - d @ np.log(y) - (c + 1.0) * d.sum()
+    second = c * (d * d) @ (1.0 / one_minus) - (d * d) @ (1.0 / y)
+    return float(first), float(second)
+
+
+class MatchingFreeEnergy:
+    """F_rho(tau) = -<w, tau> - H_rho(tau) on flat edge marginals (an FW objective:
+    ``value_grad``, ``phi_derivatives``, ``line_search``). Its minimum over the matching
+    polytope is -log Z_rho."""
+
+    def __init__(self, w, rho=1.0):
+        self.w = np.ascontiguousarray(w, dtype=np.float64)
+        self.rho = _check_rho(rho)
+        self._c = 2.0 * self.rho - 1.0
+
+    def value_grad(self, x):
+        h, gh = reweighted_entropy(x, self.rho)
+        return -float(self.w @ x) - h, -self.w - gh
+
+    def phi_derivatives(self, x, d, gamma):
+        """(phi', phi'') of phi(gamma) = F(x + gamma d); phi' = +inf outside the domain."""
+        nz = d != 0.0
+        return self._phi(x[nz], d[nz], -float(self.w[nz] @ d[nz]), gamma)
+
+    def _phi(self, x, d, wd, gamma):
+        h1, h2 = _line_derivs(x, d, gamma, self._c)
+        if not math.isfinite(h1):
+            return math.inf, None
+        return wd - h1, -h2
+
+    def line_search(self, x, d, gamma_max):
+        """Exact line search: safeguarded Newton on phi' over [0, gamma_max] (phi convex)."""
+        nz = d != 0.0
+        x, d = x[nz], d[nz]
+        wd = -float(self.w[nz] @ d)
+        return _newton_bisection(lambda t: self._phi(x, d, wd, t), gamma_max)
+
+
+def _newton_bisection(dphi, gamma_max, tol=1e-12, max_iter=200):
+    """Root of the non-decreasing phi' on [0, gamma_max]: Newton steps inside the bracket,
+    bisection otherwise. (fw.safeguarded_newton's regula falsi stalls when phi' is very
+    steep near 0, as here near the faces of the polytope, and then returns 0.)"""
+    t, lo, hi = 0.0, 0.0, float(gamma_max)
+    d1, d2 = dphi(0.0)
+    slope0 = d1
+    if not slope0 < 0.0 or hi <= 0.0:
+        return 0.0
+    if dphi(hi)[0] <= 0.0:
+        return hi
+    for _ in range(max_iter):
+        if abs(d1) <= tol * abs(slope0):
+            return t
+        if hi - lo <= tol * gamma_max:
+            break
+        if d1 <= 0.0:
+            lo = t
+        else:
+            hi = t
+        step = t - d1 / d2 if d2 is not None and d2 > 0.0 and math.isfinite(d1) else math.nan
+        t = step if lo < step < hi else 0.5 * (lo + hi)
+        d1, d2 = dphi(t)
+    return lo  # phi decreases on [0, lo]
+
+
+# -- matching polytopes as FW domains ----------------------------------------------------
+
+class BipartiteMatchingPolytope:
+    """The Birkhoff polytope of N x N doubly-stochastic matrices as an FW domain (flat
+    row-major, dim N^2). Atom: a permutation int32[N] (row i -> column atom[i]); LMO: the
+    Hungarian method (`max_weight_bipartite_matching`); u0: the uniform matrix 1/N."""
+
+    def __init__(self, n):
+        if isinstance(n, bool) or int(n) != n or n < 1:
+            raise ValueError(f"n must be an integer >= 1; got {n!r}")
+        self.n = int(n)
+        self.dim = self.n * self.n
+        self.atom_size = self.n
+        self.u0 = np.full(self.dim, 1.0 / self.n)
+        self._rows = np.arange(self.n)
+
+    def lmo(self, g):
+        mate, _ = max_weight_bipartite_matching(-np.reshape(g, (self.n, self.n)))
+        return mate.astype(np.int32)
+
+    def inner(self, g, atoms):
+        return np.asarray(g)[atoms + self._rows * self.n].sum(axis=1)
+
+    def add(self, x, atom, w):
+        x[self._rows * self.n + atom] += w
+
+    def to_matrix(self, x):
+        """The N x N matrix of a flat x."""
+        return np.reshape(x, (self.n, self.n))
+
+    def edge_weights(self, W):
+        """The flat weight vector of an N x N W."""
+        return np.ascontiguousarray(W, dtype=np.float64).ravel()
+
+
+class PerfectMatchingPolytope:
+    """The perfect-matching polytope of the complete graph K_n (n even, n >= 4) as an FW
+    domain: flat edge marginals over i < j (dim n(n-1)/2). Atom: the mate array int32[n];
+    LMO: Edmonds' blossom (`max_weight_perfect_matching`); u0: 1/(n-1) on every edge (the
+    average of all perfect matchings)."""
+
+    def __init__(self, n):
+        if isinstance(n, bool) or int(n) != n or n < 4 or n % 2:
+            raise ValueError(f"n must be an even integer >= 4; got {n!r}")
+        self.n = int(n)
+        self.iu = np.triu_indices(self.n, 1)
+        self.dim = len(self.iu[0])
+        self.atom_size = self.n
+        self.u0 = np.full(self.dim, 1.0 / (self.n - 1))
+        self.edge_id = np.full((self.n, self.n), -1, dtype=np.int64)
+        self.edge_id[self.iu] = np.arange(self.dim)
+        self.edge_id[self.iu[::-1]] = np.arange(self.dim)
+        self._rows = np.arange(self.n)
+
+    def to_matrix(self, x):
+        """The symmetric n x n matrix (zero diagonal) of a flat x."""
+        M = np.zeros((self.n, self.n))
+        M[self.iu] = x
+        return M + M.T
+
+    def edge_weights(self, W):
+        """The flat weight vector (upper triangle) of a symmetric n x n W."""
+        return np.ascontiguousarray(np.asarray(W, dtype=np.float64)[self.iu])
+
+    def lmo(self, g):
+        mate, _ = max_weight_perfect_matching(-self.to_matrix(g))
+        return mate.astype(np.int32)
+
+    def inner(self, g, atoms):
+        return 0.5 * self.to_matrix(g)[self._rows, atoms].sum(axis=1)
+
+    def add(self, x, atom, w):
+        upper = self._rows < atom
+        x[self.edge_id[self._rows[upper], atom[upper]]] += w
+
+
+# -- marginal inference --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MatchingMarginals:
+    """Approximate marginals of a perfect-matching distribution.
+
+    ``marginals``: N x N doubly-stochastic matrix P(i matched to j) (symmetric, zero diagonal
+    for graph='general'). ``log_z`` = -F_rho(marginals) <= log Z_rho; ``gap`` the FW gap at
+    the marginals, so log Z_rho <= log_z + gap (certified; also computed for BP's output).
+    With rho = 1 on a bipartite graph log_z is a certified lower bound on log Z (Gurvits);
+    with rho <= 1/2, log_z + gap is a certified upper bound (MLE-Struct eq. 12)."""
+
+    marginals: np.ndarray
+    log_z: float
+    gap: float
+    status: Status
+    n_iter: int
+    n_oracle_calls: int
+    time: float
+    method: str
+    rho: float
+    graph: str
+
+    @property
+    def log_z_upper(self):
+        """log_z + gap, an upper bound on log Z_rho (the optimum of the free energy)."""
+        return self.log_z + self.gap
+
+
+_ENTROPIES = {"bethe": 1.0, "rw": 0.5}
+_METHODS = ("fw", "bp")
+_GRAPHS = ("bipartite", "general")
+
+
+def matching_marginals(W, *, method="fw", entropy="bethe", rho=None, graph="bipartite",
+                       tol=1e-6, max_iter=10000, max_time=None, variant="pairwise", delta=1e-3):
+    """Approximate marginals and log partition function of p(M) ∝ exp(<W, M>) over perfect
+    matchings, by minimising the reweighted free energy F_rho over the matching polytope.
+
+    W : N x N finite weights; symmetric with even N for graph='general' (each edge once).
+    method : 'fw' (MLE-Struct Sec. 3.2 / App. F: Frank-Wolfe with the Hungarian or blossom
+        oracle, exact line search, over the contraction M_delta = (1 - delta) M + delta u0
+        with delta adapted by Barrier FW Alg. 1 so every log stays finite) or 'bp' (Huang &
+        Jebara's belief propagation, bipartite Bethe entropy only; see `bethe_bp`).
+    entropy, rho : 'bethe' (rho = 1) or 'rw' (rho = 1/2), or any rho in [0, 1] (overrides).
+    tol : FW gap (over M, certified) for 'fw'; largest change of a log message for 'bp'.
+    max_iter, max_time : budgets; unless converged the best iterate is returned.
+    variant : FW variant of `frank_wolfe` ('fw', 'away', 'pairwise', 'fcfw').
+    delta : initial contraction for 'fw' (Barrier FW: delta_init <= 1/4; its code used 1e-3).
+    Returns `MatchingMarginals`.
+    """
+    if method not in _METHODS:
+        raise ValueError(f"unknown method {method!r}; valid methods: {', '.join(_METHODS)}")
+    if graph not in _GRAPHS:
+        raise ValueError(f"unknown graph {graph!r}; valid graphs: {', '.join(_GRAPHS)}")
+    if rho is None:
+        if entropy not in _ENTROPIES:
+            raise ValueError(f"unknown entropy {entropy!r}; valid entropies: "
+                             f"{', '.join(_ENTROPIES)} (or pass rho in [0, 1])")
+        rho = _ENTROPIES[entropy]
+    rho = _check_rho(rho)
+    if not (isinstance(delta, (int, float)) and 0.0 < delta <= 0.5):
+        raise ValueError(f"delta must be a number in (0, 0.5]; got {delta!r}")
+    if graph == "general":
+        W = _check_general(W, allow_neg_inf=False)
+        if W.shape[0] < 4:
+            raise ValueError("graph='general' needs n >= 4 vertices (K_2 has one matching)")
+        domain = PerfectMatchingPolytope(W.shape[0])
+    else:
+        W = _square(W, "W", allow_neg_inf=False)
+        domain = BipartiteMatchingPolytope(W.shape[0])
+    objective = MatchingFreeEnergy(domain.edge_weights(W), rho)
+    if method == "bp":
+        if graph != "bipartite" or rho != 1.0:
+            raise ValueError("method='bp' computes the Bethe entropy (rho=1) of bipartite "
+                             "matchings only; use method='fw' otherwise")
+        return bethe_bp(W, tol=tol, max_iter=max_iter, max_time=max_time)
+    if W.shape[0] == 1:
+        return _trivial(W, rho)
+    t0 = time.perf_counter()
+    res = frank_wolfe(objective, domain, variant=variant, step="exact", tol=tol,
+                      max_iter=max_iter, max_time=max_time, delta=float(delta),
+                      delta_rule=adaptive_delta, trace=False)
+    return MatchingMarginals(domain.to_matrix(res.x).copy(), -res.primal, res.gap, res.status,
+                             res.n_iter, res.n_oracle_calls, time.perf_counter() - t0, "fw", rho,
+                             graph)
+
+
+def _trivial(W, rho):
+    return MatchingMarginals(np.ones((1, 1)), float(W[0, 0]), 0.0, Status.CONVERGED, 0, 0, 0.0,
+                             "exact", rho, "bipartite")
+
+
+# -- Huang & Jebara belief propagation (the baseline of App. F) ----------------------------
+
+def _loo_logsumexp(L, axis):
+    """log sum_{l != j} exp(L_l) along ``axis`` for every j (leave one out), stable: the
+    maximum's own entry is recomputed without it, the others subtract from the full sum."""
+    L = np.moveaxis(L, axis, 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        m = L.max(axis=1, keepdims=True)
+        e = np.exp(L - m)
+        s = e.sum(axis=1, keepdims=True)
+        out = m + np.log(np.maximum(s - e, 0.0))
+        arg = L.argmax(axis=1)
+        rows = np.arange(L.shape[0])
+        rest = L.copy()
+        rest[rows, arg] = -np.inf
+        out[rows, arg] = logsumexp(rest, axis=1)
+    return np.moveaxis(out, 1, axis)
+
+
+def _sinkhorn_log(L, tol=1e-13, max_iter=1000):
+    """Doubly-stochastic balancing exp(L - u_i - v_j) of a positive matrix."""
+    for _ in range(max_iter):
+        L = L - logsumexp(L, axis=0)
+        r = logsumexp(L, axis=1)
+        L = L - r[:, None]
+        if np.abs(r).max() <= tol:
+            break
+    return np.exp(L)
+
+
+def bethe_bp(W, *, tol=1e-10, max_iter=10000, max_time=None):
+    """Belief propagation for the Bethe permanent (Huang & Jebara 2009), in the log domain.
+
+    Scalar messages per edge (row-to-column c, column-to-row r):
+        c_ij = A_ij / sum_{l != j} r_il,    r_ij = A_ij / sum_{l != i} c_lj,    A = exp(W);
+    beliefs tau_ij ∝ r_ij over row i. Its fixed points are the stationary points of the Bethe
+    free energy, which is convex over the Birkhoff polytope, so BP and FW solve the same
+    problem (MLE-Struct App. F). Stops when no log message changes by more than ``tol``.
+    The beliefs are Sinkhorn-balanced to exact double stochasticity (a change of the size of
+    the remaining residual); the returned gap is the certified FW gap of that point (one
+    Hungarian call)."""
+    W = _square(W, "W", allow_neg_inf=False)
+    n = W.shape[0]
+    if n == 1:
+        return _trivial(W, 1.0)
+    t0 = time.perf_counter()
+    lr = W - logsumexp(W, axis=1, keepdims=True)
+    status, k = Status.MAX_ITER, 0
+    try:
+        while k < max_iter:
+            if max_time is not None and time.perf_counter() - t0 >= max_time:
+                status = Status.MAX_TIME
+                break
+            lc = W - _loo_logsumexp(lr, axis=1)
+            new = W - _loo_logsumexp(lc, axis=0)
+            new -= new.max()  # messages are defined up to scale; keep them bounded
+            change = np.abs(new - lr).max()
+            lr = new
+            k += 1
+            if change <= tol:
+                status = Status.CONVERGED
+                break
+    except KeyboardInterrupt:
+        status = Status.INTERRUPTED
+    domain = BipartiteMatchingPolytope(n)
+    tau = _sinkhorn_log(lr).ravel()
+    objective = MatchingFreeEnergy(W.ravel(), 1.0)
+    f, g = objective.value_grad(tau)
+    s = domain.lmo(g)
+    gap = float(g @ tau) - float(domain.inner(g, s[None, :])[0])
+    return MatchingMarginals(tau.reshape(n, n), -f, gap, status, k, 1,
+                             time.perf_counter() - t0, "bp", 1.0, "bipartite")
