@@ -457,3 +457,14 @@ def test_fcfw_hooks_reach_the_optimum(face):
         frank_wolfe(obj, Simplex(20), variant="fcfw", local_steps=2)
     with pytest.raises(ValueError, match="correct_every"):
         frank_wolfe(obj, Simplex(20), variant="fcfw", correct_every=0)
+
+
+def test_safeguarded_newton_finds_roots_of_steep_derivatives():
+    """Regula falsi alone crawls on these (the bracket shrinks by ~1% a step)."""
+    import math
+    from fwcore.fw.linesearch import safeguarded_newton
+    cases = [(lambda t: (-1.0 + 1e6 * t ** 3, 3e6 * t ** 2), 0.01),
+             (lambda t: (-1e3 + 1e3 * math.exp(50 * (t - 0.999)), None), 0.999),
+             (lambda t: (math.tanh(1e4 * (t - 0.3)), None), 0.3)]
+    for dphi, root in cases:
+        assert abs(safeguarded_newton(dphi, dphi(0.0)[0], 1.0, max_iter=60) - root) < 1e-9

@@ -54,7 +54,8 @@ class ExactLineSearch:
 
 def safeguarded_newton(dphi, slope0, gamma_max, tol=1e-10, max_iter=100):
     """Root of the non-decreasing phi' on [0, gamma_max]: Newton steps while they stay inside
-    the bracket and phi'' > 0, else regula falsi (Illinois) or bisection. ``dphi(t)`` returns
+    the bracket and phi'' > 0, else regula falsi, and a bisection
+    whenever a step failed to halve the bracket. ``dphi(t)`` returns
     (phi'(t), phi''(t) or None); ``slope0`` = phi'(0). Stops when |phi'| <= tol |phi'(0)| or
     the bracket is shorter than tol * gamma_max; never leaves [0, gamma_max]."""
     if not slope0 < 0.0 or gamma_max <= 0.0:
@@ -67,6 +68,7 @@ def safeguarded_newton(dphi, slope0, gamma_max, tol=1e-10, max_iter=100):
     if math.isnan(d_hi):
         d_hi = math.inf
     t = hi * d_lo / (d_lo - d_hi) if math.isfinite(d_hi) else 0.5 * hi
+    width = hi
     for _ in range(max_iter):
         d1, d2 = dphi(t)
         if abs(d1) <= tol * abs(slope0):
@@ -77,15 +79,19 @@ def safeguarded_newton(dphi, slope0, gamma_max, tol=1e-10, max_iter=100):
             hi, d_hi = t, (d1 if math.isfinite(d1) else math.inf)
         if hi - lo <= tol * gamma_max:
             break
-        step = t - d1 / d2 if d2 is not None and d2 > 0.0 and math.isfinite(d1) else math.nan
-        if lo < step < hi:
-            t = step
-        elif math.isfinite(d_hi):
-            t = (lo * d_hi - hi * d_lo) / (d_hi - d_lo)
-            if not (lo + 0.01 * (hi - lo) < t < hi - 0.01 * (hi - lo)):
-                t = 0.5 * (lo + hi)
-        else:
+        if hi - lo > 0.5 * width:  # the last step did not halve the bracket: bisect
             t = 0.5 * (lo + hi)
+        else:
+            step = t - d1 / d2 if d2 is not None and d2 > 0.0 and math.isfinite(d1) else math.nan
+            if lo < step < hi:
+                t = step
+            elif math.isfinite(d_hi):
+                t = (lo * d_hi - hi * d_lo) / (d_hi - d_lo)
+                if not lo < t < hi:
+                    t = 0.5 * (lo + hi)
+            else:
+                t = 0.5 * (lo + hi)
+        width = hi - lo
     return lo
 
 
