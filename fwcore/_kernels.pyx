@@ -7,9 +7,9 @@ the Python callers validate once. Each kernel has a plain-NumPy twin in tests/.
 Shared argument names (all C-contiguous, the arrays of a `PairwiseMRF`):
 theta, mu, d, grad_out: float64[D]; card: int32[n]; edges: int32[E, 2];
 node_off: int64[n+1]; edge_off: int64[E+1]; adj_start: int64[n+1]; adj_var, adj_edge:
-int32[2E]; adj_first: int8[2E]; c: float64[n] (c_i = 1 - sum of rho_e over edges at i);
-rho: float64[E]. Node block i is mu[node_off[i]:node_off[i+1]] with entropy weight K = c_i,
-edge block e is mu[edge_off[e]:edge_off[e+1]] with K = rho_e (node_off[n] == edge_off[0]).
+int32[2E]; adj_first: int8[2E]; weight: float64[D], the entropy coefficient K of each
+entry (K = c_i = 1 - sum of rho_e over edges at i on node i's block, K = rho_e on edge e's
+block; `fwcore.rho.entropy_weights`).
 
 Zero marginals: 0 log 0 = 0 and (-inf) * 0 = 0 in values. Wherever a log of a
 non-positive marginal would be needed (gradients, line-search derivatives) it is replaced
@@ -27,7 +27,9 @@ cnp.import_array()
 
 cdef double LOG_FLOOR = log(4.9406564584124654e-324)
 
-# Vectorised log (runtime-dispatched clones for x86-64-v4/v3 with GCC on Linux).
+# The TRW passes in C: one fused loop per kernel around an inline branch-free log, so that
+# GCC vectorises it (runtime-dispatched clones for x86-64-v4/v3 on Linux; the sums are
+# `omp simd` reductions, enabled by -fopenmp-simd in setup.py, no OpenMP runtime).
 cdef extern from *:
     """
     #include <stdint.h>
@@ -38,35 +40,71 @@ cdef extern from *:
     #else
     #define FW_CLONES
     #endif
-    /* out[k] = log(a[k] + g b[k]) where that is > 0, else floor_. fdlibm's e_log.c
-       reduction and polynomial (error < 1 ulp), written branch-free so that the loop
-       vectorises; subnormals are rescaled by 2^54. */
-    FW_CLONES static void fw_log_axpy(const double *a, const double *b, double g, double *out, ptrdiff_t n, double floor_) {
+    #if defined(__GNUC__)
+    #define FW_INLINE static inline __attribute__((always_inline))
+    #else
+    #define FW_INLINE static inline
+    #endif
+    /* log(x) for x > 0, else floor_. fdlibm's e_log.c reduction and polynomial (error
+       < 1 ulp), written branch-free so that loops calling it vectorise; subnormals are
+       rescaled by 2^54. */
+    FW_INLINE double fw_log(double x, double floor_) {
         const double Lg1 = 6.666666666666735130e-01, Lg2 = 3.999999999940941908e-01,
                      Lg3 = 2.857142874366239149e-01, Lg4 = 2.222219843214978396e-01,
                      Lg5 = 1.818357216161805012e-01, Lg6 = 1.531383769920937332e-01,
                      Lg7 = 1.479819860511658591e-01,
                      ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
-        for (ptrdiff_t i = 0; i < n; i++) {
-            double x = a[i] + g * b[i];
-            int sub = x < 2.2250738585072014e-308;
-            double xs = x * (sub ? 18014398509481984.0 : 1.0);
-            uint64_t u; memcpy(&u, &xs, 8);
-            u += 0x00095F6200000000ULL;
-            uint64_t e = (u >> 52) | 0x4330000000000000ULL;
-            double de; memcpy(&de, &e, 8);
-            double dk = (de - 4503599627370496.0) - (sub ? 1077.0 : 1023.0);
-            u = (u & 0x000FFFFFFFFFFFFFULL) + 0x3fe6a09e00000000ULL;
-            double m; memcpy(&m, &u, 8);
-            double f = m - 1.0, hfsq = 0.5 * f * f, s = f / (2.0 + f), z = s * s, w = z * z;
-            double R = z * (Lg1 + w * (Lg3 + w * (Lg5 + w * Lg7))) + w * (Lg2 + w * (Lg4 + w * Lg6));
-            double r = s * (hfsq + R) + dk * ln2_lo - hfsq + f + dk * ln2_hi;
-            out[i] = x > 0.0 ? r : floor_;
+        int sub = x < 2.2250738585072014e-308;
+        double xs = x * (sub ? 18014398509481984.0 : 1.0);
+        uint64_t u; memcpy(&u, &xs, 8);
+        u += 0x00095F6200000000ULL;
+        uint64_t e = (u >> 52) | 0x4330000000000000ULL;
+        double de; memcpy(&de, &e, 8);
+        double dk = (de - 4503599627370496.0) - (sub ? 1077.0 : 1023.0);
+        u = (u & 0x000FFFFFFFFFFFFFULL) + 0x3fe6a09e00000000ULL;
+        double m; memcpy(&m, &u, 8);
+        double f = m - 1.0, hfsq = 0.5 * f * f, s = f / (2.0 + f), z = s * s, w = z * z;
+        double R = z * (Lg1 + w * (Lg3 + w * (Lg5 + w * Lg7))) + w * (Lg2 + w * (Lg4 + w * Lg6));
+        double r = s * (hfsq + R) + dk * ln2_lo - hfsq + f + dk * ln2_hi;
+        return x > 0.0 ? r : floor_;
+    }
+    /* f = sum_k [mu_k > 0] mu_k (w_k log mu_k - theta_k), returned;
+       grad_k = w_k (1 + log mu_k) - theta_k. */
+    FW_CLONES static double fw_trw_value_grad(const double *theta, const double *mu,
+                                              const double *w, double *grad, ptrdiff_t n,
+                                              double floor_) {
+        double f = 0.0;
+        #pragma omp simd reduction(+:f)
+        for (ptrdiff_t k = 0; k < n; k++) {
+            double m = mu[k], lg = fw_log(m, floor_), t = m * (w[k] * lg - theta[k]);
+            f += m > 0.0 ? t : 0.0;
+            grad[k] = w[k] * (1.0 + lg) - theta[k];
         }
+        return f;
+    }
+    /* With x = mu + g d: p1 = sum over d_k != 0 of d_k (w_k (1 + log x_k) - theta_k),
+       p2 = sum over x_k > 0 of w_k d_k^2 / x_k. */
+    FW_CLONES static void fw_trw_line_derivs(const double *theta, const double *mu,
+                                             const double *d, const double *w, double g,
+                                             ptrdiff_t n, double floor_, double *p1,
+                                             double *p2) {
+        double s1 = 0.0, s2 = 0.0;
+        #pragma omp simd reduction(+:s1, s2)
+        for (ptrdiff_t k = 0; k < n; k++) {
+            double dk = d[k], x = mu[k] + g * dk, lg = fw_log(x, floor_);
+            double t1 = dk * (w[k] * (1.0 + lg) - theta[k]), t2 = w[k] * dk * dk / x;
+            s1 += dk != 0.0 ? t1 : 0.0;
+            s2 += x > 0.0 ? t2 : 0.0;
+        }
+        *p1 = s1;
+        *p2 = s2;
     }
     """
-    void fw_log_axpy(const double* a, const double* b, double g, double* out, Py_ssize_t n,
-                     double floor_) noexcept nogil
+    double fw_trw_value_grad(const double* theta, const double* mu, const double* w,
+                             double* grad, Py_ssize_t n, double floor_) noexcept nogil
+    void fw_trw_line_derivs(const double* theta, const double* mu, const double* d,
+                            const double* w, double g, Py_ssize_t n, double floor_,
+                            double* p1, double* p2) noexcept nogil
 
 
 # -- scores of assignments --------------------------------------------------------------
@@ -116,31 +154,10 @@ def axpy_vertex(double[::1] mu, const int[::1] x, double gamma, double delta,
 
 # -- TRW objective (Barrier FW eq. 1-2; f = -TRW as in DESIGN.md) -----------------------
 
-cdef double _value_grad_blocks(const double[::1] theta, const double[::1] mu,
-                               const double[::1] K, const long long[::1] off,
-                               double[::1] grad) noexcept nogil:
-    """Blockwise pass once grad holds log mu (floored)."""
-    cdef Py_ssize_t b, k
-    cdef double f = 0.0, fb, kb, m, lg, t
-    for b in range(K.shape[0]):
-        kb = K[b]
-        fb = 0.0  # per-block sums keep the dependency chain on f short
-        for k in range(off[b], off[b + 1]):
-            m = mu[k]
-            lg = grad[k]
-            t = m * (kb * lg - theta[k])
-            fb += t if m > 0.0 else 0.0
-            grad[k] = kb * (1.0 + lg) - theta[k]
-        f += fb
-    return f
-
-
-def trw_value_grad(const double[::1] theta, const double[::1] mu, const double[::1] c,
-                   const double[::1] rho, const long long[::1] node_off,
-                   const long long[::1] edge_off, double[::1] grad_out):
+def trw_value_grad(const double[::1] theta, const double[::1] mu, const double[::1] weight,
+                   double[::1] grad_out):
     """f(mu) = -TRW(mu) = -(<theta, mu> + sum_i c_i H(mu_i) + sum_e rho_e H(mu_e)), returned,
-    and grad f = -theta + K (1 + log mu) blockwise (K = c_i or rho_e) written to grad_out,
-    in one call (a vectorised log sweep into grad_out, then one blockwise sweep; Barrier
+    and grad f = weight (1 + log mu) - theta written to grad_out, in one fused pass (Barrier
     FW eq. 2 and Sec. 3). The FW potentials are theta~ = -grad_out.
 
     Where mu = 0 the value term is 0 (also when theta = -inf) and the gradient uses
@@ -150,9 +167,8 @@ def trw_value_grad(const double[::1] theta, const double[::1] mu, const double[:
     if mu.shape[0] == 0:
         return f
     with nogil:
-        fw_log_axpy(&mu[0], &mu[0], 0.0, &grad_out[0], mu.shape[0], LOG_FLOOR)
-        f = (_value_grad_blocks(theta, mu, c, node_off, grad_out)
-             + _value_grad_blocks(theta, mu, rho, edge_off, grad_out))
+        f = fw_trw_value_grad(&theta[0], &mu[0], &weight[0], &grad_out[0], mu.shape[0],
+                              LOG_FLOOR)
     return f
 
 
@@ -209,50 +225,22 @@ def edge_mutual_information(const double[::1] mu, const int[::1] card,
 
 # -- line search along d (DESIGN.md, "TRW objective") -----------------------------------
 
-cdef void _derivs_blocks(const double[::1] theta, const double[::1] mu, const double[::1] d,
-                         double g, const double[::1] K, const long long[::1] off,
-                         const double[::1] logx, double* p1, double* p2) noexcept nogil:
-    """Blockwise pass once logx holds log(mu + g d) (floored)."""
-    cdef Py_ssize_t b, k
-    cdef double kb, dk, x, lin, s1, s2
-    for b in range(K.shape[0]):
-        kb = K[b]
-        lin = 0.0
-        s1 = 0.0
-        s2 = 0.0
-        for k in range(off[b], off[b + 1]):
-            dk = d[k]
-            if dk == 0.0:
-                continue
-            lin -= theta[k] * dk
-            s1 += dk * (1.0 + logx[k])
-            x = mu[k] + g * dk
-            if x > 0.0:
-                s2 += dk * dk / x
-        p1[0] += lin + kb * s1
-        p2[0] += kb * s2
-
-
 cdef inline void _derivs(const double[::1] theta, const double[::1] mu, const double[::1] d,
-                         double g, const double[::1] c, const double[::1] rho,
-                         const long long[::1] node_off, const long long[::1] edge_off,
-                         double[::1] logx, double* p1, double* p2) noexcept nogil:
+                         double g, const double[::1] weight, double* p1,
+                         double* p2) noexcept nogil:
     p1[0] = 0.0
     p2[0] = 0.0
     if mu.shape[0] == 0:
         return
-    fw_log_axpy(&mu[0], &d[0], g, &logx[0], mu.shape[0], LOG_FLOOR)
-    _derivs_blocks(theta, mu, d, g, c, node_off, logx, p1, p2)
-    _derivs_blocks(theta, mu, d, g, rho, edge_off, logx, p1, p2)
+    fw_trw_line_derivs(&theta[0], &mu[0], &d[0], &weight[0], g, mu.shape[0], LOG_FLOOR, p1, p2)
     if p1[0] != p1[0]:  # +inf and -inf from theta = -inf: mass enters an impossible state
         p1[0] = INFINITY
 
 
 def trw_line_derivs(const double[::1] theta, const double[::1] mu, const double[::1] d,
-                    double gamma, const double[::1] c, const double[::1] rho,
-                    const long long[::1] node_off, const long long[::1] edge_off):
-    """(phi'(gamma), phi''(gamma)) for phi(gamma) = f(mu + gamma d), f = -TRW, in one pass:
-    phi' = <grad f(mu + gamma d), d>, phi'' = sum_c K_c sum_x d_c(x)^2 / (mu + gamma d)_c(x).
+                    double gamma, const double[::1] weight):
+    """(phi'(gamma), phi''(gamma)) for phi(gamma) = f(mu + gamma d), f = -TRW, in one fused
+    pass: phi' = <grad f(mu + gamma d), d>, phi'' = sum_k weight_k d_k^2 / (mu + gamma d)_k.
 
     Entries with d = 0 are skipped (they contribute nothing, even where theta = -inf).
     Entries with mu + gamma d <= 0 use LOG_FLOOR in phi' and add nothing to phi'' (phi''
@@ -260,16 +248,13 @@ def trw_line_derivs(const double[::1] theta, const double[::1] mu, const double[
     terms of both signs meet, phi' = +inf.
     """
     cdef double p1, p2
-    cdef double[::1] logx = np.empty(mu.shape[0])
     with nogil:
-        _derivs(theta, mu, d, gamma, c, rho, node_off, edge_off, logx, &p1, &p2)
+        _derivs(theta, mu, d, gamma, weight, &p1, &p2)
     return p1, p2
 
 
 def trw_line_search(const double[::1] theta, const double[::1] mu, const double[::1] d,
-                    const double[::1] c, const double[::1] rho,
-                    const long long[::1] node_off, const long long[::1] edge_off,
-                    double gamma_max, double rtol=1e-10, double atol=0.0,
+                    const double[::1] weight, double gamma_max, double rtol=1e-10, double atol=0.0,
                     int max_passes=60):
     """argmin of phi(gamma) = f(mu + gamma d) over [0, gamma_max]: safeguarded Newton on
     phi' with a bisection bracket on the sign of phi' (phi need not be convex: node
@@ -284,9 +269,8 @@ def trw_line_search(const double[::1] theta, const double[::1] mu, const double[
     cdef double g = 0.0, lo = 0.0, hi = gamma_max, p1, p2, tol, cand
     cdef bint hi_known = False
     cdef int passes = 1
-    cdef double[::1] logx = np.empty(mu.shape[0])
     with nogil:
-        _derivs(theta, mu, d, 0.0, c, rho, node_off, edge_off, logx, &p1, &p2)
+        _derivs(theta, mu, d, 0.0, weight, &p1, &p2)
         tol = atol
         if fabs(p1) < INFINITY and rtol * fabs(p1) > tol:
             tol = rtol * fabs(p1)
@@ -299,7 +283,7 @@ def trw_line_search(const double[::1] theta, const double[::1] mu, const double[
             if not (lo < cand <= hi) or (cand == hi and hi_known):
                 break  # the bracket has collapsed to adjacent doubles
             g = cand
-            _derivs(theta, mu, d, g, c, rho, node_off, edge_off, logx, &p1, &p2)
+            _derivs(theta, mu, d, g, weight, &p1, &p2)
             passes += 1
             if g == gamma_max:
                 if p1 <= 0.0:

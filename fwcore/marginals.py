@@ -28,7 +28,8 @@ from .fw import IterationRecord, StepType, adaptive_delta, frank_wolfe
 from .model import PairwiseMRF
 from .oracles.base import make_oracle
 from .results import Status
-from .rho import check_rho, coupling_weights, matrix_tree_rho, max_spanning_forest, uniform_rho
+from .rho import (check_rho, coupling_weights, entropy_weights, matrix_tree_rho, max_spanning_forest,
+                  uniform_rho)
 
 __all__ = ["infer", "trbp", "loopy_bp", "MarginalResult", "MarginalRecord", "TRWObjective"]
 
@@ -112,15 +113,12 @@ class TRWObjective:
         self.set_rho(rho)
 
     def set_rho(self, rho):
-        m = self.model
         self.rho = np.ascontiguousarray(rho, dtype=np.float64)
-        load = np.bincount(m.edges[:, 0], self.rho, m.n_vars) + np.bincount(m.edges[:, 1], self.rho, m.n_vars)
-        self.c = 1.0 - load  # node entropy weights c_i = 1 - sum_{e ∋ i} rho_e
+        self.weight = entropy_weights(self.model, self.rho)  # c_i on node blocks, rho_e on edges
 
     def value_grad(self, x):
-        m = self.model
         g = np.empty_like(x)
-        f = _kernels.trw_value_grad(m.theta, x, self.c, self.rho, m.node_off, m.edge_off, g)
+        f = _kernels.trw_value_grad(self.model.theta, x, self.weight, g)
         return f, g
 
     def trw(self, x):
@@ -128,9 +126,7 @@ class TRWObjective:
         return -self.value_grad(x)[0]
 
     def line_search(self, x, d, gamma_max):
-        m = self.model
-        return _kernels.trw_line_search(m.theta, x, d, self.c, self.rho, m.node_off, m.edge_off,
-                                        gamma_max)[0]
+        return _kernels.trw_line_search(self.model.theta, x, d, self.weight, gamma_max)[0]
 
 
 class _MarginalPolytope:

@@ -45,3 +45,36 @@ def test_cli_reports_bad_files_without_a_traceback(tmp_path, capsys):
 def test_python_m_fwcore_help():
     res = subprocess.run([sys.executable, "-m", "fwcore", "--help"], capture_output=True, text=True)
     assert res.returncode == 0 and "exact" in res.stdout
+
+
+@pytest.mark.parametrize("script, args", [
+    ("clique_marginals.py", ["--n", "6"]),
+    ("large_grid.py", ["--side", "8", "--max-time", "10", "--rho-updates", "1"]),
+    ("uai_marginals.py", []),
+    ("learn_segmentation.py", []),
+])
+def test_python_examples_run(script, args, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", [script, *args])
+    runpy.run_path(str(ROOT / "python" / script), run_name="__main__")
+    assert capsys.readouterr().out.strip()
+
+
+def test_cli_infer_writes_a_certified_bound(tmp_path, capsys):
+    out = tmp_path / "inf"
+    assert main(["infer", str(DATA / "clique10.uai"), "--quiet", "--rho-updates", "2",
+                 "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "(certified)" in text
+    exact = fwcore.exact_inference(fwcore.read_uai(DATA / "clique10.uai"))
+    assert fwcore.read_pr(f"{out}.PR") >= exact.log_z - 1e-9
+    assert len(fwcore.read_mar(f"{out}.MAR")) == 10
+
+
+def test_cli_map_writes_the_optimum(tmp_path, capsys):
+    out = tmp_path / "map"
+    assert main(["map", str(DATA / "grid5x5.uai"), "--out", str(out)]) == 0
+    model = fwcore.read_uai(DATA / "grid5x5.uai")
+    assert np.isclose(model.score(fwcore.read_map(f"{out}.MAP")), fwcore.exact_map(model).score)
+    assert main(["map", str(DATA / "grid5x5.uai"), "--method", "nope"]) == 2
+    assert "valid" in capsys.readouterr().err

@@ -6,6 +6,7 @@ from hypothesis import given, settings, strategies as st
 from fwcore import _kernels as K
 from fwcore.generators import grid, potts_grid, random_grid
 from fwcore.model import PairwiseMRF
+from fwcore.rho import entropy_weights
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # twins meet inf * 0
 
@@ -47,17 +48,18 @@ def random_marginals(rng, m, zeros=True):
 
 
 def random_rho(rng, m):
+    """Edge weights rho, node weights c_i = 1 - sum of rho at i (by explicit loops), and the
+    per-entry kernel weights."""
     rho = rng.uniform(0.0, 1.0, m.n_edges)
-    c = 1.0 - np.bincount(m.edges.ravel(), np.repeat(rho, 2), minlength=m.n_vars)
-    return rho, c
+    c = np.ones(m.n_vars)
+    for e, (i, j) in enumerate(m.edges):
+        c[i] -= rho[e]
+        c[j] -= rho[e]
+    return rho, c, entropy_weights(m, rho)
 
 
 def block_offsets(m):
     return np.concatenate([m.node_off, m.edge_off[1:]])
-
-
-def entry_weights(m, c, rho):
-    return np.repeat(np.concatenate([c, rho]), np.diff(block_offsets(m)))
 
 
 def close(a, b, rtol=1e-12, atol=0.0):
@@ -66,8 +68,7 @@ def close(a, b, rtol=1e-12, atol=0.0):
 
 # -- NumPy twins ------------------------------------------------------------------------
 
-def twin_value_grad(m, mu, c, rho):
-    Kx = entry_weights(m, c, rho)
+def twin_value_grad(m, mu, Kx):
     pos = mu > 0
     lg = np.where(pos, np.log(np.where(pos, mu, 1.0)), LOG_FLOOR)
     f = np.sum(np.where(pos, mu * (Kx * lg - m.theta), 0.0))
@@ -89,8 +90,7 @@ def twin_mutual_information(m, mu):
     return np.array(out)
 
 
-def twin_line_derivs(m, mu, d, gamma, c, rho):
-    Kx = entry_weights(m, c, rho)
+def twin_line_derivs(m, mu, d, gamma, Kx):
     x = mu + gamma * d
     nz = d != 0
     lg = np.where(x > 0, np.log(np.where(x > 0, x, 1.0)), LOG_FLOOR)
@@ -148,10 +148,10 @@ def test_trw_value_grad_matches_twin(seed):
     rng = np.random.default_rng(seed)
     m = random_model(rng)
     mu = random_marginals(rng, m)
-    rho, c = random_rho(rng, m)
+    w = random_rho(rng, m)[2]
     grad = np.empty(m.dim)
-    f = K.trw_value_grad(m.theta, mu, c, rho, m.node_off, m.edge_off, grad)
-    f_np, grad_np = twin_value_grad(m, mu, c, rho)
+    f = K.trw_value_grad(m.theta, mu, w, grad)
+    f_np, grad_np = twin_value_grad(m, mu, w)
     assert not np.isnan(f) and not np.isnan(grad).any()
     close(f, f_np, atol=1e-12 * np.sum(np.abs(np.nan_to_num(m.theta * mu)) + 1))
     close(grad, grad_np, atol=1e-12)
@@ -162,20 +162,18 @@ def test_trw_value_matches_definition_on_interior_point():
     m = potts_grid(3, 4, n_labels=3, coupling=2.0, seed=1)
     rng = np.random.default_rng(0)
     mu = 0.5 * random_marginals(rng, m, zeros=False) + 0.5 * m.uniform_marginals()
-    rho, c = random_rho(rng, m)
+    rho, c, w = random_rho(rng, m)
     nodes, edges = m.split_marginals(mu)
     H = lambda p: -np.sum(p * np.log(p))  # noqa: E731
     trw = (m.theta @ mu + sum(ci * H(p) for ci, p in zip(c, nodes))
            + sum(r * H(p) for r, p in zip(rho, edges)))
     grad = np.empty(m.dim)
-    close(K.trw_value_grad(m.theta, mu, c, rho, m.node_off, m.edge_off, grad), -trw)
+    close(K.trw_value_grad(m.theta, mu, w, grad), -trw)
     # the gradient is the derivative of f: central differences on a few coordinates
     for k in rng.choice(m.dim, 5, replace=False):
         h = 1e-6 * mu[k]
-        fp = K.trw_value_grad(m.theta, mu + h * (np.arange(m.dim) == k), c, rho,
-                              m.node_off, m.edge_off, np.empty(m.dim))
-        fm = K.trw_value_grad(m.theta, mu - h * (np.arange(m.dim) == k), c, rho,
-                              m.node_off, m.edge_off, np.empty(m.dim))
+        fp = K.trw_value_grad(m.theta, mu + h * (np.arange(m.dim) == k), w, np.empty(m.dim))
+        fm = K.trw_value_grad(m.theta, mu - h * (np.arange(m.dim) == k), w, np.empty(m.dim))
         close((fp - fm) / (2 * h), grad[k], rtol=1e-5, atol=1e-5)
 
 
@@ -183,11 +181,24 @@ def test_trw_value_with_impossible_states():
     """(-inf) * 0 = 0 in the value; mass on an impossible state gives f = +inf."""
     m = PairwiseMRF([2], [[0.0, -np.inf]])
     grad = np.empty(2)
-    args = (np.zeros(0), np.ones(1), m.node_off, m.edge_off, grad)
-    f0 = K.trw_value_grad(m.theta, np.array([1.0, 0.0]), args[1], args[0], *args[2:])
+    w = entropy_weights(m, np.zeros(0))
+    f0 = K.trw_value_grad(m.theta, np.array([1.0, 0.0]), w, grad)
     assert f0 == 0.0 and grad[0] == 1.0 and grad[1] == np.inf
-    f1 = K.trw_value_grad(m.theta, np.array([0.5, 0.5]), args[1], args[0], *args[2:])
+    f1 = K.trw_value_grad(m.theta, np.array([0.5, 0.5]), w, grad)
     assert f1 == np.inf
+
+
+@SETTINGS
+@given(seeds)
+def test_entropy_weights_are_blockwise_c_and_rho(seed):
+    rng = np.random.default_rng(seed)
+    m = random_model(rng)
+    rho, c, w = random_rho(rng, m)
+    assert w.shape == (m.dim,) and w.dtype == np.float64 and w.flags.c_contiguous
+    for i in range(m.n_vars):
+        close(w[m.node_off[i]:m.node_off[i + 1]], c[i], atol=1e-15)
+    for e in range(m.n_edges):
+        assert (w[m.edge_off[e]:m.edge_off[e + 1]] == rho[e]).all()
 
 
 @SETTINGS
@@ -224,18 +235,18 @@ def fw_direction(rng, m, mu, delta):
     return (1 - delta) * m.marginal_vector(s) + delta * m.uniform_marginals() - mu
 
 
-def twin_line_search(m, mu, d, c, rho, gamma_max):
+def twin_line_search(m, mu, d, w, gamma_max):
     """Bisection on the sign of phi' to full precision (the reference minimiser)."""
     lo, hi = 0.0, gamma_max
-    if twin_line_derivs(m, mu, d, 0.0, c, rho)[0] >= 0:
+    if twin_line_derivs(m, mu, d, 0.0, w)[0] >= 0:
         return 0.0
-    if twin_line_derivs(m, mu, d, gamma_max, c, rho)[0] <= 0:
+    if twin_line_derivs(m, mu, d, gamma_max, w)[0] <= 0:
         return gamma_max
     for _ in range(200):
         mid = 0.5 * (lo + hi)
         if mid in (lo, hi):
             break
-        if twin_line_derivs(m, mu, d, mid, c, rho)[0] < 0:
+        if twin_line_derivs(m, mu, d, mid, w)[0] < 0:
             lo = mid
         else:
             hi = mid
@@ -248,11 +259,11 @@ def test_line_derivs_match_twin(seed):
     rng = np.random.default_rng(seed)
     m = random_model(rng)
     mu = random_marginals(rng, m)
-    rho, c = random_rho(rng, m)
+    w = random_rho(rng, m)[2]
     d = fw_direction(rng, m, mu, float(rng.choice([0.0, 1e-3, 0.1])))
     for gamma in (0.0, float(rng.random()), 1.0):
-        p1, p2 = K.trw_line_derivs(m.theta, mu, d, gamma, c, rho, m.node_off, m.edge_off)
-        q1, q2 = twin_line_derivs(m, mu, d, gamma, c, rho)
+        p1, p2 = K.trw_line_derivs(m.theta, mu, d, gamma, w)
+        q1, q2 = twin_line_derivs(m, mu, d, gamma, w)
         assert not np.isnan(p1) and not np.isnan(p2)
         scale = np.sum(np.abs(np.nan_to_num(m.theta * d, posinf=0, neginf=0))) + np.sum(
             np.abs(d)) * 1e3
@@ -267,11 +278,10 @@ def test_line_derivs_are_derivatives_of_value():
     m = random_grid(3, coupling=3.0, seed=2)
     rng = np.random.default_rng(2)
     mu = random_marginals(rng, m, zeros=False)
-    rho, c = random_rho(rng, m)
+    w = random_rho(rng, m)[2]
     d = fw_direction(rng, m, mu, 0.05)
-    f = lambda g: K.trw_value_grad(m.theta, mu + g * d, c, rho, m.node_off,  # noqa: E731
-                                   m.edge_off, np.empty(m.dim))
-    p1, p2 = K.trw_line_derivs(m.theta, mu, d, 0.3, c, rho, m.node_off, m.edge_off)
+    f = lambda g: K.trw_value_grad(m.theta, mu + g * d, w, np.empty(m.dim))  # noqa: E731
+    p1, p2 = K.trw_line_derivs(m.theta, mu, d, 0.3, w)
     h = 1e-5
     close(p1, (f(0.3 + h) - f(0.3 - h)) / (2 * h), rtol=1e-6)
     close(p2, (f(0.3 + h) - 2 * f(0.3) + f(0.3 - h)) / h**2, rtol=1e-3)
@@ -285,39 +295,37 @@ def test_line_search_finds_the_minimiser(seed):
     delta = float(rng.choice([1e-3, 0.1]))
     u0 = m.uniform_marginals()
     mu = (1 - delta) * random_marginals(rng, m) + delta * u0  # an interior point of M_delta
-    rho, c = random_rho(rng, m)
+    w = random_rho(rng, m)[2]
     d = fw_direction(rng, m, mu, delta)
-    gamma, passes = K.trw_line_search(m.theta, mu, d, c, rho, m.node_off, m.edge_off, 1.0,
-                                      rtol=1e-13)
+    gamma, passes = K.trw_line_search(m.theta, mu, d, w, 1.0, rtol=1e-13)
     assert 0.0 <= gamma <= 1.0 and 1 <= passes <= 60
-    ref = twin_line_search(m, mu, d, c, rho, 1.0)
-    fval = lambda g: twin_value_grad(m, mu + g * d, c, rho)[0]  # noqa: E731
+    ref = twin_line_search(m, mu, d, w, 1.0)
+    fval = lambda g: twin_value_grad(m, mu + g * d, w)[0]  # noqa: E731
     # phi may be non-convex (c_i < 0): the kernel returns a stationary point; with a
     # bracketing search both are roots of phi', so compare values when they differ
     if abs(gamma - ref) > 1e-8:
-        p1 = twin_line_derivs(m, mu, d, gamma, c, rho)[0]
-        assert abs(p1) <= 1e-8 * abs(twin_line_derivs(m, mu, d, 0.0, c, rho)[0]) or gamma == 1.0
+        p1 = twin_line_derivs(m, mu, d, gamma, w)[0]
+        assert abs(p1) <= 1e-8 * abs(twin_line_derivs(m, mu, d, 0.0, w)[0]) or gamma == 1.0
     assert fval(gamma) <= fval(0.0) + 1e-9 * abs(fval(0.0))
 
 
 def test_line_search_boundary_cases():
     m = random_grid(2, seed=0)
-    rho, c = random_rho(np.random.default_rng(0), m)
+    w = random_rho(np.random.default_rng(0), m)[2]
     mu = m.uniform_marginals()
-    args = (c, rho, m.node_off, m.edge_off)
     s = m.marginal_vector(np.zeros(m.n_vars, dtype=int))
     # ascent direction at gamma = 0: no step
     grad = np.empty(m.dim)
-    K.trw_value_grad(m.theta, mu, c, rho, m.node_off, m.edge_off, grad)
+    K.trw_value_grad(m.theta, mu, w, grad)
     d_up = np.zeros(m.dim)
     d_up[np.argmax(grad)] = 1e-3
-    assert K.trw_line_search(m.theta, mu, d_up, *args, 1.0) == (0.0, 1)
+    assert K.trw_line_search(m.theta, mu, d_up, w, 1.0) == (0.0, 1)
     # huge potentials favouring s: phi' < 0 up to gamma_max < 1, which is returned
     theta = 1e3 * (2 * s - 1)
-    gamma, _ = K.trw_line_search(theta, mu, s - mu, *args, 0.5)
+    gamma, _ = K.trw_line_search(theta, mu, s - mu, w, 0.5)
     assert gamma == 0.5
     # towards the undelta'd vertex (entries reach 0 at gamma = 1): stays strictly inside
-    gamma, passes = K.trw_line_search(m.theta, mu, s - mu, *args, 1.0)
+    gamma, passes = K.trw_line_search(m.theta, mu, s - mu, w, 1.0)
     assert 0.0 < gamma < 1.0 and passes < 60
 
 

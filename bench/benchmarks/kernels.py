@@ -6,11 +6,14 @@ search < 10 passes on average along FW directions; an ICM sweep >= 50x faster th
 Python; pivot vs sort simplex projection for block sizes 10 to 10**6.
 """
 import os
+import statistics
+import time
 
 import numpy as np
 
 from fwcore import _kernels as K
 from fwcore.generators import potts_grid, random_grid
+from fwcore.rho import entropy_weights
 
 QUICK = os.environ.get("FWCORE_BENCH_PROFILE", "") == "quick"
 MODELS = ["grid100x100_k2", "grid50x50_k5"]
@@ -23,11 +26,25 @@ def _model(name):
 
 
 def _weights(m):
-    """Uniform rho = (n - 1) / E (a valid edge-appearance level for a connected grid) and
-    the node weights c_i = 1 - sum of rho at i."""
-    rho = np.full(m.n_edges, (m.n_vars - 1) / m.n_edges)
-    c = 1.0 - np.bincount(m.edges.ravel(), np.repeat(rho, 2), minlength=m.n_vars)
-    return c, rho
+    """Per-entry entropy weights for uniform rho = (n - 1) / E (a valid edge-appearance level
+    for a connected grid)."""
+    return entropy_weights(m, np.full(m.n_edges, (m.n_vars - 1) / m.n_edges))
+
+
+def _interleaved_ratios(fns, repeats=15 if QUICK else 61, number=5):
+    """Median over repeats of time(fns[k]) / time(fns[0]), each repeat timing a batch of
+    `number` calls of every function back to back (machine load then hits all alike)."""
+    ratios = [[] for _ in fns[1:]]
+    for _ in range(repeats):
+        t = []
+        for fn in fns:
+            t0 = time.perf_counter()
+            for _ in range(number):
+                fn()
+            t.append(time.perf_counter() - t0)
+        for out, tk in zip(ratios, t[1:]):
+            out.append(tk / t[0])
+    return [statistics.median(r) for r in ratios]
 
 
 def _interior_point(m, seed=0):
@@ -41,7 +58,7 @@ def _interior_point(m, seed=0):
 
 
 def trw_value_grad_numpy(theta, mu, Kx):
-    """The NumPy twin (tests/test_kernels.py), with the entry weights Kx precomputed."""
+    """The NumPy twin (tests/test_kernels.py) on the per-entry weights Kx."""
     pos = mu > 0
     lg = np.where(pos, np.log(np.where(pos, mu, 1.0)), np.log(5e-324))
     return np.sum(np.where(pos, mu * (Kx * lg - theta), 0.0)), Kx * (1.0 + lg) - theta
@@ -72,27 +89,43 @@ def icm_sweep_python(theta, card, node_off, edge_off, adj_start, adj_var, adj_ed
 
 
 class TRWValueGrad:
+    """The kernel, its NumPy twin and one np.log pass over D entries; the track_* ratios
+    time all three interleaved in one run (targets: numpy_over_cython >= 4,
+    cython_over_np_log <= 2)."""
     param_names = ["model"]
     params = [MODELS]
 
     def setup(self, name):
-        m = _model(name)
-        self.m = m
-        self.c, self.rho = _weights(m)
+        m = self.m = _model(name)
+        self.weight = _weights(m)
         self.mu = _interior_point(m)
         self.grad = np.empty(m.dim)
-        self.Kx = np.repeat(np.concatenate([self.c, self.rho]),
-                            np.diff(np.concatenate([m.node_off, m.edge_off[1:]])))
+        self._ratios = None
 
     def time_cython(self, name):
-        K.trw_value_grad(self.m.theta, self.mu, self.c, self.rho, self.m.node_off,
-                         self.m.edge_off, self.grad)
+        K.trw_value_grad(self.m.theta, self.mu, self.weight, self.grad)
 
     def time_numpy_twin(self, name):
-        trw_value_grad_numpy(self.m.theta, self.mu, self.Kx)
+        trw_value_grad_numpy(self.m.theta, self.mu, self.weight)
 
     def time_np_log(self, name):
         np.log(self.mu)
+
+    def ratios(self, name):
+        if self._ratios is None:
+            twin, lg = _interleaved_ratios([lambda: self.time_cython(name),
+                                            lambda: self.time_numpy_twin(name),
+                                            lambda: self.time_np_log(name)])
+            self._ratios = twin, 1.0 / lg
+        return self._ratios
+
+    def track_numpy_over_cython(self, name):
+        return self.ratios(name)[0]
+    track_numpy_over_cython.unit = "x"
+
+    def track_cython_over_np_log(self, name):
+        return self.ratios(name)[1]
+    track_cython_over_np_log.unit = "x"
 
 
 class LineSearch:
@@ -105,30 +138,32 @@ class LineSearch:
 
     def setup(self, name):
         m = self.m = _model(name)
-        self.c, self.rho = _weights(m)
+        self.weight = _weights(m)
         mu = m.uniform_marginals()
         grad = np.empty(m.dim)
         s = np.zeros(m.n_vars, dtype=np.int32)
         u0 = m.uniform_marginals()
         self.passes = []
         for _ in range(self.n_steps):
-            K.trw_value_grad(m.theta, mu, self.c, self.rho, m.node_off, m.edge_off, grad)
+            K.trw_value_grad(m.theta, mu, self.weight, grad)
             K.icm(-grad, m.card, m.edges, m.node_off, m.edge_off, m.adj_start, m.adj_var,
                   m.adj_edge, m.adj_first, s, 20)
             d = (1 - self.delta) * m.marginal_vector(s) + self.delta * u0 - mu
-            gamma, passes = K.trw_line_search(m.theta, mu, d, self.c, self.rho, m.node_off,
-                                              m.edge_off, 1.0)
+            gamma, passes = K.trw_line_search(m.theta, mu, d, self.weight, 1.0)
             self.passes.append(passes)
             self.mu, self.d = mu.copy(), d
             K.axpy_vertex(mu, s, gamma, self.delta, m.card, m.edges, m.node_off, m.edge_off)
 
     def time_line_search(self, name):
-        K.trw_line_search(self.m.theta, self.mu, self.d, self.c, self.rho, self.m.node_off,
-                          self.m.edge_off, 1.0)
+        K.trw_line_search(self.m.theta, self.mu, self.d, self.weight, 1.0)
 
     def time_one_pass(self, name):
-        K.trw_line_derivs(self.m.theta, self.mu, self.d, 0.5, self.c, self.rho,
-                          self.m.node_off, self.m.edge_off)
+        K.trw_line_derivs(self.m.theta, self.mu, self.d, 0.5, self.weight)
+
+    def track_one_pass_over_np_log(self, name):
+        return 1.0 / _interleaved_ratios([lambda: self.time_one_pass(name),
+                                          lambda: np.log(self.mu)])[0]
+    track_one_pass_over_np_log.unit = "x"
 
     def track_mean_passes(self, name):
         return float(np.mean(self.passes))

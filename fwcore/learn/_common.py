@@ -1,5 +1,12 @@
-"""Pieces shared by the learners: oracles as vertex decoders, executor fan-out, ρ choices,
-parameter checks and the scikit-learn-style base class."""
+"""Pieces shared by the learners: the models they fit (`CRFModel` here, `MatchingModel` in
+`fwcore.learn.matching`), oracles as vertex decoders, executor fan-out, ρ choices, parameter
+checks and the scikit-learn-style base class.
+
+A model gives the FW loops everything example-specific: ``scores(ex, w)`` (θ = Φ w),
+``features(ex, μ)`` (Φᵀμ), ``truth(ex, y)`` (the vertex μ(y)), ``start(ex)`` (τ⁰),
+``decoder(ex)`` (``vertex`` / ``assignment`` of a MAP oracle), ``entropy(ex, rho)``
+(``value_grad`` and ``line_derivs`` of −<θ, τ> − H_ρ(τ)), ``hamming(ex, y)`` (a with
+<a, μ(y')> the normalised Hamming loss), ``marginals`` and ``dim``."""
 import math
 import numbers
 import time
@@ -8,10 +15,12 @@ import numpy as np
 
 from .. import _kernels
 from ..oracles import make_oracle
-from ..rho import matrix_tree_rho, uniform_rho
+from ..rho import entropy_weights, matrix_tree_rho, uniform_rho
 from .crf import CRFFeatures, check_examples, check_labels, check_nonempty, infer_n_labels
+from .matching import GRAPHS, MatchingModel
 
-__all__ = ["Decoder", "run_tasks", "entropy_weights", "fw_marginals", "StructuredLearner"]
+__all__ = ["Decoder", "run_tasks", "learner_rho", "fw_marginals", "CRFModel", "TRWEntropy",
+           "StructuredLearner"]
 
 
 class Decoder:
@@ -45,11 +54,12 @@ def run_tasks(executor, fn, *columns):
     return list(executor.map(fn, *columns))
 
 
-def entropy_weights(mrf, rho):
-    """(c, ρ) of H_ρ = Σ_i c_i H(μ_i) + Σ_e ρ_e H(μ_e), c_i = 1 − Σ_{e∋i} ρ_e (MLE-Struct eq. 2;
-    DESIGN.md TRW objective). ``rho``: 'bethe' (ρ = 1), 'trw' (uniform spanning trees,
-    matrix-tree theorem), 'uniform' ((n−1)/E per component), a number in (0, 1], or a
-    function mrf -> array of E values."""
+def learner_rho(mrf, rho):
+    """The edge weights ρ (float64[E]) of H_ρ = Σ_i c_i H(μ_i) + Σ_e ρ_e H(μ_e), c_i = 1 −
+    Σ_{e∋i} ρ_e (MLE-Struct eq. 2; DESIGN.md TRW objective; `fwcore.rho.entropy_weights`
+    makes the kernels' per-entry weights) for a learner's choice ``rho``: 'bethe' (ρ = 1),
+    'trw' (uniform spanning trees, matrix-tree theorem), 'uniform' ((n−1)/E per component),
+    a number in (0, 1], or a function mrf -> array of E values."""
     if isinstance(rho, str):
         r = {"bethe": lambda m: np.ones(m.n_edges), "trw": matrix_tree_rho,
              "uniform": uniform_rho}[rho](mrf)
@@ -59,26 +69,106 @@ def entropy_weights(mrf, rho):
         r = np.asarray(rho(mrf), dtype=np.float64)
         if r.shape != (mrf.n_edges,) or not np.isfinite(r).all() or (r < 0).any() or (r > 1).any():
             raise ValueError(f"rho(mrf) must return {mrf.n_edges} values in [0, 1]; got {r!r}")
-    r = np.ascontiguousarray(r, dtype=np.float64)
-    load = np.bincount(mrf.edges[:, 0], r, mrf.n_vars) + np.bincount(mrf.edges[:, 1], r, mrf.n_vars)
-    return np.ascontiguousarray(1.0 - load), r
+    return np.ascontiguousarray(r, dtype=np.float64)
 
 
-def fw_marginals(mrf, theta, c, rho, decoder, tol=1e-4, max_iter=500):
+def fw_marginals(mrf, theta, weight, decoder, tol=1e-4, max_iter=500):
     """Reweighted marginals argmin_μ −<θ, μ> − H_ρ(μ) by FW with MAP calls (MLE-Struct
     Sec. 3.2) and the kernel line search, from the uniform point; stops on the FW gap."""
     mu = mrf.uniform_marginals()
     g = np.empty_like(mu)
     for _ in range(max_iter):
-        _kernels.trw_value_grad(theta, mu, c, rho, mrf.node_off, mrf.edge_off, g)
+        _kernels.trw_value_grad(theta, mu, weight, g)
         d = decoder.vertex(-g) - mu
         if -float(g @ d) <= tol:
             break
-        gamma = _kernels.trw_line_search(theta, mu, d, c, rho, mrf.node_off, mrf.edge_off, 1.0)[0]
+        gamma = _kernels.trw_line_search(theta, mu, d, weight, 1.0)[0]
         if gamma <= 0.0:
             break
         mu += gamma * d
     return mu
+
+
+class TRWEntropy:
+    """The block objective −<θ, μ> − H_ρ(μ) of one CRF example via the TRW kernels."""
+
+    def __init__(self, mrf, rho):
+        self.rho = learner_rho(mrf, rho)
+        self.weight = entropy_weights(mrf, self.rho)
+
+    def value_grad(self, theta, tau):
+        g = np.empty_like(tau)
+        return _kernels.trw_value_grad(theta, tau, self.weight, g), g
+
+    def line_derivs(self, theta, tau, d, t):
+        return _kernels.trw_line_derivs(theta, tau, d, t, self.weight)
+
+
+def _node_marginals(decoder, theta, weight, tol):
+    mu = fw_marginals(decoder.mrf, theta, weight, decoder, tol=tol)
+    return mu[:decoder.mrf.node_off[-1]].reshape(decoder.mrf.n_vars, -1)
+
+
+class CRFModel(CRFFeatures):
+    """Pairwise CRFs with node and edge features (App. E.1) and a pairwise-MRF MAP oracle."""
+
+    def __init__(self, n_labels, dims, oracle):
+        super().__init__(n_labels, *dims)
+        self.oracle = oracle
+
+    @classmethod
+    def from_data(cls, X, Y, n_labels, oracle):
+        """(model, examples, labels) from training inputs and labellings, validated."""
+        check_nonempty(X)
+        n_labels = infer_n_labels(Y, n_labels)
+        examples, dims = check_examples(X, n_labels)
+        return cls(n_labels, dims, oracle), examples, check_labels(Y, examples, n_labels)
+
+    def check(self, X):
+        return check_examples(X, self.n_labels, (self.n_node, self.n_edge))[0]
+
+    def truth(self, ex, y):
+        return ex.mrf.marginal_vector(y)
+
+    def start(self, ex):
+        return ex.mrf.uniform_marginals()
+
+    def decoder(self, ex):
+        return Decoder(ex.mrf, self.oracle)
+
+    def entropy(self, ex, rho):
+        return TRWEntropy(ex.mrf, rho)
+
+    def hamming(self, ex, y):
+        """+1/n on every unary entry of a wrong label."""
+        a = np.zeros(ex.mrf.dim)
+        n, L = ex.mrf.n_vars, self.n_labels
+        a[:n * L] = 1.0 / n
+        a[np.arange(n) * L + y] = 0.0
+        return a
+
+    def marginals(self, examples, w, rho, tol, executor=None):
+        """Node marginals [n, L]: the reweighted free energy minimised by FW with MAP calls
+        (MLE-Struct Sec. 3.2), gap <= ``tol``."""
+        thetas = [self.scores(ex, w) for ex in examples]
+        weights = [TRWEntropy(ex.mrf, rho).weight for ex in examples]
+        return run_tasks(executor, _node_marginals, [self.decoder(ex) for ex in examples],
+                         thetas, weights, [tol] * len(examples))
+
+
+def make_model(model, X, Y, n_labels, oracle):
+    """(model, examples, labels) for the learners' ``model`` choice: 'crf' or a matching
+    graph ('bipartite', 'perfect'; their oracle is Hungarian / blossom, ``oracle`` None)."""
+    if model == "crf":
+        return CRFModel.from_data(X, Y, n_labels, "lp" if oracle is None else oracle)
+    if model in GRAPHS:
+        if n_labels is not None:
+            raise ValueError(f"n_labels applies to model='crf' only; got {n_labels!r}")
+        if oracle is not None:
+            raise ValueError(f"model={model!r} uses its exact matching oracle (Hungarian / "
+                             f"blossom); leave oracle=None, got {oracle!r}")
+        return MatchingModel.from_data(X, Y, model)
+    raise ValueError(f"model must be one of 'crf', {', '.join(map(repr, GRAPHS))}; got {model!r}")
 
 
 def _check_choice(name, value, options):
@@ -114,17 +204,15 @@ class StructuredLearner:
                             f"with map(fn, *iterables)); got {type(self.executor).__name__}")
 
     def fit(self, X, Y):
-        """Learn ``coef_`` from inputs X and labellings Y (see `fwcore.learn.crf`)."""
+        """Learn ``coef_`` from inputs X and labellings Y (see `fwcore.learn.crf` and
+        `fwcore.learn.matching` for their forms)."""
         self._check_params()
-        check_nonempty(X)
-        n_labels = infer_n_labels(Y, self.n_labels)
-        examples, dims = check_examples(X, n_labels)
-        labels = check_labels(Y, examples, n_labels)
-        self.n_labels_ = n_labels
-        self.features_ = CRFFeatures(n_labels, *dims)
+        model, examples, labels = make_model(self.model, X, Y, self.n_labels, self.oracle)
+        self.features_ = model
+        if self.model == "crf":
+            self.n_labels_ = model.n_labels
         self._t0 = time.perf_counter()
-        decoders = [Decoder(ex.mrf, self.oracle) for ex in examples]
-        self._fit(examples, labels, decoders)
+        self._fit(model, examples, labels, [model.decoder(ex) for ex in examples])
         return self
 
     def _out_of_time(self):
@@ -133,18 +221,17 @@ class StructuredLearner:
     def _check_fitted(self, X):
         if not hasattr(self, "coef_"):
             raise ValueError(f"this {type(self).__name__} is not fitted yet; call fit(X, Y) first")
-        f = self.features_
-        return check_examples(X, self.n_labels_, (f.n_node, f.n_edge))[0]
+        return self.features_.check(X)
 
     def decision_scores(self, X):
         """Flat log-potentials θ = Φ w of each input under ``coef_``."""
         return [self.features_.scores(ex, self.coef_) for ex in self._check_fitted(X)]
 
     def predict(self, X):
-        """MAP labelling of each input under ``coef_`` with the learner's oracle."""
+        """MAP labelling (or matching) of each input under ``coef_`` with the model's oracle."""
         examples = self._check_fitted(X)
         thetas = [self.features_.scores(ex, self.coef_) for ex in examples]
-        decoders = [Decoder(ex.mrf, self.oracle) for ex in examples]
+        decoders = [self.features_.decoder(ex) for ex in examples]
         return run_tasks(self.executor, _assignment, decoders, thetas)
 
 

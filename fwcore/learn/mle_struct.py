@@ -20,37 +20,28 @@ import time
 
 import numpy as np
 
-from .. import _kernels
 from ..fw.linesearch import safeguarded_newton
-from ._common import (Decoder, StructuredLearner, _check_choice, entropy_weights, fw_marginals,
-                      run_tasks)
+from ._common import StructuredLearner, _check_choice, run_tasks
+from .matching import matching_rho
 
 __all__ = ["MLEStruct"]
 
 
-def _block_oracle(decoder, theta, tau, c, rho):
+def _block_oracle(decoder, theta, tau, entropy):
     """(FW vertex s, gradient g, f) of −<θ, τ> − H_ρ(τ) at τ: s maximises <−g, ·>."""
-    m = decoder.mrf
-    g = np.empty_like(tau)
-    f = _kernels.trw_value_grad(theta, tau, c, rho, m.node_off, m.edge_off, g)
+    f, g = entropy.value_grad(theta, tau)
     return decoder.vertex(-g), g, f
 
 
-def _node_marginals(decoder, theta, c, rho, tol):
-    mu = fw_marginals(decoder.mrf, theta, c, rho, decoder, tol=tol)
-    return mu[:decoder.mrf.node_off[-1]].reshape(decoder.mrf.n_vars, -1)
-
-
 class _Dual:
-    """The dual (eq. 6) of one training set: features, entropy weights, empirical φ(y)."""
+    """The dual (eq. 6; App. D.1 for matchings) of one training set: the model, each
+    example's entropy, empirical φ(y)."""
 
-    def __init__(self, features, examples, labels, decoders, rho, reg):
-        self.f, self.examples, self.decoders, self.reg = features, examples, decoders, reg
-        weights = [entropy_weights(ex.mrf, rho) for ex in examples]
-        self.c = [w[0] for w in weights]
-        self.rho = [w[1] for w in weights]
-        self.phi = [features.features(ex, ex.mrf.marginal_vector(y))
-                    for ex, y in zip(examples, labels)]
+    def __init__(self, model, examples, labels, decoders, rho, reg):
+        self.f, self.examples, self.decoders, self.reg = model, examples, decoders, reg
+        self.entropy = [model.entropy(ex, rho) for ex in examples]
+        self.rho = [h.rho for h in self.entropy]
+        self.phi = [model.features(ex, model.truth(ex, y)) for ex, y in zip(examples, labels)]
 
     def psi(self, taus):
         """ψ(τ) = Σ_m φ(y_m) − Φ_mᵀ τ_m, so θ*(τ) = ψ / λ (eq. 4-5)."""
@@ -63,16 +54,14 @@ class _Dual:
         """L(τ) = ‖ψ‖²/(2λ) − Σ_m H_ρ(τ_m) (eq. 6)."""
         psi = self.psi(taus)
         neg_h = 0.0
-        for ex, t, c, r in zip(self.examples, taus, self.c, self.rho):
-            g = np.empty_like(t)
-            neg_h += _kernels.trw_value_grad(np.zeros_like(t), t, c, r, ex.mrf.node_off,
-                                             ex.mrf.edge_off, g)
+        for t, h in zip(taus, self.entropy):
+            neg_h += h.value_grad(np.zeros_like(t), t)[0]
         return float(psi @ psi) / (2.0 * self.reg) + neg_h
 
     def oracles(self, executor, thetas, taus, idx):
         d = self.decoders
         return run_tasks(executor, _block_oracle, [d[m] for m in idx], thetas, taus,
-                         [self.c[m] for m in idx], [self.rho[m] for m in idx])
+                         [self.entropy[m] for m in idx])
 
     def line_search(self, thetas, taus, dirs, idx, qq, slope0):
         """argmin over [0, 1] of L along d: φ'(γ) = Σ_m <∇(−<θ_m,·> − H)(τ_m + γ d_m), d_m>
@@ -80,25 +69,25 @@ class _Dual:
         def dphi(t):
             p1, p2 = t * qq / self.reg, qq / self.reg
             for th, tau, d, m in zip(thetas, taus, dirs, idx):
-                mrf = self.examples[m].mrf
-                a, b = _kernels.trw_line_derivs(th, tau, d, t, self.c[m], self.rho[m],
-                                                mrf.node_off, mrf.edge_off)
+                a, b = self.entropy[m].line_derivs(th, tau, d, t)
                 p1, p2 = p1 + a, p2 + b
             return p1, p2
         return safeguarded_newton(dphi, slope0, 1.0)
 
 
 class MLEStruct(StructuredLearner):
-    """Approximate MLE of a pairwise CRF by Frank-Wolfe on the dual (MLE-Struct Alg. 1).
+    """Approximate MLE of a pairwise CRF or a distribution over perfect matchings by
+    Frank-Wolfe on the dual (MLE-Struct Alg. 1; App. D for matchings).
 
     Parameters
     ----------
     reg : λ > 0 of the penalty λ/2 ‖w‖².
-    rho : entropy reweighting: 'trw' (matrix-tree edge appearance probabilities; convex),
-        'uniform', 'bethe' (ρ = 1: exact on trees, not convex on loopy graphs), a number
-        in (0, 1] on every edge (the paper's 0.5 on grids) or a function mrf -> ρ.
+    rho : entropy reweighting. CRFs: 'trw' (matrix-tree edge appearance probabilities;
+        convex), 'uniform', 'bethe' (ρ = 1: exact on trees, not convex on loopy graphs), a
+        number in (0, 1] on every edge (the paper's 0.5 on grids) or a function mrf -> ρ.
+        Matchings (App. C): 'bethe' (ρ = 1), 'rw' or 'trw' (ρ = 1/2), a number in [0, 1].
     algorithm : 'bcfw' (block-coordinate over examples) or 'fw' (batch).
-    oracle : MAP oracle by name (``fwcore.oracles.available_oracles()``; 'lp' = the local
+    oracle : CRFs only (None = 'lp'): MAP oracle by name (``fwcore.oracles.available_oracles()``; 'lp' = the local
         polytope, 'qpbo' for binary models), ``(name, options)``, an oracle object or a
         function. ``lp`` moves over the local polytope, assignment oracles over the
         marginal polytope.
@@ -110,40 +99,45 @@ class MLEStruct(StructuredLearner):
     n_labels : labels per node (default: inferred from Y). seed : block order.
     executor : a concurrent.futures.Executor for the per-example oracle calls of the
         batch step and of the gap pass; results equal the serial run.
+    model : 'crf' (X: `CRFExample`s, Y: labellings; `fwcore.learn.crf`), 'bipartite'
+        (X: features [N, N, F], Y: permutations; Hungarian oracle) or 'perfect' (X:
+        symmetric [n, n, F], Y: mate arrays; blossom oracle); see `fwcore.learn.matching`.
 
-    Attributes: ``coef_`` (w = θ*(τ), `CRFFeatures` layout), ``dual_gap_``, ``objective_``
+    Attributes: ``coef_`` (w = θ*(τ), `CRFFeatures` layout or the F edge-feature weights), ``dual_gap_``, ``objective_``
     (L at the last iterate), ``n_iter_``, ``n_oracle_calls_``, ``trace_`` (seconds, gap,
     objective per iteration).
     """
 
-    def __init__(self, reg=1.0, rho="trw", algorithm="bcfw", oracle="lp", step="line-search",
+    def __init__(self, reg=1.0, rho="trw", algorithm="bcfw", oracle=None, step="line-search",
                  tol=1e-3, max_iter=100, max_time=None, averaging=True, n_labels=None, seed=0,
-                 executor=None):
+                 executor=None, model="crf"):
         self.reg, self.rho, self.algorithm, self.oracle, self.step = reg, rho, algorithm, oracle, step
         self.tol, self.max_iter, self.max_time, self.averaging = tol, max_iter, max_time, averaging
-        self.n_labels, self.seed, self.executor = n_labels, seed, executor
+        self.n_labels, self.seed, self.executor, self.model = n_labels, seed, executor, model
 
     def _check_params(self):
         super()._check_params()
         _check_choice("step", self.step, ("line-search", "agnostic"))
-        if isinstance(self.rho, str):
+        if self.model != "crf":
+            matching_rho(self.rho)
+        elif isinstance(self.rho, str):
             _check_choice("rho", self.rho, ("trw", "uniform", "bethe"))
         elif not callable(self.rho) and not (isinstance(self.rho, (int, float)) and 0 < self.rho <= 1):
             raise ValueError(f"rho must be 'trw', 'uniform', 'bethe', a number in (0, 1] or a "
                              f"function mrf -> array; got {self.rho!r}")
 
-    def _fit(self, examples, labels, decoders):
-        dual = _Dual(self.features_, examples, labels, decoders, self.rho, float(self.reg))
+    def _fit(self, model, examples, labels, decoders):
+        dual = _Dual(model, examples, labels, decoders, self.rho, float(self.reg))
         self.dual_ = dual
         M, lam = len(examples), float(self.reg)
-        taus = [ex.mrf.uniform_marginals() for ex in examples]
+        taus = [model.start(ex) for ex in examples]
         psi = dual.psi(taus)
         psi_avg, k = psi.copy(), 0
         rng = np.random.default_rng(self.seed)
         self.trace_, calls, it = [], 0, 0
         while True:
             idx = range(M)
-            thetas = [self.features_.scores(ex, psi / lam) for ex in examples]
+            thetas = [model.scores(ex, psi / lam) for ex in examples]
             res = dual.oracles(self.executor, thetas, taus, idx)
             calls += M
             dirs = [s - t for (s, _, _), t in zip(res, taus)]
@@ -155,7 +149,7 @@ class MLEStruct(StructuredLearner):
                 break
             it += 1
             if self.algorithm == "fw":
-                qs = [self.features_.features(ex, d) for ex, d in zip(examples, dirs)]
+                qs = [model.features(ex, d) for ex, d in zip(examples, dirs)]
                 q = sum(qs)
                 gamma = (2.0 / (it + 1.0) if self.step == "agnostic" else
                          dual.line_search(thetas, taus, dirs, idx, float(q @ q), -gap))
@@ -167,11 +161,11 @@ class MLEStruct(StructuredLearner):
                 if j == 0:  # the gap pass already holds this block's vertex at this psi
                     theta, (s, g, _) = thetas[m], res[m]
                 else:
-                    theta = self.features_.scores(examples[m], psi / lam)
-                    s, g, _ = _block_oracle(decoders[m], theta, taus[m], dual.c[m], dual.rho[m])
+                    theta = model.scores(examples[m], psi / lam)
+                    s, g, _ = _block_oracle(decoders[m], theta, taus[m], dual.entropy[m])
                     calls += 1
                 d = s - taus[m]
-                q = self.features_.features(examples[m], d)
+                q = model.features(examples[m], d)
                 gamma = (2.0 * M / (2.0 * M + k) if self.step == "agnostic" else
                          dual.line_search([theta], [taus[m]], [d], [m], float(q @ q), float(g @ d)))
                 taus[m] += gamma * d
@@ -186,11 +180,8 @@ class MLEStruct(StructuredLearner):
         self.marginals_ = taus
 
     def predict_marginals(self, X, tol=1e-4):
-        """Node marginals [n, L] of each input: the reweighted free energy with the fitted
-        ρ minimised by FW with MAP calls (MLE-Struct Sec. 3.2), gap <= ``tol``."""
+        """Marginals of each input under ``coef_`` with the fitted ρ: CRF node marginals
+        [n, L] (FW with MAP calls, MLE-Struct Sec. 3.2) or matching edge marginals [n, n]
+        (`fwcore.matching.matching_marginals`), FW gap <= ``tol``."""
         examples = self._check_fitted(X)
-        thetas = [self.features_.scores(ex, self.coef_) for ex in examples]
-        weights = [entropy_weights(ex.mrf, self.rho) for ex in examples]
-        return run_tasks(self.executor, _node_marginals, [Decoder(ex.mrf, self.oracle) for ex in examples],
-                         thetas, [w[0] for w in weights], [w[1] for w in weights],
-                         [tol] * len(examples))
+        return self.features_.marginals(examples, self.coef_, self.rho, tol, self.executor)

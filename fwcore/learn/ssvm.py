@@ -3,10 +3,12 @@ et al. 2013, "Block-coordinate Frank-Wolfe optimization for structural SVMs").
 
     min_w λ/2 ‖w‖² + (1/M) Σ_m max_y [L_m(y) − <w, ψ_m(y)>],   ψ_m(y) = φ(x_m, y_m) − φ(x_m, y)
 
-with the normalised Hamming loss L_m(y) = (1/n_m) Σ_i [y_i ≠ y_mi]. The dual is kept as
+with the normalised Hamming loss L_m(y) = (1/n_m) Σ_i [y_i ≠ y_mi] (for matchings: the
+fraction of vertices whose mate is wrong). The dual is kept as
 (w_m, ℓ_m) per example, w = Σ w_m, ℓ = Σ ℓ_m. Loss-augmented decoding adds the loss to the
 unary scores and calls the same MAP oracle; a fractional vertex μ (the 'lp' oracle) has
-loss 1 − (1/n) Σ_i μ_i(y_mi) and ψ = φ(y_m) − Φᵀμ.
+loss 1 − (1/n) Σ_i μ_i(y_mi) and ψ = φ(y_m) − Φᵀμ. The loss is linear in the vertex,
+<a_m, μ(y)> (the model's ``hamming``), so matchings use the same Hungarian / blossom oracle.
 """
 import time
 
@@ -28,29 +30,24 @@ class SSVM(StructuredLearner):
     ``tol`` on the duality gap, recomputed fresh (one oracle call per example) before every
     stopping test; ``max_iter`` passes; ``max_time``; ``averaging`` (bcfw: ``coef_`` is the
     weighted average of the iterates, weights 2/(k+2)); ``n_labels``; ``seed``; ``executor``
-    for the per-example oracle calls of the gap pass and of the batch step.
+    for the per-example oracle calls of the gap pass and of the batch step; ``model``
+    'crf', 'bipartite' or 'perfect' (as in `MLEStruct`).
 
     Attributes: ``coef_``, ``dual_gap_`` (primal − dual with an exact oracle, >= 0),
     ``n_iter_``, ``n_oracle_calls_``, ``trace_`` (seconds, gap per pass).
     """
 
-    def __init__(self, reg=1.0, algorithm="bcfw", oracle="lp", tol=1e-3, max_iter=100,
-                 max_time=None, averaging=True, n_labels=None, seed=0, executor=None):
+    def __init__(self, reg=1.0, algorithm="bcfw", oracle=None, tol=1e-3, max_iter=100,
+                 max_time=None, averaging=True, n_labels=None, seed=0, executor=None,
+                 model="crf"):
         self.reg, self.algorithm, self.oracle, self.tol = reg, algorithm, oracle, tol
         self.max_iter, self.max_time, self.averaging = max_iter, max_time, averaging
-        self.n_labels, self.seed, self.executor = n_labels, seed, executor
+        self.n_labels, self.seed, self.executor, self.model = n_labels, seed, executor, model
 
-    def _fit(self, examples, labels, decoders):
-        f, M, lam = self.features_, len(examples), float(self.reg)
-        phi = [f.features(ex, ex.mrf.marginal_vector(y)) for ex, y in zip(examples, labels)]
-        # loss-augmentation: + 1/n on every unary entry of a wrong label
-        aug = []
-        for ex, y in zip(examples, labels):
-            a = np.zeros(ex.mrf.dim)
-            n, L = ex.mrf.n_vars, self.n_labels_
-            a[:n * L] = 1.0 / n
-            a[np.arange(n) * L + y] = 0.0
-            aug.append(a)
+    def _fit(self, f, examples, labels, decoders):
+        M, lam = len(examples), float(self.reg)
+        phi = [f.features(ex, f.truth(ex, y)) for ex, y in zip(examples, labels)]
+        aug = [f.hamming(ex, y) for ex, y in zip(examples, labels)]  # loss-augmentation
 
         def corner(m, mu):
             """(w_s, ℓ_s) of the vertex μ for example m (Alg. 3, line 4)."""
