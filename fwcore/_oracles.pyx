@@ -1,8 +1,9 @@
 # cython: language_level=3
 """Hot loops of the approximate MAP oracles (fwcore.oracles.approximate).
 
-- `qpbo_build` + `bk_maxflow`: the doubled graph of QPBO (Kolmogorov & Rother 2007,
-  Sec. 2-3) and Boykov-Kolmogorov max-flow (Boykov & Kolmogorov 2004) on it;
+- `qpbo_build` + `qpbo_maxflow`: the doubled graph of QPBO (Kolmogorov & Rother 2007,
+  Sec. 2-3) and its maximum flow by Boykov-Kolmogorov (Boykov & Kolmogorov 2004), in two
+  stages as in Kolmogorov's QPBO code; `bk_maxflow`: the same max-flow on any graph;
 - `message_sweeps` + `decode`: one forward and one backward pass of sequential max-sum
   message passing in the order 0..n-1, which is TRW-S (Kolmogorov 2006, Fig. 3) with node
   weights gamma_s = 1/max(n_in(s), n_out(s)) and max-product BP with gamma = 1.
@@ -22,9 +23,9 @@ cnp.import_array()
 
 # -- QPBO graph --------------------------------------------------------------------------
 
-def qpbo_build(const double[::1] energy, const int[:, ::1] edges, const int[::1] slot_i,
-               const int[::1] slot_j, int[::1] head, int[::1] sister, double[::1] r_cap,
-               double[::1] tr_cap):
+def qpbo_build(const double[::1] energy, const int[:, ::1] edges, const int[::1] arc_start,
+               int[::1] head, int[::1] sister, double[::1] r_cap, double[::1] tr_cap,
+               int[::1] sub_end, int[::1] back):
     """Fill the doubled graph of the binary energy ``energy`` (flat layout, all finite).
 
     Nodes p = i and p̄ = n + i (p̄ stands for 1 - x_i; source side S means state 0). Each
@@ -32,25 +33,25 @@ def qpbo_build(const double[::1] energy, const int[:, ::1] edges, const int[::1]
     (A + D <= B + C) or w (1-x_i)(1-x_j) otherwise, w >= 0, and enters the graph twice,
     once per copy (K&R 2007, eq. 4-5): arcs p_i->p_j and p̄_j->p̄_i, or p_i->p̄_j and
     p_j->p̄_i. Unary u_i = E_i(1) - E_i(0): tr_cap[p] = u_i, tr_cap[p̄] = -u_i (positive:
-    source arc, negative: sink arc). Arcs of variable i sit in the CSR slots of
-    ``adj_start`` (p_i) and 2E + those (p̄_i); ``slot_i[e]``, ``slot_j[e]`` are the slots of
-    edge e at its two ends. Returns const: the minimum cut C of the doubled graph gives
-    the roof-dual (LP) lower bound const + C / 2 on min E. Also returns the number of
-    non-submodular edges: with none, the two copies are disjoint mirror images.
+    source arc, negative: sink arc). The arcs of p_i sit in slots arc_start[i]:
+    arc_start[i+1] (one per incident edge), submodular ones first, up to ``sub_end[i]``;
+    the arcs of p̄_i in the same slots shifted by 2E (for a submodular arc in slot k, the
+    arc in slot 2E + k is the reverse of its mirror image). ``back`` (n) is a work array.
+    Returns const: the minimum cut C of the doubled graph gives the roof-dual (LP) lower
+    bound const + C / 2 on min E.
     """
     cdef Py_ssize_t n = tr_cap.shape[0] // 2, n_edges = edges.shape[0], m2 = 2 * n_edges
     cdef Py_ssize_t i, j, e, ki, kj, base
     cdef double c = 0.0, a, b, cc, d, w
-    cdef Py_ssize_t n_nonsub = 0
     with nogil:
         for i in range(n):
             tr_cap[i] = energy[2 * i + 1] - energy[2 * i]
             c += energy[2 * i]
+            sub_end[i] = arc_start[i]
+            back[i] = arc_start[i + 1]
         for e in range(n_edges):
             i = edges[e, 0]
             j = edges[e, 1]
-            ki = slot_i[e]
-            kj = slot_j[e]
             base = 2 * n + 4 * e
             a = energy[base]
             b = energy[base + 1]
@@ -61,6 +62,10 @@ def qpbo_build(const double[::1] energy, const int[:, ::1] edges, const int[::1]
                 w = (b + cc) - (a + d)
                 tr_cap[i] += cc - a
                 c += a
+                ki = sub_end[i]
+                kj = sub_end[j]
+                sub_end[i] += 1
+                sub_end[j] += 1
                 head[ki] = <int>j
                 sister[ki] = <int>kj
                 head[kj] = <int>i
@@ -75,9 +80,12 @@ def qpbo_build(const double[::1] energy, const int[:, ::1] edges, const int[::1]
                 r_cap[m2 + ki] = 0.0
             else:                    # E = b+cc-d + (d-b) x_i + (d-cc) x_j + w (1-x_i)(1-x_j)
                 w = (a + d) - (b + cc)
-                n_nonsub += 1
                 tr_cap[i] += d - b
                 c += b + cc - d
+                back[i] -= 1
+                back[j] -= 1
+                ki = back[i]
+                kj = back[j]
                 head[ki] = <int>(n + j)
                 sister[ki] = <int>(m2 + kj)
                 head[m2 + kj] = <int>i
@@ -94,7 +102,7 @@ def qpbo_build(const double[::1] energy, const int[:, ::1] edges, const int[::1]
             if tr_cap[i] < 0.0:      # u x = u + |u| (1 - x)
                 c += tr_cap[i]
             tr_cap[n + i] = -tr_cap[i]
-    return c, n_nonsub
+    return c
 
 
 # -- Boykov-Kolmogorov max-flow ------------------------------------------------------------
@@ -107,40 +115,46 @@ cdef enum:
 
 
 cdef struct BK:
-    const int* arc_start
+    const int* first   # the arcs leaving v are first[v] .. last[v] - 1
+    const int* last
     const int* head
     const int* sister
     double* r_cap
     double* tr_cap
-    int* parent
+    int* parent        # arc from v to its parent in its tree, or FREE/TERMINAL/ORPHAN
     int8_t* is_sink
     long long* ts
     int* dist
     int8_t* active
     int* queue
     int* orphans
-    int cap        # ring size of queue and orphans: n + 1
+    int cap            # ring size of queue and orphans: > number of nodes
     int qh, qt, oh, ot
     long long time
+
+
+cdef inline int _next(BK* g, int k) noexcept nogil:
+    """The ring position after k (queue and orphans)."""
+    return k + 1 if k + 1 < g.cap else 0
 
 
 cdef inline void _set_active(BK* g, int v) noexcept nogil:
     if not g.active[v]:
         g.active[v] = 1
         g.queue[g.qt] = v
-        g.qt = (g.qt + 1) % g.cap
+        g.qt = _next(g, g.qt)
 
 
 cdef inline void _orphan_front(BK* g, int v) noexcept nogil:
     g.parent[v] = ORPHAN
-    g.oh = (g.oh - 1 + g.cap) % g.cap
+    g.oh = (g.oh if g.oh else g.cap) - 1
     g.orphans[g.oh] = v
 
 
 cdef inline void _orphan_rear(BK* g, int v) noexcept nogil:
     g.parent[v] = ORPHAN
     g.orphans[g.ot] = v
-    g.ot = (g.ot + 1) % g.cap
+    g.ot = _next(g, g.ot)
 
 
 cdef double _augment(BK* g, int middle) noexcept nogil:
@@ -196,7 +210,7 @@ cdef void _adopt(BK* g, int v) noexcept nogil:
     shortest by the distance marks), or free it and orphan its children."""
     cdef int sink = g.is_sink[v], a0, a, j, d, d_min = INF_DIST, a0_min = FREE
     cdef double cap
-    for a0 in range(g.arc_start[v], g.arc_start[v + 1]):
+    for a0 in range(g.first[v], g.last[v]):
         cap = g.r_cap[a0] if sink else g.r_cap[g.sister[a0]]
         j = g.head[a0]
         if cap == 0.0 or g.is_sink[j] != sink or g.parent[j] == FREE:
@@ -231,7 +245,7 @@ cdef void _adopt(BK* g, int v) noexcept nogil:
         g.ts[v] = g.time
         g.dist[v] = d_min + 1
         return
-    for a0 in range(g.arc_start[v], g.arc_start[v + 1]):
+    for a0 in range(g.first[v], g.last[v]):
         j = g.head[a0]
         a = g.parent[j]
         if g.is_sink[j] != sink or a == FREE:
@@ -243,26 +257,86 @@ cdef void _adopt(BK* g, int v) noexcept nogil:
             _orphan_rear(g, j)
 
 
-def bk_maxflow(const int[::1] arc_start, const int[::1] head, const int[::1] sister,
-               double[::1] r_cap, double[::1] tr_cap, int8_t[::1] in_source,
-               int8_t[::1] in_sink, int[::1] parent, int8_t[::1] is_sink, long long[::1] ts, int[::1] dist,
-               int8_t[::1] active, int[::1] queue, int[::1] orphans):
-    """Maximum s-t flow by Boykov & Kolmogorov (2004): two search trees grown from the
-    terminals, augmentation along the path where they meet, orphan adoption.
+cdef void _bk_start(BK* g, int n_nodes) noexcept nogil:
+    """Empty queues; every node with a terminal arc is an active tree root, the rest free."""
+    cdef int v
+    g.qh = g.qt = g.oh = g.ot = 0
+    g.time = 0
+    for v in range(n_nodes):
+        g.active[v] = 0
+        g.ts[v] = 0
+        g.dist[v] = 1
+        g.is_sink[v] = g.tr_cap[v] < 0.0
+        if g.tr_cap[v] != 0.0:
+            g.parent[v] = TERMINAL
+            _set_active(g, v)
+        else:
+            g.parent[v] = FREE
 
-    Arcs leave node v in slots arc_start[v]:arc_start[v+1]; ``sister[a]`` is the reverse
-    arc; ``r_cap`` residual capacities and ``tr_cap`` (source capacity minus sink capacity
-    per node) are updated in place. parent/is_sink/ts/dist/active (n) and queue/orphans
-    (n + 1) are work arrays. Sets in_source[v] = 1 for the nodes reachable from the source
-    in the final residual graph (the source side of a minimum cut) and in_sink[v] = 1 for
-    those that reach the sink in it; returns the flow.
-    """
-    cdef BK g
-    cdef int n = tr_cap.shape[0], v, j, a, found, cur = -1
+
+cdef double _bk_run(BK* g) noexcept nogil:
+    """Grow, augment, adopt until no active node is left; returns the flow pushed. The
+    trees and active queue may come from an earlier run on a graph that gained arcs,
+    provided the tails of the new arcs are active."""
+    cdef int v, j, a, found, cur = -1
     cdef double flow = 0.0
-    if n == 0:
-        return 0.0
-    g.arc_start = &arc_start[0]
+    while True:
+        v = cur
+        if v >= 0:
+            g.active[v] = 0
+            if g.parent[v] == FREE:
+                v = -1
+        if v < 0:
+            while g.qh != g.qt:
+                j = g.queue[g.qh]
+                g.qh = _next(g, g.qh)
+                g.active[j] = 0
+                if g.parent[j] != FREE:
+                    v = j
+                    break
+            if v < 0:
+                break
+        found = -1                  # grow v's tree by one layer or find a path
+        for a in range(g.first[v], g.last[v]):
+            j = g.head[a]
+            if not g.is_sink[v]:
+                if g.r_cap[a] == 0.0:
+                    continue
+            elif g.r_cap[g.sister[a]] == 0.0:
+                continue
+            if g.parent[j] == FREE:
+                g.is_sink[j] = g.is_sink[v]
+                g.parent[j] = g.sister[a]
+                g.ts[j] = g.ts[v]
+                g.dist[j] = g.dist[v] + 1
+                _set_active(g, j)
+            elif g.is_sink[j] != g.is_sink[v]:
+                found = g.sister[a] if g.is_sink[v] else a
+                break
+            elif g.ts[j] <= g.ts[v] and g.dist[j] > g.dist[v]:
+                g.parent[j] = g.sister[a]
+                g.ts[j] = g.ts[v]
+                g.dist[j] = g.dist[v] + 1
+        g.time += 1
+        if found >= 0:
+            g.active[v] = 1         # keep growing from v next round
+            cur = v
+            flow += _augment(g, found)
+            while g.oh != g.ot:
+                j = g.orphans[g.oh]
+                g.oh = _next(g, g.oh)
+                _adopt(g, j)
+        else:
+            cur = -1
+    return flow
+
+
+cdef void _bk_setup(BK* g, const int* first, const int* last, const int[::1] head,
+                    const int[::1] sister, double[::1] r_cap, double[::1] tr_cap,
+                    int[::1] parent, int8_t[::1] is_sink, long long[::1] ts, int[::1] dist,
+                    int8_t[::1] active, int[::1] queue, int[::1] orphans) noexcept:
+    g.first = first
+    g.last = last
     g.head = &head[0] if head.shape[0] else NULL
     g.sister = &sister[0] if sister.shape[0] else NULL
     g.r_cap = &r_cap[0] if r_cap.shape[0] else NULL
@@ -274,71 +348,85 @@ def bk_maxflow(const int[::1] arc_start, const int[::1] head, const int[::1] sis
     g.active = &active[0]
     g.queue = &queue[0]
     g.orphans = &orphans[0]
-    g.cap = n + 1
-    g.qh = g.qt = g.oh = g.ot = 0
-    g.time = 0
+    g.cap = queue.shape[0]
+
+
+cdef inline void _read_source_side(BK* g, int n_nodes, int8_t[::1] in_source) noexcept nogil:
+    cdef int v
+    for v in range(n_nodes):
+        in_source[v] = g.parent[v] != FREE and not g.is_sink[v]
+
+
+def bk_maxflow(const int[::1] arc_start, const int[::1] head, const int[::1] sister,
+               double[::1] r_cap, double[::1] tr_cap, int8_t[::1] in_source,
+               int[::1] parent, int8_t[::1] is_sink, long long[::1] ts, int[::1] dist,
+               int8_t[::1] active, int[::1] queue, int[::1] orphans):
+    """Maximum s-t flow by Boykov & Kolmogorov (2004): two search trees grown from the
+    terminals, augmentation along the path where they meet, orphan adoption.
+
+    Arcs leave node v in slots arc_start[v]:arc_start[v+1]; ``sister[a]`` is the reverse
+    arc; ``r_cap`` residual capacities and ``tr_cap`` (source capacity minus sink capacity
+    per node) are updated in place. parent/is_sink/ts/dist/active (n) and queue/orphans
+    (n + 1) are work arrays. Sets in_source[v] = 1 for the nodes reachable from the source
+    in the final residual graph (the source side of a minimum cut); returns the flow.
+    """
+    cdef BK g
+    cdef int n = tr_cap.shape[0]
+    cdef double flow
+    if n == 0:
+        return 0.0
+    _bk_setup(&g, &arc_start[0], &arc_start[1], head, sister, r_cap, tr_cap, parent,
+              is_sink, ts, dist, active, queue, orphans)
     with nogil:
+        _bk_start(&g, n)
+        flow = _bk_run(&g)
+        _read_source_side(&g, n, in_source)
+    return flow
+
+
+def qpbo_maxflow(const int[::1] arc_start, const int[::1] sub_end, const int[::1] head,
+                 const int[::1] sister, double[::1] r_cap, double[::1] tr_cap,
+                 int8_t[::1] in_source, int[::1] parent, int8_t[::1] is_sink,
+                 long long[::1] ts, int[::1] dist, int8_t[::1] active, int[::1] queue,
+                 int[::1] orphans):
+    """Maximum flow of the doubled graph of `qpbo_build` in two stages (the scheme of
+    Kolmogorov's QPBO code): (1) max-flow on the first copy with its submodular arcs only;
+    (2) mirror flow, residuals and search trees into the second copy (the two copies
+    carry the same flow, and a source tree in one is a sink tree in the other), then
+    continue the max-flow on the whole graph, the tails of the non-submodular arcs made
+    active. Without non-submodular edges stage 2 stops at once.
+
+    Work arrays as in `bk_maxflow` for 2n nodes. Sets in_source (2n) to the set reachable
+    from the source in the final residual graph; returns the flow.
+    """
+    cdef BK g
+    cdef int n = tr_cap.shape[0] // 2, m2, v, k, a
+    cdef double flow
+    if n == 0:
+        return 0.0
+    m2 = arc_start[n]
+    _bk_setup(&g, &arc_start[0], &sub_end[0], head, sister, r_cap, tr_cap, parent,
+              is_sink, ts, dist, active, queue, orphans)
+    with nogil:
+        _bk_start(&g, n)
+        flow = 2.0 * _bk_run(&g)
         for v in range(n):
-            g.active[v] = 0
-            g.ts[v] = 0
-            g.dist[v] = 1
-            g.is_sink[v] = g.tr_cap[v] < 0.0
-            if g.tr_cap[v] != 0.0:
-                g.parent[v] = TERMINAL
+            for k in range(arc_start[v], sub_end[v]):
+                r_cap[m2 + sister[k]] = r_cap[k]
+            tr_cap[n + v] = -tr_cap[v]
+            a = parent[v]
+            parent[n + v] = a if a == FREE or a == TERMINAL else m2 + a
+            is_sink[n + v] = not is_sink[v]
+            ts[n + v] = ts[v]
+            dist[n + v] = dist[v]
+            active[n + v] = 0
+        for v in range(n):
+            if sub_end[v] < arc_start[v + 1]:
                 _set_active(&g, v)
-            else:
-                g.parent[v] = FREE
-        while True:
-            v = cur
-            if v >= 0:
-                g.active[v] = 0
-                if g.parent[v] == FREE:
-                    v = -1
-            if v < 0:
-                while g.qh != g.qt:
-                    j = g.queue[g.qh]
-                    g.qh = (g.qh + 1) % g.cap
-                    g.active[j] = 0
-                    if g.parent[j] != FREE:
-                        v = j
-                        break
-                if v < 0:
-                    break
-            found = -1                  # grow v's tree by one layer or find a path
-            for a in range(g.arc_start[v], g.arc_start[v + 1]):
-                j = g.head[a]
-                if not g.is_sink[v]:
-                    if g.r_cap[a] == 0.0:
-                        continue
-                elif g.r_cap[g.sister[a]] == 0.0:
-                    continue
-                if g.parent[j] == FREE:
-                    g.is_sink[j] = g.is_sink[v]
-                    g.parent[j] = g.sister[a]
-                    g.ts[j] = g.ts[v]
-                    g.dist[j] = g.dist[v] + 1
-                    _set_active(&g, j)
-                elif g.is_sink[j] != g.is_sink[v]:
-                    found = g.sister[a] if g.is_sink[v] else a
-                    break
-                elif g.ts[j] <= g.ts[v] and g.dist[j] > g.dist[v]:
-                    g.parent[j] = g.sister[a]
-                    g.ts[j] = g.ts[v]
-                    g.dist[j] = g.dist[v] + 1
-            g.time += 1
-            if found >= 0:
-                g.active[v] = 1         # keep growing from v next round
-                cur = v
-                flow += _augment(&g, found)
-                while g.oh != g.ot:
-                    j = g.orphans[g.oh]
-                    g.oh = (g.oh + 1) % g.cap
-                    _adopt(&g, j)
-            else:
-                cur = -1
-        for v in range(n):
-            in_source[v] = g.parent[v] != FREE and not g.is_sink[v]
-            in_sink[v] = g.parent[v] != FREE and g.is_sink[v]
+                _set_active(&g, n + v)
+        g.last = &arc_start[1]
+        flow += _bk_run(&g)
+        _read_source_side(&g, 2 * n, in_source)
     return flow
 
 

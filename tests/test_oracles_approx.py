@@ -231,19 +231,38 @@ def np_qpbo_graph(model, energy):
 
 def run_kernel_qpbo(model, energy):
     oracle = QPBOOracle(model)
-    const, _ = _oracles.qpbo_build(energy, model.edges, oracle._slot_i, oracle._slot_j,
-                                oracle._head, oracle._sister, oracle._r_cap, oracle._tr_cap)
+    const = _oracles.qpbo_build(energy, model.edges, oracle._arc_start, oracle._head,
+                                oracle._sister, oracle._r_cap, oracle._tr_cap, oracle._sub_end,
+                                oracle._back)
     cap0 = oracle._r_cap.copy(), oracle._tr_cap.copy()
-    flow = _oracles.bk_maxflow(oracle._arc_start, oracle._head, oracle._sister,
-                               oracle._r_cap, oracle._tr_cap, *oracle._work)
-    return oracle, cap0, const, flow, oracle._work[0].astype(bool)
+    flow = _oracles.qpbo_maxflow(oracle._arc_start, oracle._sub_end, oracle._head,
+                                 oracle._sister, oracle._r_cap, oracle._tr_cap,
+                                 oracle._in_source, *oracle._work)
+    return oracle, cap0, const, flow, oracle._in_source.astype(bool)
+
+
+def np_reachable_from_source(arc_start, head, r_cap, tr_cap):
+    """The nodes reachable from the source in a residual graph (breadth-first search)."""
+    seen = tr_cap > 0
+    frontier = list(np.flatnonzero(seen))
+    while frontier:
+        v = frontier.pop()
+        for a in range(arc_start[v], arc_start[v + 1]):
+            if r_cap[a] > 0 and not seen[head[a]]:
+                seen[head[a]] = True
+                frontier.append(head[a])
+    return seen
 
 
 @pytest.mark.parametrize("seed", range(15))
-def test_qpbo_kernels_match_twin(seed):
+@pytest.mark.parametrize("submodular", [False, True])
+def test_qpbo_kernels_match_twin(seed, submodular):
     rng = np.random.default_rng(seed)
     model, _ = random_model(seed, n=9, max_card=2, p_edge=0.5, p_inf=0.0)
     energy = rng.integers(-6, 7, size=model.dim).astype(np.float64)  # integral: scipy's flow
+    if submodular:  # integral attractive terms: E(0,0) + E(1,1) <= E(0,1) + E(1,0)
+        blocks = energy[2 * model.n_vars:].reshape(-1, 4)
+        blocks[:, 1] += np.maximum(0, blocks[:, 0] + blocks[:, 3] - blocks[:, 1] - blocks[:, 2])
     oracle, (r_cap, tr_cap), const, flow, in_source = run_kernel_qpbo(model, energy)
     cap, const_twin = np_qpbo_graph(model, energy)
     assert const == pytest.approx(const_twin)
@@ -254,11 +273,39 @@ def test_qpbo_kernels_match_twin(seed):
     kernel_cap[n2, :n2] = np.maximum(tr_cap, 0)
     kernel_cap[:n2, n2 + 1] = np.maximum(-tr_cap, 0)
     np.testing.assert_allclose(kernel_cap, cap)
+    # the first stage sees the submodular arcs of the first copy only: they come first
+    n = model.n_vars
+    for i in range(n):
+        split = oracle._sub_end[i]
+        assert (oracle._head[oracle._arc_start[i]:split] < n).all()
+        assert (oracle._head[split:oracle._arc_start[i + 1]] >= n).all()
+    assert submodular is False or (oracle._sub_end == oracle._arc_start[1:n + 1]).all()
     ref = maximum_flow(csr_matrix(cap.astype(np.int64)), n2, n2 + 1).flow_value
     assert flow == pytest.approx(ref)
-    # the source side is a minimum cut: its capacity equals the flow
+    # the source side is the set reachable from the source in the final residual graph,
+    # and a minimum cut: its capacity equals the flow
+    reach = np_reachable_from_source(oracle._arc_start, oracle._head, oracle._r_cap,
+                                     oracle._tr_cap)
+    np.testing.assert_array_equal(in_source, reach)
     side = np.append(in_source, [True, False])
     assert cap[side][:, ~side].sum() == pytest.approx(flow)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_qpbo_maxflow_on_frustrated_grids(seed):
+    """The two-stage max-flow on 12x12 grids with mixed couplings (many trees reused in
+    stage 2) vs scipy, and its source side vs the residual graph."""
+    from fwcore.generators import random_grid
+    model = random_grid(12, seed=seed)
+    energy = np.rint(-10.0 * model.theta)
+    oracle, _, _, flow, in_source = run_kernel_qpbo(model, energy)
+    cap, _ = np_qpbo_graph(model, energy)
+    n2 = 2 * model.n_vars
+    ref = maximum_flow(csr_matrix(cap.astype(np.int64)), n2, n2 + 1).flow_value
+    assert flow == pytest.approx(ref)
+    reach = np_reachable_from_source(oracle._arc_start, oracle._head, oracle._r_cap,
+                                     oracle._tr_cap)
+    np.testing.assert_array_equal(in_source, reach)
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -279,17 +326,18 @@ def test_bk_maxflow_on_random_graphs(seed):
     sister = np.array([index[a[2], 1 - a[3]] for a in arcs], dtype=np.int32)
     r_cap = np.array([cap[a[0], a[1]] for a in arcs])
     arc_start = np.searchsorted([a[0] for a in arcs], np.arange(n + 1)).astype(np.int32)
-    work = (np.empty(n, np.int8), np.empty(n, np.int8), np.empty(n, np.int32), np.empty(n, np.int8),
-            np.empty(n, np.int64), np.empty(n, np.int32), np.empty(n, np.int8),
-            np.empty(n + 1, np.int32), np.empty(n + 1, np.int32))
-    flow = _oracles.bk_maxflow(arc_start, head, sister, r_cap, tr.copy(), *work)
+    in_source = np.empty(n, np.int8)
+    work = (np.empty(n, np.int32), np.empty(n, np.int8), np.empty(n, np.int64),
+            np.empty(n, np.int32), np.empty(n, np.int8), np.empty(n + 1, np.int32),
+            np.empty(n + 1, np.int32))
+    flow = _oracles.bk_maxflow(arc_start, head, sister, r_cap, tr.copy(), in_source, *work)
     full = np.zeros((n + 2, n + 2))
     full[:n, :n] = cap
     full[n, :n] = np.maximum(tr, 0)
     full[:n, n + 1] = np.maximum(-tr, 0)
     ref = maximum_flow(csr_matrix(full.astype(np.int64)), n, n + 1).flow_value
     assert flow == pytest.approx(ref)
-    side = np.append(work[0].astype(bool), [True, False])
+    side = np.append(in_source.astype(bool), [True, False])
     assert full[side][:, ~side].sum() == pytest.approx(flow)
 
 

@@ -94,12 +94,14 @@ class QPBOOracle(MapOracle):
     """QPBO for binary pairwise models (Kolmogorov & Rother 2007, "Minimizing
     nonsubmodular functions with graph cuts - a review").
 
-    Builds the doubled graph, computes a minimum cut by Boykov-Kolmogorov max-flow and
-    reads the partial labelling x_i = 0 if i ∈ S and ī ∉ S, 1 if i ∉ S and ī ∈ S, where S
-    is the set reachable from the source in the residual graph (weak persistency: the
-    labelled part belongs to some optimal solution; exact on submodular models). The
-    unlabelled variables start from ``init`` (else 0) and are completed by ICM (which
-    moves only on strict improvements, so the result scores at least labelled + start).
+    Builds the doubled graph, computes a minimum cut by Boykov-Kolmogorov max-flow (first
+    on one copy with the submodular terms, then on the whole graph reusing that flow and
+    its search trees, see `fwcore._oracles.qpbo_maxflow`) and reads the partial labelling
+    x_i = 0 if i ∈ S and ī ∉ S, 1 if i ∉ S and ī ∈ S, where S is the set reachable from
+    the source in the residual graph (weak persistency: the labelled part belongs to some
+    optimal solution; exact on submodular models). The unlabelled variables start from
+    ``init`` (else 0) and are completed by ICM (which moves only on strict improvements, so
+    the result scores at least labelled + start).
     The upper bound is the roof dual: -(const + maxflow / 2) >= max score. -inf scores
     get a finite penalty (see `_finite_energy`).
 
@@ -119,24 +121,19 @@ class QPBOOracle(MapOracle):
             raise ValueError("the qpbo oracle's graph would exceed 2**31 arcs or nodes")
         self.max_sweeps = _check_int("max_sweeps", max_sweeps)
         n, n_arcs = model.n_vars, 4 * model.n_edges
-        first = model.adj_first.astype(bool)
-        self._slot_i = np.empty(model.n_edges, dtype=np.int32)
-        self._slot_j = np.empty(model.n_edges, dtype=np.int32)
-        slots = np.arange(2 * model.n_edges, dtype=np.int32)
-        self._slot_i[model.adj_edge[first]] = slots[first]
-        self._slot_j[model.adj_edge[~first]] = slots[~first]
-        # p_i owns the adjacency slots of i, p̄_i the same slots shifted by 2E
+        # p_i owns the adjacency slot range of i, p̄_i the same range shifted by 2E
         self._arc_start = np.concatenate([model.adj_start, 2 * model.n_edges
                                           + model.adj_start[1:]]).astype(np.int32)
+        self._sub_end, self._back = np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32)
         self._head = np.empty(n_arcs, dtype=np.int32)
         self._sister = np.empty(n_arcs, dtype=np.int32)
         self._r_cap = np.empty(n_arcs)
         self._tr_cap = np.empty(2 * n)
-        self._work = (np.empty(2 * n, dtype=np.int8), np.empty(2 * n, dtype=np.int8),
-                      np.empty(2 * n, dtype=np.int32),
-                      np.empty(2 * n, dtype=np.int8), np.empty(2 * n, dtype=np.int64),
-                      np.empty(2 * n, dtype=np.int32), np.empty(2 * n, dtype=np.int8),
-                      np.empty(2 * n + 1, dtype=np.int32), np.empty(2 * n + 1, dtype=np.int32))
+        self._in_source = np.empty(2 * n, dtype=np.int8)
+        self._work = (np.empty(2 * n, dtype=np.int32), np.empty(2 * n, dtype=np.int8),
+                      np.empty(2 * n, dtype=np.int64), np.empty(2 * n, dtype=np.int32),
+                      np.empty(2 * n, dtype=np.int8), np.empty(2 * n + 1, dtype=np.int32),
+                      np.empty(2 * n + 1, dtype=np.int32))
         self.partial_labelling = None
         self.status = None
 
@@ -146,22 +143,12 @@ class QPBOOracle(MapOracle):
         scores = check_scores(m, scores)
         x = _check_init(m, init)
         energy = _finite_energy(m, scores)
-        const, n_nonsub = _oracles.qpbo_build(energy, m.edges, self._slot_i, self._slot_j,
-                                              self._head, self._sister, self._r_cap,
-                                              self._tr_cap)
-        if n_nonsub:
-            flow = _oracles.bk_maxflow(self._arc_start, self._head, self._sister, self._r_cap,
-                                       self._tr_cap, *self._work)
-            s, s_bar = self._work[0][:n].astype(bool), self._work[0][n:].astype(bool)
-        else:
-            # submodular: the copies are disjoint mirrors; solve the first only. Then
-            # ī is reachable from the source in copy 2 iff i reaches the sink in copy 1.
-            k = 2 * m.n_edges
-            flow = 2.0 * _oracles.bk_maxflow(
-                self._arc_start[:n + 1], self._head[:k], self._sister[:k], self._r_cap[:k],
-                self._tr_cap[:n], *[w[:n + 1] if len(w) == 2 * n + 1 else w[:n]
-                                    for w in self._work])
-            s, s_bar = self._work[0][:n].astype(bool), self._work[1][:n].astype(bool)
+        const = _oracles.qpbo_build(energy, m.edges, self._arc_start, self._head,
+                                    self._sister, self._r_cap, self._tr_cap, self._sub_end,
+                                    self._back)
+        flow = _oracles.qpbo_maxflow(self._arc_start, self._sub_end, self._head, self._sister,
+                                     self._r_cap, self._tr_cap, self._in_source, *self._work)
+        s, s_bar = self._in_source[:n].astype(bool), self._in_source[n:].astype(bool)
         labels = np.full(n, -1, dtype=np.int32)
         labels[s & ~s_bar] = 0
         labels[~s & s_bar] = 1
