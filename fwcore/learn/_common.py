@@ -103,6 +103,9 @@ class TRWEntropy:
     def line_derivs(self, theta, tau, d, t):
         return _kernels.trw_line_derivs(theta, tau, d, t, self.weight)
 
+    def fw_vertex(self, decoder, scores):
+        return decoder.vertex(scores)
+
 
 def _node_marginals(decoder, theta, weight, tol):
     mu = fw_marginals(decoder.mrf, theta, weight, decoder, tol=tol)

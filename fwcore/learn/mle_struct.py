@@ -30,7 +30,7 @@ __all__ = ["MLEStruct"]
 def _block_oracle(decoder, theta, tau, entropy):
     """(FW vertex s, gradient g, f) of −<θ, τ> − H_ρ(τ) at τ: s maximises <−g, ·>."""
     f, g = entropy.value_grad(theta, tau)
-    return decoder.vertex(-g), g, f
+    return entropy.fw_vertex(decoder, -g), g, f
 
 
 class _Dual:

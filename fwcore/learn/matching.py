@@ -1,0 +1,266 @@
+"""Perfect-matching models for the learners (MLE-Struct Sec. 4.1-4.2, App. D).
+
+An input is a feature tensor G [n, n, F] (G[i, j] the features of matching i to j), or a
+tuple ``(G, allowed)`` with a boolean [n, n] mask of the graph's edges. The label is a
+matching: for ``graph='bipartite'`` a permutation (row i -> column y[i]); for
+``graph='perfect'`` the mate array of a perfect matching of the (complete or masked)
+graph on n vertices, y[y[i]] = i, with G symmetric in (i, j). Edge weights are linear in
+the parameters, W_ij = <w, G[i, j]> (eq. 11, App. D), so p(y) ∝ exp(Σ_{edges of y} W_e).
+
+Flat layout as in `fwcore.matching`: bipartite edges row-major (n²), general edges i < j
+in ``np.triu_indices`` order. The reweighted entropy is `fwcore.matching.reweighted_entropy`
+(App. C; ρ = 1 Bethe, ρ = 1/2 RW). On a masked graph the edges in no perfect matching are
+clamped at 0 and those in every perfect matching at 1, and τ starts at the average of
+matchings found by the oracle, one with and one without each remaining edge (App. D.3).
+"""
+import numpy as np
+
+from ..matching import (BipartiteMatchingPolytope, PerfectMatchingPolytope,
+                        entropy_line_derivatives, matching_marginals, reweighted_entropy)
+from ..oracles.matching import max_weight_bipartite_matching, max_weight_perfect_matching
+
+__all__ = ["MatchingModel", "MatchingDecoder", "MatchingEntropy", "matching_rho"]
+
+GRAPHS = ("bipartite", "perfect")
+#: contraction of the FW vertices toward the start point (see `MatchingEntropy`)
+DELTA = 1e-3
+
+
+def matching_rho(rho):
+    """ρ of the matching entropy: 'bethe' -> 1, 'rw' or 'trw' -> 1/2 (App. A calls the RW
+    estimator TRW), or a number in [0, 1]."""
+    named = {"bethe": 1.0, "rw": 0.5, "trw": 0.5}
+    if isinstance(rho, str) and rho in named:
+        return named[rho]
+    if isinstance(rho, (int, float)) and not isinstance(rho, bool) and 0.0 <= rho <= 1.0:
+        return float(rho)
+    raise ValueError(f"rho for a matching model must be 'bethe' (1), 'rw'/'trw' (1/2) or a number "
+                     f"in [0, 1]; got {rho!r}")
+
+
+class MatchingDecoder:
+    """Max-weight perfect matching of one example's graph (Hungarian or blossom oracle),
+    returned as a flat 0/1 vertex (``vertex``) or a mate array (``assignment``). Picklable."""
+
+    def __init__(self, graph, n, allowed):
+        self.graph, self.n, self.allowed = graph, n, allowed
+        self.domain = (BipartiteMatchingPolytope(n) if graph == "bipartite"
+                       else PerfectMatchingPolytope(n))
+
+    def assignment(self, scores):
+        W = self.domain.to_matrix(np.asarray(scores, dtype=np.float64))
+        if self.graph == "bipartite":
+            if self.allowed is not None:
+                W = np.where(self.allowed, W, -np.inf)
+            return max_weight_bipartite_matching(W)[0]
+        if self.allowed is not None:  # blossom needs finite weights: any forbidden edge
+            big = self.n * (np.abs(W).max() + 1.0)  # costs more than all allowed ones
+            W = np.where(self.allowed, W, -big)
+        return max_weight_perfect_matching(W)[0]
+
+    def vertex(self, scores):
+        x = np.zeros(self.domain.dim)
+        self.domain.add(x, self.assignment(scores), 1.0)
+        return x
+
+
+class MatchingEntropy:
+    """The block objective −<θ, τ> − H_ρ(τ) of one example (App. D.1), H_ρ over the free
+    (unclamped) edges; clamped edges are constant and get zero entropy gradient.
+
+    ``fw_vertex`` contracts the oracle's matching s to (1 − δ) s + δ τ⁰ (τ⁰ the start point,
+    inside every free edge), i.e. FW runs over M_δ as in Barrier FW with a fixed δ: an exact
+    line search toward a bare vertex can land within 1e-11 of the boundary, where the
+    entropy's curvature stalls FW (D.3: "the curvature is infinite there")."""
+
+    def __init__(self, rho, free, start, delta=DELTA):
+        self.rho, self.free, self.start, self.delta = rho, free, start, delta
+
+    def fw_vertex(self, decoder, scores):
+        return (1.0 - self.delta) * decoder.vertex(scores) + self.delta * self.start
+
+    def value_grad(self, theta, tau):
+        h, gh = reweighted_entropy(tau[self.free], self.rho)
+        g = -np.asarray(theta, dtype=np.float64).copy()
+        g[self.free] -= gh
+        return -float(theta @ tau) - h, g
+
+    def line_derivs(self, theta, tau, d, t):
+        """(φ', φ'') of φ(t) = −<θ, τ + t d> − H_ρ(τ + t d) (App. D.2); φ' = +inf outside
+        the polytope. Clamped edges have d = 0 and drop out."""
+        h1, h2 = entropy_line_derivatives(tau, d, t, self.rho)
+        return -float(theta @ d) - h1, -h2
+
+
+class _Example:
+    __slots__ = ("G", "n", "allowed", "free", "start", "decoder")
+
+
+def _as_pair(x, k):
+    if isinstance(x, tuple):
+        if len(x) != 2:
+            raise TypeError(f"X[{k}] must be a feature array [n, n, F] or a tuple (features, "
+                            f"allowed [n, n] bool); got a tuple of {len(x)}")
+        return x
+    return x, None
+
+
+class MatchingModel:
+    """Linear edge features over perfect matchings (App. D): ``scores`` W = G w, ``features``
+    Φᵀτ = Gᵀτ, plus the oracle, entropy, start point and Hamming loss of each example."""
+
+    def __init__(self, graph, n_features):
+        if graph not in GRAPHS:
+            raise ValueError(f"graph must be one of {GRAPHS}; got {graph!r}")
+        self.graph, self.dim = graph, int(n_features)
+
+    @classmethod
+    def from_data(cls, X, Y, graph):
+        """(model, examples, labels) from training inputs X and matchings Y, validated."""
+        if isinstance(X, np.ndarray) or not hasattr(X, "__len__") or len(X) == 0:
+            raise ValueError("X must be a non-empty list of feature arrays [n, n, F] (or "
+                             "(features, allowed) tuples)")
+        first = np.asarray(_as_pair(X[0], 0)[0])
+        model = cls(graph, first.shape[-1] if first.ndim == 3 else 0)
+        examples = model.check(X)
+        if not hasattr(Y, "__len__") or len(Y) != len(examples):
+            raise ValueError(f"Y must hold one matching per example ({len(examples)}); got "
+                             f"{len(Y) if hasattr(Y, '__len__') else type(Y).__name__}")
+        labels = [model._check_label(y, ex, k) for k, (y, ex) in enumerate(zip(Y, examples))]
+        for ex in examples:
+            model._clamp(ex)
+        return model, examples, labels
+
+    def check(self, X):
+        """Validate inputs: feature arrays [n, n, F] with this model's F (symmetric for
+        'perfect'), optional boolean masks; returns the prepared examples."""
+        if isinstance(X, np.ndarray) or not hasattr(X, "__len__") or len(X) == 0:
+            raise ValueError("X must be a non-empty list of feature arrays [n, n, F]")
+        return [self._prepare(*_as_pair(x, k), k) for k, x in enumerate(X)]
+
+    def _prepare(self, G, allowed, k):
+        G = np.asarray(G)
+        if G.dtype.kind not in "iuf":
+            raise TypeError(f"X[{k}] features must be numeric; got dtype {G.dtype}")
+        G = G.astype(np.float64)
+        if G.ndim != 3 or G.shape[0] != G.shape[1]:
+            raise ValueError(f"X[{k}] features must have shape (n, n, F), square in the first "
+                             f"two axes; got {G.shape}")
+        n = G.shape[0]
+        if G.shape[2] != self.dim:
+            raise ValueError(f"X[{k}] has {G.shape[2]} features; expected {self.dim} (as in "
+                             "the training data)")
+        if not np.isfinite(G).all():
+            raise ValueError(f"X[{k}] features contain NaN or inf; features must be finite")
+        if self.graph == "perfect":
+            if n < 4 or n % 2:
+                raise ValueError(f"X[{k}]: graph='perfect' needs an even n >= 4; got n = {n}")
+            if not np.allclose(G, G.transpose(1, 0, 2), rtol=0, atol=1e-12):
+                raise ValueError(f"X[{k}] features must be symmetric, G[i, j] = G[j, i], for "
+                                 "graph='perfect' (each edge {i, j} has one feature vector)")
+        elif n < 1:
+            raise ValueError(f"X[{k}] is empty")
+        if allowed is not None:
+            allowed = np.asarray(allowed)
+            if allowed.dtype != bool or allowed.shape != (n, n):
+                raise ValueError(f"X[{k}] allowed must be a boolean ({n}, {n}) mask; got dtype "
+                                 f"{allowed.dtype}, shape {allowed.shape}")
+            if self.graph == "perfect" and not np.array_equal(allowed, allowed.T):
+                raise ValueError(f"X[{k}] allowed must be symmetric for graph='perfect'")
+            if allowed.all() or (self.graph == "perfect" and allowed[~np.eye(n, dtype=bool)].all()):
+                allowed = None
+        ex = _Example()
+        ex.n, ex.allowed = n, allowed
+        ex.decoder = MatchingDecoder(self.graph, n, allowed)
+        dom = ex.decoder.domain
+        ex.G = G.reshape(n * n, -1) if self.graph == "bipartite" else G[dom.iu]
+        ex.free = np.ones(dom.dim, dtype=bool)
+        ex.start = dom.u0
+        return ex
+
+    def _check_label(self, y, ex, k):
+        y = np.asarray(y)
+        if y.dtype.kind not in "iu":
+            raise TypeError(f"Y[{k}] must be an integer array (the matching); got dtype {y.dtype}")
+        n = ex.n
+        if y.shape != (n,):
+            raise ValueError(f"Y[{k}] must have shape ({n},), the mate of each of the {n} "
+                             f"vertices; got {y.shape}")
+        if self.graph == "bipartite":
+            if not np.array_equal(np.sort(y), np.arange(n)):
+                raise ValueError(f"Y[{k}] must be a permutation of 0..{n - 1} (row i matched to "
+                                 f"column Y[i]); got {y}")
+        elif (y.min() < 0 or y.max() >= n or (y == np.arange(n)).any()
+              or not np.array_equal(y[y], np.arange(n))):
+            raise ValueError(f"Y[{k}] must be a perfect matching: a mate array with "
+                             f"Y[Y[i]] = i != i; got {y}")
+        if ex.allowed is not None and not ex.allowed[np.arange(n), y].all():
+            raise ValueError(f"Y[{k}] uses an edge outside the graph (allowed is False there)")
+        return y.astype(np.int64)
+
+    def _clamp(self, ex):
+        """App. D.3 on a masked graph: for each edge, one perfect matching containing it and
+        one avoiding it (oracle calls with weight ±1 on the edge); edges found in none / all
+        are clamped, the average of the matchings found is the start point."""
+        if ex.allowed is None:
+            return
+        dom = ex.decoder.domain
+        edges = np.flatnonzero(dom.edge_weights(ex.allowed))
+        found = []
+        seen_in = np.zeros(dom.dim, dtype=bool)
+        seen_out = np.zeros(dom.dim, dtype=bool)
+        for e in edges:
+            for sign, seen in ((1.0, seen_in), (-1.0, seen_out)):
+                if seen[e]:
+                    continue
+                s = np.zeros(dom.dim)
+                s[e] = sign
+                v = ex.decoder.vertex(s)
+                found.append(v)
+                seen_in |= v > 0.5
+                seen_out |= v < 0.5
+        ex.start = np.mean(found, axis=0)
+        ex.free = seen_in & seen_out
+
+    def scores(self, ex, w):
+        """Flat edge weights W = G w."""
+        return ex.G @ w
+
+    def features(self, ex, mu):
+        """Gᵀμ, the expected features under edge marginals μ (App. D.1)."""
+        return ex.G.T @ mu
+
+    def truth(self, ex, y):
+        x = np.zeros(ex.decoder.domain.dim)
+        ex.decoder.domain.add(x, y, 1.0)
+        return x
+
+    def start(self, ex):
+        return np.array(ex.start, dtype=np.float64)
+
+    def decoder(self, ex):
+        return ex.decoder
+
+    def entropy(self, ex, rho):
+        return MatchingEntropy(matching_rho(rho), ex.free, ex.start)
+
+    def hamming(self, ex, y):
+        """a with <a, μ(y')> = the fraction of vertices (rows) whose mate differs from y."""
+        per_edge = 1.0 if self.graph == "bipartite" else 2.0
+        return (1.0 - self.truth(ex, y)) * per_edge / ex.n
+
+    def marginals(self, examples, w, rho, tol, executor=None):
+        """Edge marginals [n, n] by `fwcore.matching.matching_marginals` at W = G w."""
+        for k, ex in enumerate(examples):
+            if ex.allowed is not None:
+                raise ValueError(f"X[{k}] has an edge mask; predict_marginals supports complete "
+                                 "graphs only (matching_marginals takes no mask)")
+        graph = "bipartite" if self.graph == "bipartite" else "general"
+        Ws = [ex.decoder.domain.to_matrix(self.scores(ex, w)) for ex in examples]
+        n = len(Ws)
+        args = (Ws, [graph] * n, [matching_rho(rho)] * n, [tol] * n)
+        return list((executor.map if executor is not None else map)(_marginals, *args))
+
+
+def _marginals(W, graph, rho, tol):
+    return matching_marginals(W, graph=graph, rho=rho, tol=tol).marginals
