@@ -187,7 +187,7 @@ def _parser():
                      help="initial edge appearance probabilities (default matrix-tree)")
     inf.add_argument("--rho-updates", type=int, default=10, metavar="N",
                      help="outer updates of the edge appearance probabilities (default 10)")
-    inf.add_argument("--tol", type=float, default=0.5, help="FW gap tolerance in nats (default 0.5)")
+    inf.add_argument("--tol", type=float, default=0.1, help="FW gap tolerance in nats (default 0.1)")
     inf.add_argument("--local-search", action="store_true",
                      help="extra ICM-driven FW steps after each correction (large models)")
     inf.add_argument("--max-time", type=float, metavar="SECONDS",

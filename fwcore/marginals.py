@@ -327,7 +327,7 @@ def _result(model, mu, rho, primal, gap, bound, certified, delta, calls, icm_cal
 # -- Barrier FW ---------------------------------------------------------------------------
 
 def infer(model, *, oracle="exact", domain="marginal", delta="adaptive", delta_init=1e-3,
-          correction=True, local_search=False, rho="matrix-tree", rho_updates=10, tol=0.5,
+          correction=True, local_search=False, rho="matrix-tree", rho_updates=10, tol=0.1,
           max_iter=1000, max_time=None, callback=None, seed=None, verbose=False):
     """Marginals and an upper bound on log Z by Barrier Frank-Wolfe (Barrier FW Alg. 2).
 
@@ -344,7 +344,8 @@ def infer(model, *, oracle="exact", domain="marginal", delta="adaptive", delta_i
     rho : "matrix-tree" (uniform spanning trees), "coupling" (trees weighted by edge coupling
         strength, the paper code's choice), "uniform", or an array in the spanning-tree
         polytope. rho_updates : outer FW steps on rho (Alg. 2 lines 20-23).
-    tol : FW gap (nats, absolute) ending each inner run; max_iter : FCFW iterations per
+    tol : FW gap (nats, absolute) ending each inner run (the paper used 0.5; 0.1 measured
+        better marginals and bounds on its instances for about 1.5x the MAP calls); max_iter : FCFW iterations per
         inner run; max_time (seconds) and ``callback(record)`` returning False stop with the
         best iterate so far (status max_time / interrupted).
 
