@@ -8,20 +8,19 @@ For every class, every parameter combination: `setup`, then each `time_*` method
 the median of repeated runs, each `track_*` value, and each `peakmem_*` peak (tracemalloc,
 Python-level allocations incl. numpy). Prints one table per class.
 """
+import importlib
+import inspect
+import itertools
 import os
+import statistics
+import sys
+import time
+import tracemalloc
+from pathlib import Path
 
-# single-threaded BLAS: timings compare algorithms, not thread scheduling on a busy machine
+# single-threaded BLAS (set before the benchmark modules import numpy): timings compare
+# algorithms, not thread scheduling on a busy machine
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
-import importlib  # noqa: E402
-import inspect  # noqa: E402
-import itertools  # noqa: E402
-import statistics  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-import tracemalloc  # noqa: E402
-from pathlib import Path  # noqa: E402
-
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
