@@ -78,3 +78,13 @@ def test_cli_map_writes_the_optimum(tmp_path, capsys):
     assert np.isclose(model.score(fwcore.read_map(f"{out}.MAP")), fwcore.exact_map(model).score)
     assert main(["map", str(DATA / "grid5x5.uai"), "--method", "nope"]) == 2
     assert "valid" in capsys.readouterr().err
+
+
+def test_readme_python_blocks_run():
+    import re
+    text = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert blocks
+    namespace = {}  # later blocks use the names of earlier ones
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), namespace)
