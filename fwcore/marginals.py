@@ -37,9 +37,8 @@ _DOMAINS = ("marginal", "local")
 _RHO_NAMES = ("matrix-tree", "coupling", "uniform")
 #: MFW correction budget and tolerance schedule (paper code: <= 100 steps, 0.05 / 0.5)
 _INNER_MAX_ITER = 100
-#: correct after every FW step (1) or every k-th; keep delta across rho updates or reset it
+#: correct after every FW step (1) or every k-th
 _CORRECT_EVERY = 1
-_CARRY_DELTA = True
 #: ICM sweeps per local-search vertex and local-search steps when ``local_search=True``
 _ICM_SWEEPS = 100
 _LOCAL_STEPS = 30
@@ -379,10 +378,12 @@ def infer(model, *, oracle="exact", domain="marginal", delta="adaptive", delta_i
         if left is not None and left <= 0:
             status = Status.MAX_TIME
             break
+        # warm start from the last active set; delta carries over (the paper code also
+        # halved it after each inner run: measured, no better marginals and more MAP calls)
         init = None if res is None else (res.atoms, res.weights)
         res = frank_wolfe(objective, dom, variant="fcfw", tol=tol, max_iter=max_iter,
                           max_time=left, callback=recorder, init=init,
-                          delta=res.delta if res is not None and _CARRY_DELTA else delta0,
+                          delta=delta0 if res is None else res.delta,
                           delta_rule=adaptive_delta if adaptive else None,
                           inner_max_iter=_INNER_MAX_ITER if correction else 0,
                           inner_tol=_inner_tol, correct_every=_CORRECT_EVERY, initial_correction=correction and res is not None,
