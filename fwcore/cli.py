@@ -27,21 +27,27 @@ def _print_marginals(node_marginals, limit, out):
 
 def _cmd_exact(args):
     from .exact import exact_inference
-    from .uai import write_mar, write_pr
     model = _load(args)
     t0 = time.perf_counter()
     res = exact_inference(model, memory_limit=int(args.memory_limit * 2**20))
     seconds = time.perf_counter() - t0
-    print(f"{args.model}: {model.n_vars} variables, {model.n_edges} edges")
-    print(f"exact inference ({res.method}) in {seconds:.3f} s")
-    print(f"log Z = {res.log_z:.10g}")
-    print("node marginals P(x_i = 0), P(x_i = 1), ...:")
-    _print_marginals(res.node_marginals, None if args.all else 20, sys.stdout)
-    if args.out:
-        write_mar(args.out + ".MAR", res.node_marginals)
-        write_pr(args.out + ".PR", res.log_z)
-        print(f"wrote {args.out}.MAR and {args.out}.PR")
+    _report(args, model, [f"exact inference ({res.method}) in {seconds:.3f} s",
+                          f"log Z = {res.log_z:.10g}"], res.node_marginals, res.log_z)
     return 0
+
+
+def _report(args, model, lines, node_marginals, log_z):
+    """Print a summary and the marginals; with --out write PREFIX.MAR and PREFIX.PR."""
+    from .uai import write_mar, write_pr
+    print(f"{args.model}: {model.n_vars} variables, {model.n_edges} edges")
+    for line in lines:
+        print(line)
+    print("node marginals P(x_i = 0), P(x_i = 1), ...:")
+    _print_marginals(node_marginals, None if args.all else 20, sys.stdout)
+    if args.out:
+        write_mar(args.out + ".MAR", node_marginals)
+        write_pr(args.out + ".PR", log_z)
+        print(f"wrote {args.out}.MAR and {args.out}.PR")
 
 
 class _Progress:
@@ -82,7 +88,6 @@ class _Progress:
 
 def _cmd_infer(args):
     from .marginals import infer
-    from .uai import write_mar, write_pr
     model = _load(args)
     oracle = args.oracle if not args.oracle_options else (args.oracle, _options(args.oracle_options))
     progress = _Progress(args.rho_updates + 1, not args.quiet)
@@ -92,19 +97,14 @@ def _cmd_infer(args):
                     max_time=args.max_time, seed=args.seed, callback=progress)
     finally:
         progress.close()
-    print(f"{args.model}: {model.n_vars} variables, {model.n_edges} edges")
-    print(f"Barrier FW over the {args.domain} polytope, oracle {args.oracle}: {res.time:.3f} s, "
-          f"{res.n_oracle_calls} MAP calls, {res.n_rho_updates} rho updates, status "
-          f"{res.status.value}")
     kind = "certified" if res.certified else "not certified (approximate oracle)"
-    print(f"TRW objective = {res.primal:.10g}, FW gap = {res.gap:.3g}")
-    print(f"log Z <= {res.log_z_upper:.10g}  ({kind})")
-    print("node marginals P(x_i = 0), P(x_i = 1), ...:")
-    _print_marginals(res.node_marginals, None if args.all else 20, sys.stdout)
-    if args.out:
-        write_mar(args.out + ".MAR", res.node_marginals)
-        write_pr(args.out + ".PR", res.log_z_upper)
-        print(f"wrote {args.out}.MAR and {args.out}.PR (the log Z upper bound)")
+    _report(args, model, [
+        f"Barrier FW over the {args.domain} polytope, oracle {args.oracle}: {res.time:.3f} s, "
+        f"{res.n_oracle_calls} MAP calls, {res.n_rho_updates} rho updates, status "
+        f"{res.status.value}",
+        f"TRW objective = {res.primal:.10g}, FW gap = {res.gap:.3g}",
+        f"log Z <= {res.log_z_upper:.10g}  ({kind}; written to .PR)"], res.node_marginals,
+        res.log_z_upper)
     return 0
 
 

@@ -4,24 +4,12 @@ and the learned marginals' confidence. Runs in a few seconds."""
 import numpy as np
 
 from fwcore.learn import MLEStruct, SSVM
-
-
-def point_sets(M, N=10, noise=0.03, seed=0):
-    rng = np.random.default_rng(seed)
-    X, Y = [], []
-    for _ in range(M):
-        p = rng.random((N, 2))
-        y = rng.permutation(N)
-        q = np.empty_like(p)
-        q[y] = p + noise * rng.normal(size=p.shape)
-        X.append(-(p[:, None, :] - q[None, :, :]) ** 2)
-        Y.append(y)
-    return X, Y
+from fwcore.learn.datasets import noisy_point_matching
 
 
 if __name__ == "__main__":
-    X, Y = point_sets(10, seed=0)
-    Xt, Yt = point_sets(10, seed=1)
+    X, Y = noisy_point_matching(10, seed=0)
+    Xt, Yt = noisy_point_matching(10, seed=1)
     for name, model in (("MLEStruct (Bethe)", MLEStruct(reg=0.01, rho="bethe", model="bipartite", max_iter=30)),
                         ("SSVM", SSVM(reg=0.01, model="bipartite", max_iter=30))):
         model.fit(X, Y)

@@ -9,6 +9,7 @@ import pytest
 from scipy.optimize import minimize
 
 from fwcore.matching import exact_matching_marginals, matching_marginals
+from fwcore.learn.datasets import noisy_point_matching
 from fwcore.learn.matching import MatchingModel
 from fwcore.learn.mle_struct import MLEStruct
 from fwcore.learn.ssvm import SSVM
@@ -158,24 +159,9 @@ def test_ssvm_gap_is_primal_minus_dual(algorithm):
     assert np.isclose(brute_ssvm_primal(s, X, Y) - s.dual_objective_, s.dual_gap_)
 
 
-def points_data(M, N=6, noise=0.01, seed=0):
-    """Point sets and a noisy permuted copy: feature −|p_i − q_j|² per coordinate, truth
-    the permutation (separable)."""
-    rng = np.random.default_rng(seed)
-    X, Y = [], []
-    for _ in range(M):
-        p = rng.random((N, 2))
-        y = rng.permutation(N)
-        q = np.empty_like(p)
-        q[y] = p + noise * rng.normal(size=p.shape)
-        X.append(-(p[:, None, :] - q[None, :, :]) ** 2)
-        Y.append(y)
-    return X, Y
-
-
 def test_ssvm_and_mle_learn_a_separable_problem():
-    X, Y = points_data(6, seed=0)
-    Xt, Yt = points_data(6, seed=1)
+    X, Y = noisy_point_matching(6, n_points=6, noise=0.01, seed=0)
+    Xt, Yt = noisy_point_matching(6, n_points=6, noise=0.01, seed=1)
     for m in (SSVM(reg=0.01, model="bipartite", max_iter=50),
               MLEStruct(reg=0.01, rho="bethe", model="bipartite", max_iter=50)):
         m.fit(X, Y)

@@ -1,0 +1,102 @@
+"""Point-set matching features for learning graph matching (MLE-Struct Sec. 4.1.2; the
+setup of Caetano et al. 2009 on the CMU house and hotel sequences).
+
+Each point gets two translation- and scale-invariant descriptors of where the other points
+lie, distances divided by the set's mean pairwise distance:
+
+* `shape_context`: a log-polar histogram (Belongie et al. 2002) of the other points'
+  relative positions, ``n_radial`` log-spaced rings from 1/8 to 2 (nearer or farther
+  points go in the first or last ring) times ``n_angular`` sectors, as fractions;
+* `distance_profile`: ``n_quantiles`` evenly spaced quantiles of the distances to the
+  other points.
+
+`matching_features` turns them into the edge features [n, m, F] of a bipartite matching
+model (`fwcore.learn.matching`): for point i of frame P and point j of frame Q, one
+feature per ring, −χ²(ring of SC_i, ring of SC_j), then one per quantile,
+−|d_i(q) − d_j(q)|, so F = n_radial + n_quantiles and every feature is 0 for identical
+descriptors.
+"""
+import numbers
+
+import numpy as np
+
+__all__ = ["shape_context", "distance_profile", "matching_features"]
+
+#: inner and outer ring radii of the shape context, in mean pairwise distances
+R_INNER, R_OUTER = 0.125, 2.0
+
+
+def _check_points(points, name):
+    p = np.asarray(points)
+    if p.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be a numeric array of shape (n, 2); got dtype {p.dtype}")
+    p = p.astype(np.float64)
+    if p.ndim != 2 or p.shape[1] != 2 or p.shape[0] < 2:
+        raise ValueError(f"{name} must have shape (n, 2) with n >= 2 points (one 'x y' row "
+                         f"each); got shape {p.shape}")
+    if not np.isfinite(p).all():
+        raise ValueError(f"{name} contains NaN or inf; coordinates must be finite")
+    return p
+
+
+def _check_count(name, value):
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive integer; got {value!r}")
+    return int(value)
+
+
+def _normalised_offsets(p, name):
+    """Offsets p_j − p_i [n, n, 2] and distances [n, n] over the mean pairwise distance."""
+    diff = p[None, :, :] - p[:, None, :]
+    dist = np.hypot(diff[..., 0], diff[..., 1])
+    n = len(p)
+    scale = dist.sum() / (n * (n - 1))
+    if scale <= 0.0:
+        raise ValueError(f"{name}: all points coincide; the scale (mean pairwise distance) is 0")
+    return diff / scale, dist / scale
+
+
+def shape_context(points, n_radial=5, n_angular=12):
+    """Log-polar histograms [n, n_radial, n_angular] of the other points' positions relative
+    to each point (fractions of the n − 1 others, rows sum to 1)."""
+    p = _check_points(points, "points")
+    n_radial, n_angular = _check_count("n_radial", n_radial), _check_count("n_angular", n_angular)
+    diff, dist = _normalised_offsets(p, "points")
+    n = len(p)
+    inner = np.geomspace(R_INNER, R_OUTER, n_radial + 1)[1:-1]  # ring boundaries
+    ring = np.searchsorted(inner, dist)
+    angle = np.arctan2(diff[..., 1], diff[..., 0]) % (2 * np.pi)
+    sector = np.minimum((angle * n_angular / (2 * np.pi)).astype(np.int64), n_angular - 1)
+    hist = np.zeros((n, n_radial * n_angular))
+    rows, cols = np.nonzero(~np.eye(n, dtype=bool))
+    np.add.at(hist, (rows, ring[rows, cols] * n_angular + sector[rows, cols]), 1.0 / (n - 1))
+    return hist.reshape(n, n_radial, n_angular)
+
+
+def distance_profile(points, n_quantiles=5):
+    """Quantiles [n, n_quantiles] at levels 0, 1/(q−1), ..., 1 (0.5 if q = 1) of each point's
+    distances to the others, in mean pairwise distances."""
+    p = _check_points(points, "points")
+    n_quantiles = _check_count("n_quantiles", n_quantiles)
+    _, dist = _normalised_offsets(p, "points")
+    n = len(p)
+    others = dist[~np.eye(n, dtype=bool)].reshape(n, n - 1)
+    levels = np.linspace(0.0, 1.0, n_quantiles) if n_quantiles > 1 else np.array([0.5])
+    return np.quantile(others, levels, axis=1).T
+
+
+def _chi2(a, b):
+    """½ Σ (a − b)² / (a + b) over the last axis, 0/0 = 0."""
+    s = a + b
+    return 0.5 * np.sum(np.divide((a - b) ** 2, s, out=np.zeros_like(s), where=s > 0), axis=-1)
+
+
+def matching_features(P, Q, n_radial=5, n_angular=12, n_quantiles=5):
+    """Edge features G [n, m, n_radial + n_quantiles] for matching point i of P to point j
+    of Q: −χ² per shape-context ring, then −|difference| per distance quantile."""
+    P, Q = _check_points(P, "P"), _check_points(Q, "Q")
+    sp, sq = shape_context(P, n_radial, n_angular), shape_context(Q, n_radial, n_angular)
+    dp, dq = distance_profile(P, n_quantiles), distance_profile(Q, n_quantiles)
+    rings = -_chi2(sp[:, None], sq[None, :])
+    dists = -np.abs(dp[:, None, :] - dq[None, :, :])
+    return np.concatenate([rings, dists], axis=2)
