@@ -42,8 +42,10 @@ def test_cli_reports_bad_files_without_a_traceback(tmp_path, capsys):
     assert "error" in err and "bad.uai" in err
 
 
-def test_python_m_fwcore_help():
-    res = subprocess.run([sys.executable, "-m", "fwcore", "--help"], capture_output=True, text=True)
+def test_python_m_fwcore_help(tmp_path):
+    # run outside the source tree, so that the installed package (with its kernels) is used
+    res = subprocess.run([sys.executable, "-m", "fwcore", "--help"], capture_output=True,
+                         text=True, cwd=tmp_path)
     assert res.returncode == 0 and "exact" in res.stdout
 
 
