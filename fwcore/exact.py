@@ -61,7 +61,7 @@ def exact_inference(model, method="auto", memory_limit=2**31):
     if method == "bruteforce":
         log_z, mu = _bruteforce_marginals(model)
     else:
-        plan = _Plan(model, memory_limit)
+        plan = EliminationPlan(model, memory_limit)
         info = plan.info()
         log_z, mu = _elimination_marginals(model, plan)
     nodes, edges = model.split_marginals(mu)
@@ -80,7 +80,7 @@ def exact_map(model, method="auto", memory_limit=2**31):
     if method == "bruteforce":
         x = _bruteforce_map(model)
     else:
-        x = _elimination_map(model, _Plan(model, memory_limit))
+        x = _elimination_map(model, EliminationPlan(model, memory_limit))
     score = float(model.score(x))
     return MapResult(assignment=x, score=score, upper_bound=score, status=Status.CONVERGED,
                      time=time.perf_counter() - t0, method=method)
@@ -244,7 +244,7 @@ def _eliminate(model, order):
     return sep
 
 
-class _Plan:
+class EliminationPlan:
     """The clique tree of an elimination order: for each variable v its clique C_v (a
     variable tuple), its separator S_v, its parent clique and children, and the factors it
     owns (θ_v and the edges whose first-eliminated end is v), whose joint scope is
@@ -290,6 +290,10 @@ class _Plan:
                 f"takes {8 * self.max_table} bytes (induced width {self.width}) and the stored "
                 f"messages {8 * self.message_entries} bytes, over memory_limit={memory_limit}; "
                 f"raise memory_limit if the machine has the memory")
+
+    def map(self, model):
+        """A MAP assignment of ``model`` (same graph and cardinalities as the plan's)."""
+        return _elimination_map(model, self)
 
     def info(self):
         return {"induced_width": self.width, "max_table_bytes": 8 * self.max_table,

@@ -4,6 +4,7 @@ import time as _time
 
 import numpy as np
 
+from .exact import EliminationPlan
 from .model import PairwiseMRF
 from .oracles.base import _REGISTRY, available_oracles, make_oracle
 from .oracles._common import check_positive
@@ -13,14 +14,24 @@ __all__ = ["infer_map"]
 
 #: "auto" enumerates models with at most this many assignments
 AUTO_BRUTEFORCE_STATES = 2**12
+AUTO_ELIMINATION_VARS = 1000
+AUTO_ELIMINATION_BYTES = 2**26
 
 
 def _auto_method(model):
-    """tree on a forest; bruteforce when prod(card) <= AUTO_BRUTEFORCE_STATES; else ilp."""
+    """tree on a forest; bruteforce when prod(card) <= AUTO_BRUTEFORCE_STATES; elimination
+    when at most AUTO_ELIMINATION_VARS variables and its tables fit AUTO_ELIMINATION_BYTES
+    (ordering a larger graph costs seconds); else ilp."""
     if model.n_edges == model.n_vars - model.n_components():
         return "tree"
     if np.log2(model.card.astype(np.float64)).sum() <= np.log2(AUTO_BRUTEFORCE_STATES):
         return "bruteforce"
+    if model.n_vars <= AUTO_ELIMINATION_VARS:
+        try:
+            EliminationPlan(model, AUTO_ELIMINATION_BYTES)
+            return "elimination"
+        except ValueError:
+            pass
     return "ilp"
 
 

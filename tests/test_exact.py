@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import fwcore.exact as exact
-from fwcore.exact import _Plan, exact_inference, exact_map
+from fwcore.exact import EliminationPlan, exact_inference, exact_map
 from fwcore.generators import complete, grid, potts_grid
 from fwcore.model import PairwiseMRF
 from fwcore.results import MapResult, Status
@@ -170,7 +170,7 @@ def test_map_result_record():
 def test_grid_order_keeps_width_near_treewidth():
     """On a long grid the chosen order's induced width stays near the short side (min-fill
     alone can do much worse on grids)."""
-    plan = _Plan(grid(8, 30), memory_limit=2**40)
+    plan = EliminationPlan(grid(8, 30), memory_limit=2**40)
     assert plan.width <= 9
 
 

@@ -17,7 +17,7 @@ from .base import MapOracle, register_oracle
 from ._common import (check_model, check_positive, check_scores, local_polytope_constraints,
                       lp_objective, node_argmax)
 
-__all__ = ["BruteForceOracle", "TreeOracle", "ILPOracle", "Toulbar2Oracle"]
+__all__ = ["BruteForceOracle", "EliminationOracle", "TreeOracle", "ILPOracle", "Toulbar2Oracle"]
 
 _INSTEAD = "use 'ilp' (HiGHS) or 'toulbar2' instead"
 
@@ -49,6 +49,32 @@ class BruteForceOracle(MapOracle):
         except ValueError:                   # every assignment has score −inf
             return np.zeros(self.model.n_vars, dtype=np.int64), -np.inf
         return res.assignment, float(res.score)
+
+
+@register_oracle
+class EliminationOracle(MapOracle):
+    """Max-product variable elimination (`fwcore.exact`) on a clique tree built once for the
+    model's graph: exact, and fast when the induced width is small. ``memory_limit``
+    (bytes, default 2**28) caps its tables; a larger need raises ValueError at construction."""
+
+    name = "elimination"
+    exact = True
+
+    def __init__(self, model, memory_limit=2**28):
+        from ..exact import EliminationPlan
+        super().__init__(check_model(model, "the elimination oracle"))
+        memory_limit = check_positive("memory_limit", memory_limit, allow_none=False)
+        self.plan = EliminationPlan(model, memory_limit)
+        self.status = None
+
+    def _argmax(self, scores, init):
+        self.status = Status.CONVERGED
+        model = self.model.with_theta(check_scores(self.model, scores))
+        try:
+            x = self.plan.map(model)
+        except ValueError:                   # every assignment has score −inf
+            return np.zeros(model.n_vars, dtype=np.int64), -np.inf
+        return x, float(model.score(x))
 
 
 @register_oracle
