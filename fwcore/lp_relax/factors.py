@@ -5,12 +5,14 @@ A factor θ_c over the variables ``scope`` is known only through ``potential(x)`
 enumerated. The global cardinality factor of Smooth and Strong Sec. 5 (Li and Zemel 2014)
 maximises in O(m log m) by sorting.
 """
+import abc
+
 import numpy as np
 
 __all__ = ["Factor", "CardinalityFactor"]
 
 
-class Factor:
+class Factor(abc.ABC):
     """A higher-order region over ``scope`` (distinct variable indices).
 
     Subclasses implement ``potential(x)`` (θ_c of a scope assignment) and
@@ -28,11 +30,13 @@ class Factor:
             raise ValueError("scope must not repeat a variable")
         self.scope = scope.astype(np.int64)
 
+    @abc.abstractmethod
     def potential(self, x):
-        raise NotImplementedError
+        """θ_c(x) for an assignment x of the scope."""
 
+    @abc.abstractmethod
     def maximize(self, scores):
-        raise NotImplementedError
+        """argmax_x θ_c(x) + Σ_j scores[j, x_j] over assignments x of the scope."""
 
     def max_marginals(self, scores):
         """out[i, k] = max over x with x_i = k of θ_c(x) + Σ_j scores[j, x_j]."""
