@@ -218,11 +218,30 @@ class _LocalPolytope:
 def _check_model(model):
     if not isinstance(model, PairwiseMRF):
         raise TypeError(f"model must be a fwcore.PairwiseMRF; got {type(model).__name__}")
-    if not np.isfinite(model.theta).all():
-        raise ValueError("marginal inference needs finite log-potentials (the TRW objective is "
-                         "evaluated at the uniform point u0); replace -inf by a large negative "
-                         "number such as -50")
     return model
+
+
+def _finite_penalty(model):
+    """The model with each impossible state (theta = -inf) given a finite log-potential low
+    enough that it changes log Z by at most e^-50: the TRW objective must be finite at u0.
+
+    Raising potentials only raises log Z, so an upper bound for this model bounds the
+    original's; an assignment that uses a penalised entry scores at least
+    50 + log(#assignments) below every feasible one. Marginals then put mass <= delta on
+    impossible states (the contraction)."""
+    theta = model.theta
+    impossible = np.isneginf(theta)
+    if not impossible.any():
+        return model
+    spread = 0.0
+    for lo, hi in zip(np.concatenate([model.node_off[:-1], model.edge_off[:-1]]),
+                      np.concatenate([model.node_off[1:], model.edge_off[1:]])):
+        block = theta[lo:hi][np.isfinite(theta[lo:hi])]
+        if block.size:
+            spread += float(block.max() - block.min())
+    floor = float(theta[~impossible].min()) if (~impossible).any() else 0.0
+    log_states = float(np.log(model.card.astype(np.float64)).sum())
+    return model.with_theta(np.where(impossible, floor - 2.0 * spread - 50.0 - log_states, theta))
 
 
 def _real(name, value, lo, hi=math.inf, lo_open=True, optional=False, integer=False):
@@ -352,6 +371,9 @@ def infer(model, *, oracle="exact", domain="marginal", delta="adaptive", delta_i
         inner run; max_time (seconds) and ``callback(record)`` returning False stop with the
         best iterate so far (status max_time / interrupted).
 
+    Impossible states (theta = -inf) get a finite penalty that changes log Z by at most
+    e^-50 (`_finite_penalty`), so the bound stays valid for the given model.
+
     The bound: TRW(mu) + kappa - <theta~, mu> with theta~ = -grad f(mu) and kappa the
     oracle's bound on max <theta~, v> (exact oracle: the MAP score, i.e. TRW + gap; Barrier
     FW App. J, eq. 25); ``certified`` is False for an oracle without a bound. With an exact
@@ -359,7 +381,7 @@ def infer(model, *, oracle="exact", domain="marginal", delta="adaptive", delta_i
     a bound, and ``log_z_upper`` is the least of them (so it may be below primal + gap).
     """
     t0 = time.perf_counter()
-    model = _check_model(model)
+    model = _finite_penalty(_check_model(model))
     delta0, adaptive = _check_delta(delta, delta_init)
     tol = _real("tol", tol, 0.0)
     max_iter = _real("max_iter", max_iter, 0, lo_open=False, integer=True)

@@ -163,8 +163,27 @@ def test_bad_arguments():
         infer("model.uai")
     with pytest.raises(TypeError, match="callback"):
         infer(model, callback=3)
-    inf_model = PairwiseMRF([2, 2], [[0.0, -np.inf], [0.0, 0.0]], [(0, 1)], [np.zeros((2, 2))])
-    with pytest.raises(ValueError, match="finite"):
-        infer(inf_model)
     with pytest.raises(ValueError, match="damping"):
         trbp(model, damping=1.0)
+
+
+def test_impossible_states():
+    """-inf log-potentials: exact on a tree, a valid bound on a loopy model, and the
+    impossible states keep (at most contraction-sized) zero mass."""
+    rng = np.random.default_rng(0)
+    card, edges = [2, 3, 3, 2], [(0, 1), (1, 2), (1, 3)]
+    unary = [rng.normal(size=c) for c in card]
+    tables = [rng.normal(size=(card[i], card[j])) for i, j in edges]
+    tables[0][0, 1] = tables[1][2, 0] = unary[2][1] = -np.inf
+    tree = PairwiseMRF(card, unary, edges, tables)
+    ex = exact_inference(tree)
+    res = infer(tree, tol=1e-6)
+    assert res.certified and abs(res.log_z_upper - ex.log_z) < 1e-6
+    np.testing.assert_allclose(res.mu, ex.mu, atol=1e-5)
+    loopy = PairwiseMRF(card, unary, edges + [(0, 3), (2, 3)],
+                        tables + [np.array([[0.0, -np.inf], [1.0, 0.5]]), rng.normal(size=(3, 2))])
+    ex = exact_inference(loopy)
+    for res in (infer(loopy), infer(loopy, domain="local")):
+        assert res.certified and res.log_z_upper >= ex.log_z - 1e-9
+        assert res.mu[np.isneginf(loopy.theta)].max() <= 1e-3
+    assert trbp(loopy).mu[np.isneginf(loopy.theta)].max() == 0.0
