@@ -143,8 +143,17 @@ class _MarginalPolytope:
         self._last = None
         self._rng = np.random.default_rng(seed)
         self._warm = not getattr(oracle, "exact", False)
+        self.deadline, self._own_limit = None, getattr(oracle, "time_limit", None)
+
+    def cap_time(self):
+        """Hand the time left before ``deadline`` (None: no deadline) to an oracle that
+        takes a ``time_limit``, so that one oracle call cannot overrun ``max_time``."""
+        if self.deadline is not None and hasattr(self.oracle, "time_limit"):
+            left = max(self.deadline - time.perf_counter(), 1e-2)
+            self.oracle.time_limit = left if self._own_limit is None else min(left, self._own_limit)
 
     def lmo(self, g):
+        self.cap_time()
         init = self._last if self._warm else None
         self._last = self.oracle.argmax(-g, init=init) if init is not None else self.oracle.argmax(-g)
         return self._last
@@ -172,14 +181,14 @@ class _MarginalPolytope:
 
     def max_score(self, scores):
         """(max score or its certified bound, certified?) for the App. J bound."""
+        self.cap_time()
         s = self.oracle.argmax(scores)
         score = float(self.inner(scores, s[None, :])[0])
         kappa = self.oracle.upper_bound()
-        if getattr(self.oracle, "exact", False):
-            return max(score, kappa if kappa is not None else score), True
         if kappa is not None and math.isfinite(kappa):
             return max(score, float(kappa)), True
-        return score, False
+        finished = getattr(self.oracle, "status", None) is not Status.MAX_TIME
+        return score, bool(getattr(self.oracle, "exact", False) and finished)
 
 
 class _LocalPolytope:
@@ -391,6 +400,8 @@ def infer(model, *, oracle="exact", domain="marginal", delta="adaptive", delta_i
         _real("local_search", local_search, 0, lo_open=False, integer=True)
     rho = _initial_rho(model, rho)
     dom = _make_domain(model, oracle, domain, seed)
+    if max_time is not None and hasattr(dom, "cap_time"):
+        dom.deadline = t0 + max_time
     if local_steps and domain == "local":
         raise ValueError("local_search applies to domain='marginal' only")
     recorder = _Recorder(callback, bool(verbose), t0)

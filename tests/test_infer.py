@@ -187,3 +187,12 @@ def test_impossible_states():
         assert res.certified and res.log_z_upper >= ex.log_z - 1e-9
         assert res.mu[np.isneginf(loopy.theta)].max() <= 1e-3
     assert trbp(loopy).mu[np.isneginf(loopy.theta)].max() == 0.0
+
+
+def test_max_time_caps_the_oracle_time_limit():
+    from fwcore.oracles import make_oracle
+    model = random_clique(8, coupling=2.0, seed=0)
+    oracle = make_oracle("trws", model, time_limit=100.0)
+    res = infer(model, oracle=oracle, max_time=5.0, rho_updates=1)
+    assert oracle.time_limit is not None and oracle.time_limit <= 5.0
+    assert res.time < 10.0
