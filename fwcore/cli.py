@@ -149,6 +149,12 @@ def _common(sub):
     sub.add_argument("--evid", help="evidence file (UAI .evid) clamping some variables")
 
 
+def _solver_options(sub):
+    sub.add_argument("--option", dest="oracle_options", action="append", metavar="KEY=VALUE",
+                     help="option for the MAP solver, e.g. --option time_limit=10 (repeatable)")
+    sub.add_argument("--seed", type=int, help="seed for randomised solvers")
+
+
 def _parser():
     p = argparse.ArgumentParser(
         prog="fwcore",
@@ -178,8 +184,7 @@ def _parser():
     inf.add_argument("--oracle", default="exact",
                      help="MAP solver: exact (default; tree DP, brute force or ILP), or one of "
                           "icm, qpbo, trws, maxproduct, portfolio, ilp, toulbar2, bruteforce, tree")
-    inf.add_argument("--option", dest="oracle_options", action="append", metavar="KEY=VALUE",
-                     help="option for the oracle, e.g. --option time_limit=10 (repeatable)")
+    _solver_options(inf)
     inf.add_argument("--domain", choices=["marginal", "local"], default="marginal",
                      help="optimise over the marginal polytope (default) or the local "
                           "polytope (TRW-BP's answer, with an LP oracle)")
@@ -192,7 +197,6 @@ def _parser():
                      help="extra ICM-driven FW steps after each correction (large models)")
     inf.add_argument("--max-time", type=float, metavar="SECONDS",
                      help="stop after this long and return the best result so far")
-    inf.add_argument("--seed", type=int, help="seed for randomised oracles")
     inf.add_argument("--out", metavar="PREFIX", help="write PREFIX.MAR and PREFIX.PR")
     inf.add_argument("--all", action="store_true", help="print every marginal, not the first 20")
     inf.add_argument("--quiet", action="store_true", help="no progress line on stderr")
@@ -205,10 +209,8 @@ def _parser():
     mp.add_argument("--method", default="auto",
                     help="auto (default: tree DP, brute force or ILP), ilp, toulbar2, qpbo, "
                          "trws, icm, maxproduct, portfolio, bruteforce, tree, lp")
-    mp.add_argument("--option", dest="oracle_options", action="append", metavar="KEY=VALUE",
-                    help="option for the solver, e.g. --option max_iter=200 (repeatable)")
+    _solver_options(mp)
     mp.add_argument("--time-limit", type=float, metavar="SECONDS", help="time limit for the solver")
-    mp.add_argument("--seed", type=int, help="seed for randomised solvers")
     mp.add_argument("--out", metavar="PREFIX", help="write PREFIX.MAP")
     mp.set_defaults(run=_cmd_map)
     return p
