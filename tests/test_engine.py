@@ -9,8 +9,8 @@ from hypothesis import given, settings, strategies as st
 from scipy.optimize import minimize, minimize_scalar
 
 from fwcore.fw import (VARIANTS, ActiveSet, ExactLineSearch, ProductDomain, Quadratic, Simplex,
-                       StepType, adaptive_delta, block_coordinate_frank_wolfe, frank_wolfe,
-                       safeguarded_newton)
+                       StepType, adaptive_delta, block_coordinate_frank_wolfe, correct,
+                       frank_wolfe, safeguarded_newton)
 from fwcore.fw.domains import Vertices
 from fwcore.results import Status
 
@@ -457,6 +457,38 @@ def test_fcfw_hooks_reach_the_optimum(face):
         frank_wolfe(obj, Simplex(20), variant="fcfw", local_steps=2)
     with pytest.raises(ValueError, match="correct_every"):
         frank_wolfe(obj, Simplex(20), variant="fcfw", correct_every=0)
+
+
+class NoOracleSimplex(Simplex):
+    def lmo(self, g):
+        raise AssertionError("correct must not call the oracle")
+
+
+def test_correct_reoptimises_over_the_hull_of_the_given_atoms(face):
+    """Barrier FW Alg. 5 alone: the optimum over conv(e_0..e_5) (scipy on those columns),
+    from uniform weights, without an oracle call; fixed delta keeps it in the contraction."""
+    obj, _ = face
+    A, b = face_instance()
+    atoms = np.arange(6, dtype=np.int32).reshape(-1, 1)
+    res = correct(obj, NoOracleSimplex(20), (atoms, np.full(6, 1 / 6)), tol=1e-10, max_iter=5000)
+    assert res.status is Status.CONVERGED and res.gap <= 1e-10 and res.n_oracle_calls == 0
+    np.testing.assert_allclose(res.x[:6], scipy_reference(A[:, :6], b, (6,)), atol=1e-5)
+    assert not res.x[6:].any()
+    np.testing.assert_allclose(res.x, dense_from_atoms(res.atoms, res.weights, 20), atol=1e-12)
+    res = correct(obj, NoOracleSimplex(20), (atoms, np.full(6, 1 / 6)), delta=0.1, max_iter=3)
+    assert res.status is Status.MAX_ITER and res.n_iter == 3
+    assert res.x.min() >= 0.1 / 20 - 1e-15
+    # correction_work caps the steps at work / (|V| dim), but never below 10
+    res = correct(obj, NoOracleSimplex(20), (atoms, np.full(6, 1 / 6)), tol=1e-14,
+                  max_iter=5000, correction_work=6 * 20 * 25)
+    assert res.n_iter == 25
+    res = correct(obj, NoOracleSimplex(20), (atoms, np.full(6, 1 / 6)), tol=1e-14,
+                  max_iter=5000, correction_work=1.0)
+    assert res.n_iter == 10
+    with pytest.raises(ValueError, match="max_iter"):
+        correct(obj, Simplex(20), (atoms, np.full(6, 1 / 6)), max_iter=-1)
+    with pytest.raises(ValueError, match="correction_work"):
+        correct(obj, Simplex(20), (atoms, np.full(6, 1 / 6)), correction_work=0)
 
 
 def test_safeguarded_newton_finds_roots_of_steep_derivatives():

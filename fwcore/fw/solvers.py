@@ -18,7 +18,7 @@ from .domains import U0_ATOM, ProductDomain, Vertices, _check_domain
 from .linesearch import make_step_rule
 from .result import FWResult, IterationRecord, StepType
 
-__all__ = ["frank_wolfe", "block_coordinate_frank_wolfe", "adaptive_delta", "VARIANTS"]
+__all__ = ["frank_wolfe", "correct", "block_coordinate_frank_wolfe", "adaptive_delta", "VARIANTS"]
 
 VARIANTS = ("fw", "away", "pairwise", "fcfw")
 
@@ -60,6 +60,7 @@ _PARAMS = {
     "inner_max_iter": _number(0, integer=True),
     "inner_tol": _number(0.0, optional=True),
     "max_vertices": _number(2, integer=True, optional=True),
+    "correction_work": _number(1.0, optional=True),
     "correct_every": _number(1, integer=True),
     "local_steps": _number(0, integer=True),
 }
@@ -192,13 +193,14 @@ class _ActiveSetFW(_Run):
 
     def __init__(self, objective, domain, variant, rule, init, delta, delta_rule, drop_tol,
                  refresh_every, inner_max_iter, inner_tol, max_vertices, debug, correct_every=1,
-                 initial_correction=False, local_steps=0, approximate_lmo=False, **run_options):
+                 initial_correction=False, local_steps=0, approximate_lmo=False,
+                 correction_work=None, **run_options):
         super().__init__(objective, rule, **run_options)
         self.domain, self.variant = domain, variant
         self.vertices = Vertices(domain, delta)
         self.delta_rule = delta_rule
         self.drop_tol, self.refresh_every = drop_tol, refresh_every
-        self.inner_max_iter = inner_max_iter
+        self.inner_max_iter, self.correction_work = inner_max_iter, correction_work
         self.inner_tol = self.tol if inner_tol is None else inner_tol
         self.max_vertices, self.debug = max_vertices, debug
         self.correct_every, self.local_steps = correct_every, local_steps
@@ -368,17 +370,22 @@ class _ActiveSetFW(_Run):
     def _correct(self, gap=math.inf):
         """Barrier FW Alg. 5: MFW (Alg. 3) over conv(V_delta) until its pFW gap is <= the
         inner tolerance (a number, or ``inner_tol(gap)`` of the last FW gap) or
-        inner_max_iter steps; the last pFW gap is kept in ``correction_gap``."""
+        inner_max_iter steps (fewer when ``correction_work`` caps them); the last pFW gap is
+        kept in ``correction_gap``. Returns the number of steps taken."""
+        max_steps = self.inner_max_iter
+        if self.correction_work is not None:  # each step scores all |V| atoms: O(|V| dim)
+            per_step = len(self.active) * self.domain.dim
+            max_steps = min(max_steps, max(10, math.ceil(self.correction_work / per_step)))
+        if max_steps == 0:
+            return 0
         tol = self.inner_tol(gap) if callable(self.inner_tol) else self.inner_tol
-        for t in range(self.inner_max_iter):
-            if self.out_of_time():
-                break
+        for t in range(max_steps + 1):
             _, g = self.evaluate()
             scores = self.vertices.scores(g, self.active.atoms)
             w = self.active.weights
             self.correction_gap = float(scores[w > 0.0].max() - scores.min())
-            if self.correction_gap <= tol:
-                break
+            if self.correction_gap <= tol or t == max_steps or self.out_of_time():
+                return t
             self._away_step(g, int(np.argmin(scores)), scores, iteration=t)
             self._purge(keep_atoms=True)
 
@@ -415,7 +422,8 @@ def frank_wolfe(objective, domain, *, variant="fw", step="exact", tol=1e-6, max_
                 max_oracle_calls=None, max_time=None, callback=None, init=None, delta=0.0,
                 delta_rule=None, drop_tol=1e-12, refresh_every=100, inner_max_iter=100,
                 inner_tol=None, max_vertices=None, correct_every=1, initial_correction=False,
-                local_steps=0, approximate_lmo=False, trace=True, debug=False):
+                local_steps=0, approximate_lmo=False, correction_work=None, trace=True,
+                debug=False):
     """Minimise a convex ``objective`` over ``domain`` (or its contraction D_delta).
 
     variant : 'fw' (vanilla), 'away' (MFW, Barrier FW Alg. 3), 'pairwise', 'fcfw' (FW step
@@ -438,6 +446,9 @@ def frank_wolfe(objective, domain, *, variant="fw", step="exact", tol=1e-6, max_
         tol; or a callable ``inner_tol(gap)`` of the last FW gap) and cap on |V| (zero-weight
         vertices are forgotten first).
     correct_every : FCFW runs the correction after every ``correct_every``-th FW step.
+    correction_work : cap a correction at correction_work / (|V| dim) steps (at least 10,
+        at most inner_max_iter): each step scores every atom of V, so on large models this
+        bounds its cost by about that many flops. None: no cap.
     initial_correction : FCFW corrects the initial active set before the first oracle call
         (warm starts, Barrier FW Alg. 2 line 23).
     local_steps : FCFW local search (Barrier FW Alg. 6): up to this many FW steps after each
@@ -455,7 +466,8 @@ def frank_wolfe(objective, domain, *, variant="fw", step="exact", tol=1e-6, max_
     _check_params(tol=tol, max_iter=max_iter, max_oracle_calls=max_oracle_calls,
                   max_time=max_time, delta=delta, drop_tol=drop_tol, refresh_every=refresh_every,
                   inner_max_iter=inner_max_iter, max_vertices=max_vertices,
-                  correct_every=correct_every, local_steps=local_steps)
+                  correct_every=correct_every, local_steps=local_steps,
+                  correction_work=correction_work)
     if not callable(inner_tol):
         _check_params(inner_tol=inner_tol)
     if local_steps and not callable(getattr(domain, "local_lmo", None)):
@@ -467,10 +479,37 @@ def frank_wolfe(objective, domain, *, variant="fw", step="exact", tol=1e-6, max_
     run = _ActiveSetFW(objective, domain, variant, make_step_rule(step), init, delta, delta_rule,
                        drop_tol, int(refresh_every), int(inner_max_iter), inner_tol, max_vertices,
                        bool(debug), int(correct_every), bool(initial_correction), int(local_steps),
-                       bool(approximate_lmo), tol=tol, max_iter=max_iter,
+                       bool(approximate_lmo), correction_work, tol=tol, max_iter=max_iter,
                        max_oracle_calls=max_oracle_calls,
                        max_time=max_time, callback=callback, trace=trace)
     return run.run()
+
+
+def correct(objective, domain, init, *, delta=0.0, tol=1e-6, max_iter=100, max_time=None,
+            correction_work=None, step="exact"):
+    """Barrier FW Alg. 5 on its own: MFW (away steps, Alg. 3) over the contracted hull
+    conv(V_delta) of the atoms of ``init`` (an ``(atoms, weights)`` pair or an `ActiveSet`),
+    without oracle calls, until the pFW gap over that hull is <= ``tol``, ``max_iter`` steps
+    or ``max_time`` seconds (``correction_work`` as in `frank_wolfe`). Returns an `FWResult` whose ``gap`` is that pFW gap (not a gap
+    over the domain) and ``n_oracle_calls`` is 0."""
+    _check_objective(objective)
+    _check_domain(domain)
+    _check_params(tol=tol, max_iter=max_iter, max_time=max_time, delta=delta,
+                  correction_work=correction_work)
+    if delta > 0 and getattr(domain, "u0", None) is None:
+        raise ValueError("delta > 0 needs an interior point: give the domain a u0")
+    run = _ActiveSetFW(objective, domain, "fcfw", make_step_rule(step), init, delta, None, 1e-12,
+                       100, int(max_iter), tol, None, False, correction_work=correction_work,
+                       tol=tol, max_iter=0,
+                       max_oracle_calls=None, max_time=max_time, callback=None, trace=False)
+    n_steps = run._correct()
+    f, _ = run.evaluate()
+    atoms, weights = run.active_arrays()
+    status = Status.CONVERGED if run.correction_gap <= tol else \
+        Status.MAX_TIME if run.out_of_time() else Status.MAX_ITER
+    return FWResult(x=run.x.copy(), atoms=atoms, weights=weights, primal=f,
+                    gap=run.correction_gap, status=status, n_iter=n_steps, n_oracle_calls=0,
+                    time=run.elapsed(), delta=run.delta, variant="correction", trace=())
 
 
 # -- block-coordinate FW ----------------------------------------------------------------
