@@ -93,8 +93,9 @@ def _cmd_infer(args):
     progress = _Progress(args.rho_updates + 1, not args.quiet)
     try:
         res = infer(model, oracle=oracle, domain=args.domain, rho=args.rho,
-                    rho_updates=args.rho_updates, tol=args.tol, local_search=args.local_search,
-                    max_time=args.max_time, seed=args.seed, callback=progress)
+                    rho_updates=args.rho_updates, rho_step=args.rho_step, tol=args.tol,
+                    local_search=args.local_search, max_time=args.max_time, seed=args.seed,
+                    callback=progress)
     finally:
         progress.close()
     kind = "certified" if res.certified else "not certified (approximate oracle)"
@@ -182,8 +183,9 @@ def _parser():
                     "certified; with an approximate one it is an estimate.")
     _common(inf)
     inf.add_argument("--oracle", default="exact",
-                     help="MAP solver: exact (default; tree DP, brute force or ILP), or one of "
-                          "icm, qpbo, trws, maxproduct, portfolio, ilp, toulbar2, bruteforce, tree")
+                     help="MAP solver: exact (default; tree DP, brute force, elimination or "
+                          "ILP), or one of icm, qpbo, trws, maxproduct, portfolio, ilp, "
+                          "toulbar2, bruteforce, elimination, tree")
     _solver_options(inf)
     inf.add_argument("--domain", choices=["marginal", "local"], default="marginal",
                      help="optimise over the marginal polytope (default) or the local "
@@ -192,6 +194,9 @@ def _parser():
                      help="initial edge appearance probabilities (default matrix-tree)")
     inf.add_argument("--rho-updates", type=int, default=10, metavar="N",
                      help="outer updates of the edge appearance probabilities (default 10)")
+    inf.add_argument("--rho-step", choices=["line-search", "fixed"], default="line-search",
+                     help="step of each rho update: minimise the bound along the update "
+                          "(default) or the fixed schedule 2/(i+3)")
     inf.add_argument("--tol", type=float, default=0.1, help="FW gap tolerance in nats (default 0.1)")
     inf.add_argument("--local-search", action="store_true",
                      help="extra ICM-driven FW steps after each correction (large models)")

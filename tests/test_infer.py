@@ -9,6 +9,7 @@ from fwcore.generators import potts_grid, random_clique, random_grid
 from fwcore.marginals import TRWObjective, infer, loopy_bp, trbp
 from fwcore.model import PairwiseMRF
 from fwcore.results import Status
+from fwcore.rho import matrix_tree_rho, max_spanning_forest
 from fwcore.uai import read_pr, read_uai
 
 
@@ -118,9 +119,33 @@ def test_trbp_rho_stays_in_spanning_tree_polytope():
     edges = np.vstack([a.edges, [[4, 5], [5, 6], [4, 6]]])
     pair = [a.pairwise(e) for e in range(a.n_edges)] + [np.eye(2)] * 3
     model = PairwiseMRF([2] * 7, None, edges, pair)
-    for res in (trbp(model, rho_updates=4), infer(model, rho_updates=4, rho="coupling")):
+    for res in (trbp(model, rho_updates=4), infer(model, rho_updates=4, rho="coupling"),
+                infer(model, rho_updates=4, rho_step="fixed")):
         assert rho_polytope_ok(model, res.rho)
         assert res.n_rho_updates == 4
+
+
+def test_rho_line_search_minimises_the_bound_along_the_fw_direction():
+    """One line-searched rho update (corrections only) lands at the minimum of
+    B(a) = max_M TRW(mu; rho0 + a d) over a grid of separate runs at fixed rho, where
+    d = (max spanning tree on the edge mutual information at mu*(rho0)) - rho0."""
+    model = random_clique(6, 1.0, seed=2)
+    rho0 = matrix_tree_rho(model)
+    first = infer(model, rho=rho0, rho_updates=0, tol=1e-6)
+    mi = [float(np.sum(t * np.log(t / np.outer(first.node_marginals[i], first.node_marginals[j]))))
+          for (i, j), t in zip(model.edges, first.edge_marginals)]
+    d = max_spanning_forest(model.n_vars, model.edges, np.array(mi)) - rho0
+    grid = np.linspace(0.0, 1.0, 11)
+    bound = [infer(model, rho=np.clip(rho0 + a * d, 0, 1), rho_updates=0, tol=1e-6).primal
+             for a in grid]
+    assert 0 < np.argmin(bound) < len(grid) - 1  # an interior minimum
+    res = infer(model, rho=rho0, rho_updates=1, tol=1e-6)
+    step = float((res.rho - rho0) @ d / (d @ d))
+    np.testing.assert_allclose(res.rho, rho0 + step * d, atol=1e-12)
+    assert abs(step - grid[np.argmin(bound)]) <= 0.1
+    assert res.primal <= min(bound) + 1e-4
+    fixed = infer(model, rho=rho0, rho_updates=1, tol=1e-6, rho_step="fixed")
+    np.testing.assert_allclose(fixed.rho, rho0 + 2 / 3 * d, atol=1e-12)
 
 
 def test_stops_on_callback_and_max_time():
@@ -153,6 +178,8 @@ def test_bad_arguments():
         infer(model, rho=np.ones(model.n_edges))
     with pytest.raises(ValueError, match="rho"):
         infer(model, rho="spanning")
+    with pytest.raises(ValueError, match="rho_step"):
+        infer(model, rho_step="exact")
     with pytest.raises(ValueError, match="tol"):
         infer(model, tol=0.0)
     with pytest.raises(ValueError, match="domain"):

@@ -28,6 +28,7 @@ _FAMILIES = {
 _METHODS = {
     "M-exact": lambda m: infer(m, oracle="exact"),
     "M-exact-coupling": lambda m: infer(m, oracle="exact", rho="coupling"),
+    "M-exact-fixed-step": lambda m: infer(m, oracle="exact", rho_step="fixed"),
     "M-approx": lambda m: infer(m, oracle="trws", local_search=True, seed=0),
     "L": lambda m: infer(m, domain="local"),
     "TRBP": lambda m: trbp(m),
