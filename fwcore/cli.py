@@ -94,6 +94,7 @@ def _cmd_infer(args):
     try:
         res = infer(model, oracle=oracle, domain=args.domain, rho=args.rho,
                     rho_updates=args.rho_updates, rho_step=args.rho_step, tol=args.tol,
+                    rho_tol=args.rho_tol,
                     local_search=args.local_search, max_time=args.max_time, seed=args.seed,
                     callback=progress)
     finally:
@@ -197,9 +198,14 @@ def _parser():
     inf.add_argument("--rho-step", choices=["line-search", "fixed"], default="line-search",
                      help="step of each rho update: minimise the bound along the update "
                           "(default) or the fixed schedule 2/(i+3)")
-    inf.add_argument("--tol", type=float, default=0.1, help="FW gap tolerance in nats (default 0.1)")
-    inf.add_argument("--local-search", action="store_true",
-                     help="extra ICM-driven FW steps after each correction (large models)")
+    inf.add_argument("--tol", type=float, default=0.01,
+                     help="FW gap in nats ending the last run, whose answer is returned "
+                          "(default 0.01)")
+    inf.add_argument("--rho-tol", type=float, default=0.5,
+                     help="FW gap in nats ending the runs before it, which only steer rho "
+                          "(default 0.5)")
+    inf.add_argument("--no-local-search", dest="local_search", action="store_false",
+                     help="no ICM-driven FW steps between MAP calls (more MAP calls)")
     inf.add_argument("--max-time", type=float, metavar="SECONDS",
                      help="stop after this long and return the best result so far")
     inf.add_argument("--out", metavar="PREFIX", help="write PREFIX.MAR and PREFIX.PR")

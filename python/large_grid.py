@@ -22,7 +22,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     model = fwcore.random_grid(args.side, seed=0)
     print(f"{args.side}x{args.side} grid: {model.n_vars} variables, {model.n_edges} edges")
-    res = fwcore.infer(model, oracle=args.oracle, local_search=True, rho_updates=args.rho_updates,
+    res = fwcore.infer(model, oracle=args.oracle, rho_updates=args.rho_updates,
                        max_time=args.max_time, seed=0)
     kind = "certified" if res.certified else "not certified"
     print(f"Barrier FW ({args.oracle}): {res.time:.1f} s, status {res.status.value}, "

@@ -29,7 +29,8 @@ _METHODS = {
     "M-exact": lambda m: infer(m, oracle="exact"),
     "M-exact-coupling": lambda m: infer(m, oracle="exact", rho="coupling"),
     "M-exact-fixed-step": lambda m: infer(m, oracle="exact", rho_step="fixed"),
-    "M-approx": lambda m: infer(m, oracle="trws", local_search=True, seed=0),
+    "M-exact-no-local-search": lambda m: infer(m, oracle="exact", local_search=False),
+    "M-approx": lambda m: infer(m, oracle="trws", seed=0),
     "L": lambda m: infer(m, domain="local"),
     "TRBP": lambda m: trbp(m),
 }
@@ -91,7 +92,7 @@ class InferLargeGrid:
     def setup(self, method):
         side = 30 if QUICK else 100
         model = fwcore.random_grid(side, seed=0)
-        run = {"M-approx": lambda: infer(model, oracle="trws", local_search=True, seed=0,
+        run = {"M-approx": lambda: infer(model, oracle="trws", seed=0,
                                          rho_updates=2 if QUICK else 10),
                "TRBP": lambda: trbp(model, rho_updates=2 if QUICK else 10),
                "loopy-BP": lambda: loopy_bp(model)}[method]
