@@ -105,7 +105,7 @@ def _cmd_infer(args):
         f"{res.n_oracle_calls} MAP calls, {res.n_rho_updates} rho updates, status "
         f"{res.status.value}",
         f"TRW objective = {res.primal:.10g}, FW gap = {res.gap:.3g}",
-        f"log Z <= {res.log_z_upper:.10g}  ({kind}; written to .PR)"], res.node_marginals,
+        f"log Z <= {res.log_z_upper:.10g}  ({kind})"], res.node_marginals,
         res.log_z_upper)
     return 0
 

@@ -148,6 +148,14 @@ def test_rho_line_search_minimises_the_bound_along_the_fw_direction():
     np.testing.assert_allclose(fixed.rho, rho0 + 2 / 3 * d, atol=1e-12)
 
 
+def test_default_local_search_is_reproducible():
+    model = random_clique(8, 2.0, seed=3)
+    a, b = infer(model, rho_updates=2), infer(model, rho_updates=2)
+    assert a.n_icm_calls > 0
+    np.testing.assert_array_equal(a.mu, b.mu)
+    assert infer(model, rho_updates=2, local_search=False).n_icm_calls == 0
+
+
 def test_stops_on_callback_and_max_time():
     model = random_grid(4, 4, seed=0)
     seen = []
@@ -180,6 +188,8 @@ def test_bad_arguments():
         infer(model, rho="spanning")
     with pytest.raises(ValueError, match="rho_step"):
         infer(model, rho_step="exact")
+    with pytest.raises(ValueError, match="rho_tol"):
+        infer(model, rho_tol=0.0)
     with pytest.raises(ValueError, match="tol"):
         infer(model, tol=0.0)
     with pytest.raises(ValueError, match="domain"):
