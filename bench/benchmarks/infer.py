@@ -3,9 +3,9 @@
 `InferFamily` is the Done-when table of issue 5: per family of /shared/instances/fw-inference
 (clique theta = 0.5 / 2 / 8, 5x5 grids), mean zeta_mu = mean |mu_i(1) - p_i(1)|, mean
 (log_z_upper - log Z), MAP calls and seconds per instance, for M_delta with the exact
-oracle, M_delta with an approximate oracle (TRW-S + ICM local search), L_delta and TRBP,
-all with 10 rho updates. Each family is solved once in `setup`; the track_* methods report
-the means (seconds are wall time of that single run).
+oracle, M_delta with an approximate oracle (TRW-S or the portfolio, + ICM local search),
+L_delta and TRBP, all with 10 rho updates. Each family is solved once in `setup`; the
+track_* methods report the means (seconds are wall time of that single run).
 """
 import time
 
@@ -31,6 +31,7 @@ _METHODS = {
     "M-exact-fixed-step": lambda m: infer(m, oracle="exact", rho_step="fixed"),
     "M-exact-no-local-search": lambda m: infer(m, oracle="exact", local_search=False),
     "M-approx": lambda m: infer(m, oracle="trws", seed=0),
+    "M-approx-portfolio": lambda m: infer(m, oracle="portfolio", seed=0),
     "L": lambda m: infer(m, domain="local"),
     "TRBP": lambda m: trbp(m),
 }
