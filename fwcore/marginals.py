@@ -406,9 +406,10 @@ def infer(model, *, oracle="exact", domain="marginal", delta="adaptive", delta_i
           callback=None, seed=None, verbose=False):
     """Marginals and an upper bound on log Z by Barrier Frank-Wolfe (Barrier FW Alg. 2).
 
-    oracle : "exact" (tree DP on forests, brute force on tiny models, else ILP), a registered
-        name (``fwcore.oracles.available_oracles()``), ``(name, options)``, an oracle object
-        or a function ``scores -> assignment``. Approximate oracles use max(correction gap,
+    oracle : "exact" (tree DP, brute force, variable elimination or ILP, as `infer_map`
+        picks them; toulbar2 for ILP when installed), a registered name
+        (``fwcore.oracles.available_oracles()``), ``(name, options)``, an oracle object or a
+        function ``scores -> assignment``. Approximate oracles use max(correction gap,
         gap) in Alg. 1 (Barrier FW Sec. 4).
     domain : "marginal" (M, MAP oracle) or "local" (L, the LP oracle: TRW over L, the
         fixed point of tree-reweighted BP).
