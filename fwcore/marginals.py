@@ -342,27 +342,31 @@ def _rho_step(model, x, rho, i):
     return rho + 2.0 / (i + 3.0) * (vertex - rho)
 
 
-def _rho_line_search(model, objective, dom, res, rho, tol, max_time):
+def _rho_line_search(model, objective, dom, res, rho, i, tol, trust_tol, max_time):
     """The same FW step on rho with the step minimising B(a) = max_mu TRW(mu; rho + a d),
     d = vertex - rho (the paper code's 'linesearch' option). B is convex with
     B'(a) = -<d, I(mu*(rho + a d))> (edge mutual informations at the maximiser, eq. 2), and
     mu* is re-optimised by a correction over the vertices found so far (Alg. 5): no MAP
     call. Root of B' by `safeguarded_newton` until |B'| <= 1% of |B'(0)| or the bracket is
-    below 1%, with at most 8 corrections."""
+    below 1%, with at most 8 corrections. When a correction stops (capped, on large models)
+    with a gap over the hull above ``trust_tol``, its B' is biased towards long steps: the
+    fixed step is taken instead."""
     mi = _edge_mi(model, res.x)
     d = max_spanning_forest(model.n_vars, model.edges, mi) - rho
     t0 = time.perf_counter()
+    resolved = []
 
     def dphi(a):
         objective.set_rho(rho + a * d)
         left = None if max_time is None else max(max_time - (time.perf_counter() - t0), 1e-3)
-        x = correct(objective, dom, (res.atoms, res.weights), delta=res.delta, tol=tol,
-                    max_iter=_INNER_MAX_ITER, max_time=left, correction_work=_CORRECTION_WORK).x
-        return -float(d @ _edge_mi(model, x)), None
+        c = correct(objective, dom, (res.atoms, res.weights), delta=res.delta, tol=tol,
+                    max_iter=_INNER_MAX_ITER, max_time=left, correction_work=_CORRECTION_WORK)
+        resolved.append(c.gap <= trust_tol)
+        return -float(d @ _edge_mi(model, c.x)), None
 
     a = safeguarded_newton(dphi, -float(d @ mi), 1.0, tol=_RHO_LINE_SEARCH_TOL,
                            max_iter=_RHO_LINE_SEARCH_STEPS)
-    return rho + a * d
+    return rho + (a if all(resolved) else 2.0 / (i + 3.0)) * d
 
 
 class _Recorder:
@@ -494,7 +498,7 @@ def infer(model, *, oracle="exact", domain="marginal", delta="adaptive", delta_i
             rho = _rho_step(model, res.x, rho, i)
         else:
             left = None if max_time is None else max_time - (time.perf_counter() - t0)
-            rho = _rho_line_search(model, objective, dom, res, rho, tol, left)
+            rho = _rho_line_search(model, objective, dom, res, rho, i, tol, rho_tol, left)
     mu = dom.u0.copy() if res is None else res.x  # res is None: out of time at once
     f, g = objective.value_grad(mu)
     primal = -f
