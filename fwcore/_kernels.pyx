@@ -19,7 +19,7 @@ stay finite (+inf only from theta = -inf) and never NaN.
 import numpy as np
 
 cimport numpy as cnp
-from libc.math cimport INFINITY, fabs, log
+from libc.math cimport INFINITY, exp, fabs, log
 from libc.stdint cimport int8_t, uint64_t
 from libc.stdlib cimport qsort
 
@@ -473,3 +473,112 @@ def project_simplex_pivot(double[::1] v, const long long[::1] offsets, double z=
                     hi = lo + 1 + g
                     lo = lo + 1
             _shift_clip(v, start, start + m, (s - z) / rho)
+
+
+cdef inline double _lse(const double* a, Py_ssize_t k) noexcept nogil:
+    """log sum exp(a[:k]); -inf when every entry is -inf."""
+    cdef Py_ssize_t x, top = 0
+    cdef double mx = -INFINITY, s = 1.0
+    for x in range(k):
+        if a[x] > mx:
+            mx, top = a[x], x
+    if mx == -INFINITY:
+        return -INFINITY
+    for x in range(k):
+        if x != top:
+            s += exp(a[x] - mx)
+    return log(s) + mx
+
+
+cdef inline void _normalise(double* a, Py_ssize_t k) noexcept nogil:
+    """a -= logsumexp(a), unless every entry is -inf."""
+    cdef Py_ssize_t x
+    cdef double z = _lse(a, k)
+    if z != -INFINITY:
+        for x in range(k):
+            a[x] -= z
+
+
+def trbp_sweeps(const double[::1] theta, const int[::1] card, const int[:, ::1] edges,
+                const long long[::1] node_off, const long long[::1] edge_off,
+                const long long[::1] adj_start, const int[::1] adj_edge,
+                const int8_t[::1] adj_first, const long long[::1] msg_off,
+                const double[::1] rho, double damping, double tol, Py_ssize_t n_sweeps,
+                double[::1] logm, double[::1] new, double[::1] node_sum, double[::1] work):
+    """Up to n_sweeps damped parallel TRBP sweeps in the log domain, in place on logm
+    (TRW paper, Wainwright et al. 2005, eq. 39; `fwcore.bp`).
+
+    logm: the 2E normalised log-messages, flat; message e (edge e = (i, j)) is i -> j over
+    x_j, message E + e is j -> i over x_i, message m at msg_off[m]:msg_off[m+1]. new,
+    node_sum (length node_off[n]) and work (length >= 2 * max card) are scratch. A sweep:
+    node_sum_t = theta_t + sum_v rho_vt log m_vt (-inf messages count as 0); message t -> s
+    = logsumexp_{x_t}(theta_st / rho_st + node_sum_t - log m_st), -inf on impossible x_s,
+    damped (1 - damping) new + damping old on finite entries, normalised.
+    Stops after a sweep whose largest change of a finite entry is < tol.
+    Returns (sweeps done, that largest change).
+    """
+    cdef Py_ssize_t n = card.shape[0], n_edges = edges.shape[0], kmax = work.shape[0] // 2
+    cdef Py_ssize_t sweep = 0, t, s, a, e, m, rev, d, x, xt, xs, ct, cs, cj, o, orev
+    cdef long long eo, ot, os_
+    cdef double r, v, change = INFINITY
+    cdef double* pre = &work[0] if work.shape[0] else NULL
+    cdef double* buf = pre + kmax if work.shape[0] else NULL
+    with nogil:
+        while sweep < n_sweeps:
+            sweep += 1
+            for t in range(n):
+                ot = node_off[t]
+                for x in range(card[t]):
+                    node_sum[ot + x] = theta[ot + x]
+                for a in range(adj_start[t], adj_start[t + 1]):
+                    e = adj_edge[a]
+                    m = n_edges + e if adj_first[a] else e
+                    r = rho[e]
+                    o = msg_off[m]
+                    for x in range(card[t]):
+                        v = logm[o + x]
+                        if v != -INFINITY:
+                            node_sum[ot + x] += r * v
+            change = 0.0
+            for e in range(n_edges):
+                eo = edge_off[e]
+                r = rho[e]
+                cj = card[edges[e, 1]]
+                for d in range(2):
+                    if d == 0:
+                        t, s, m, rev = edges[e, 0], edges[e, 1], e, n_edges + e
+                    else:
+                        t, s, m, rev = edges[e, 1], edges[e, 0], n_edges + e, e
+                    ct, cs, ot, os_ = card[t], card[s], node_off[t], node_off[s]
+                    o, orev = msg_off[m], msg_off[rev]
+                    for xt in range(ct):
+                        v = node_sum[ot + xt]
+                        if v != -INFINITY and logm[orev + xt] != -INFINITY:
+                            v = v - logm[orev + xt]
+                        pre[xt] = v
+                    for xs in range(cs):
+                        if theta[os_ + xs] == -INFINITY:
+                            new[o + xs] = -INFINITY
+                            continue
+                        for xt in range(ct):
+                            if d == 0:
+                                buf[xt] = theta[eo + xt * cj + xs] / r + pre[xt]
+                            else:
+                                buf[xt] = theta[eo + xs * cj + xt] / r + pre[xt]
+                        new[o + xs] = _lse(buf, ct)
+                    if damping != 0.0:      # normalising before damping only shifts it
+                        for xs in range(cs):
+                            if new[o + xs] != -INFINITY:
+                                new[o + xs] = ((1 - damping) * new[o + xs]
+                                               + damping * logm[o + xs])
+                    _normalise(&new[o], cs)
+                    for xs in range(cs):
+                        if new[o + xs] != -INFINITY:
+                            v = fabs(new[o + xs] - logm[o + xs])
+                            if v > change:
+                                change = v
+            for x in range(logm.shape[0]):
+                logm[x] = new[x]
+            if change < tol:
+                break
+    return sweep, change

@@ -10,12 +10,17 @@ and the pseudo-marginals are the beliefs b_s ∝ exp(θ_s) Π_v m_vs^{ρ_vs} and
 b_st ∝ exp(θ_st/ρ_st + θ_s + θ_t) Π_{v∈N(s)} m_vs^{ρ_vs} / m_ts · Π_{v∈N(t)} m_vt^{ρ_vt} / m_st.
 At a fixed point they maximise the TRW objective over the local polytope L.
 """
+import time
+
 import numpy as np
 from scipy.sparse import csr_matrix
+
+from ._kernels import trbp_sweeps
 
 __all__ = ["trbp_beliefs"]
 
 _RHO_MIN = 1e-12
+_CHUNK = 10          # sweeps per kernel call between deadline checks
 
 
 def _logsumexp(a, axis):
@@ -27,16 +32,38 @@ def _logsumexp(a, axis):
 
 def _padded(model):
     """Node potentials (n, K) and edge tables (E, K, K), −inf outside each variable's
-    states, with K the largest cardinality."""
-    n, n_edges, k = model.n_vars, model.n_edges, int(model.card.max())
-    node = np.full((n, k), -np.inf)
-    pair = np.full((n_edges, k, k), -np.inf)
-    for i in range(n):
-        node[i, :model.card[i]] = model.unary(i)
-    for e in range(n_edges):
-        t = model.pairwise(e)
-        pair[e, :t.shape[0], :t.shape[1]] = t
-    return node, pair
+    states, with K the largest cardinality, and the masks of the real entries (whose
+    row-major order is the flat layout's)."""
+    k = int(model.card.max()) if model.n_vars else 1
+    states = np.arange(k)
+    node_mask = states < model.card[:, None]
+    ci, cj = model.card[model.edges[:, 0]], model.card[model.edges[:, 1]]
+    pair_mask = (states[:, None] < ci[:, None, None]) & (states < cj[:, None, None])
+    node = np.full(node_mask.shape, -np.inf)
+    pair = np.full(pair_mask.shape, -np.inf)
+    node[node_mask] = model.theta[:model.node_off[-1]]
+    pair[pair_mask] = model.theta[model.node_off[-1]:]
+    return node, pair, node_mask, pair_mask
+
+
+def _message_offsets(model):
+    """Offsets of the 2E flat messages: message e (edge e = (i, j)) is i→j over x_j,
+    message E + e is j→i over x_i."""
+    sizes = np.concatenate([model.card[model.edges[:, 1]], model.card[model.edges[:, 0]]])
+    off = np.zeros(2 * model.n_edges + 1, dtype=np.int64)
+    np.cumsum(sizes, out=off[1:])
+    return off
+
+
+def _initial_messages(model, msg_off):
+    """Uniform normalised log-messages, −inf on impossible states of the receiver."""
+    dst = np.concatenate([model.edges[:, 1], model.edges[:, 0]])
+    sizes = np.diff(msg_off)
+    owner = np.repeat(np.arange(dst.size), sizes)
+    ok = np.isfinite(model.theta[model.node_off[dst][owner] + np.arange(msg_off[-1])
+                                 - msg_off[owner]])
+    count = np.bincount(owner, weights=ok, minlength=dst.size)
+    return np.where(ok, -np.log(np.maximum(count, 1))[owner], -np.inf)
 
 
 def trbp_beliefs(model, rho, damping=0.5, max_iter=1000, tol=1e-8, deadline=None):
@@ -45,65 +72,55 @@ def trbp_beliefs(model, rho, damping=0.5, max_iter=1000, tol=1e-8, deadline=None
     ``mu`` is the flat pseudo-marginal vector in the model's layout. ``rho`` must be
     positive on every edge (θ_st/ρ_st); it is floored at 1e-12. Stops when the largest
     change of a normalised log-message is below ``tol``, after ``max_iter`` sweeps, or at
-    ``deadline`` (a time.perf_counter() value).
+    ``deadline`` (a time.perf_counter() value, checked every ``_CHUNK`` sweeps). The sweeps
+    run in `fwcore._kernels.trbp_sweeps`.
     """
-    import time
-
-    n, n_edges = model.n_vars, model.n_edges
-    node, pair = _padded(model)
-    k = node.shape[1]
     rho = np.maximum(np.asarray(rho, dtype=np.float64), _RHO_MIN)
-    src = np.concatenate([model.edges[:, 0], model.edges[:, 1]]).astype(np.int64)  # t
-    dst = np.concatenate([model.edges[:, 1], model.edges[:, 0]]).astype(np.int64)  # s
-    rho2 = np.concatenate([rho, rho])
-    # table indexed [message, x_t, x_s]
-    with np.errstate(invalid="ignore"):
-        scaled = pair / rho[:, None, None]
-    table = np.concatenate([scaled, np.transpose(scaled, (0, 2, 1))])
-    reverse = np.concatenate([np.arange(n_edges, 2 * n_edges), np.arange(n_edges)])
-    incoming = csr_matrix((rho2, (dst, np.arange(2 * n_edges))), shape=(n, 2 * n_edges))
-    valid = np.isfinite(node)            # padding and impossible states stay at −inf
-    logm = np.where(valid[dst], 0.0, -np.inf)
-    logm -= _logsumexp(logm, 1)[:, None]
-    change, it, converged = np.inf, 0, False
-    for it in range(1, max_iter + 1):
-        weighted = np.where(np.isfinite(logm), logm, 0.0)
-        node_sum = node + incoming @ weighted                     # θ_t + Σ_v ρ_vt log m_vt
-        pre = node_sum[src] - np.where(valid[src], weighted[reverse], 0.0)
-        new = _logsumexp(table + pre[:, :, None], axis=1)
-        new -= _logsumexp(new, 1)[:, None]
-        fin = np.isfinite(new)
-        new = np.where(fin, (1 - damping) * new + damping * np.where(fin, logm, 0.0), -np.inf)
-        new -= _logsumexp(new, 1)[:, None]
-        with np.errstate(invalid="ignore"):
-            diff = np.abs(np.where(fin, new - logm, 0.0))
-        change = float(diff.max()) if diff.size else 0.0
-        logm = new
+    logm, msg_off, it, converged, change = _messages(model, rho, damping, max_iter, tol,
+                                                     deadline)
+    return _beliefs(model, rho, logm, msg_off), it, converged, change
+
+
+def _messages(model, rho, damping, max_iter, tol, deadline):
+    """The sweeps of `trbp_beliefs`: (flat log-messages, msg_off, n_iter, converged,
+    change)."""
+    msg_off = _message_offsets(model)
+    logm = _initial_messages(model, msg_off)
+    scratch = (np.empty_like(logm), np.empty(model.node_off[-1]),
+               np.empty(2 * (int(model.card.max()) if model.n_vars else 1)))
+    it, change, converged = 0, np.inf, False
+    while it < max_iter:
+        done, change = trbp_sweeps(model.theta, model.card, model.edges, model.node_off,
+                                   model.edge_off, model.adj_start, model.adj_edge,
+                                   model.adj_first, msg_off, rho, damping, tol,
+                                   min(_CHUNK, max_iter - it), logm, *scratch)
+        it += done
         if change < tol:
             converged = True
             break
         if deadline is not None and time.perf_counter() > deadline:
             break
-    return _beliefs(model, node, table, logm, incoming, src, dst, reverse), it, converged, change
+    return logm, msg_off, it, converged, change
 
 
-def _beliefs(model, node, table, logm, incoming, src, dst, reverse):
-    n_edges = model.n_edges
-    weighted = np.where(np.isfinite(logm), logm, 0.0)
-    node_sum = node + incoming @ weighted
+def _beliefs(model, rho, logm, msg_off):
+    """Node and edge beliefs (module docstring) from the flat messages, as flat mu."""
+    n, n_edges = model.n_vars, model.n_edges
+    node, pair, node_mask, pair_mask = _padded(model)
+    k = node.shape[1]
+    dst = np.concatenate([model.edges[:, 1], model.edges[:, 0]])
+    pad = np.full((2 * n_edges, k), -np.inf)
+    pad[np.arange(k) < np.diff(msg_off)[:, None]] = logm
+    weighted = np.where(np.isfinite(pad), pad, 0.0)
+    rho2 = np.concatenate([rho, rho])
+    incoming = csr_matrix((rho2, (dst, np.arange(2 * n_edges))), shape=(n, 2 * n_edges))
+    node_sum = node + incoming @ weighted                    # θ_s + Σ_v ρ_vs log m_vs
     b_node = node_sum - _logsumexp(node_sum, 1)[:, None]
-    # edge e = (i, j): message j→i is row n_edges + e (t = j, s = i), message i→j is row e
+    # edge e = (i, j): message j→i is row n_edges + e, message i→j is row e
     i, j = model.edges[:, 0], model.edges[:, 1]
     valid = np.isfinite(node)
     pre_i = node_sum[i] - np.where(valid[i], weighted[n_edges:], 0.0)   # remove m_{j→i}
     pre_j = node_sum[j] - np.where(valid[j], weighted[:n_edges], 0.0)   # remove m_{i→j}
-    b_edge = table[:n_edges] + pre_i[:, :, None] + pre_j[:, None, :]
-    flat = b_edge.reshape(n_edges, -1)
-    b_edge = b_edge - _logsumexp(flat, 1)[:, None, None]
-    mu = np.empty(model.dim)
-    for v in range(model.n_vars):
-        mu[model.node_off[v]:model.node_off[v + 1]] = np.exp(b_node[v, :model.card[v]])
-    for e in range(n_edges):
-        ci, cj = model.card[i[e]], model.card[j[e]]
-        mu[model.edge_off[e]:model.edge_off[e + 1]] = np.exp(b_edge[e, :ci, :cj]).ravel()
-    return mu
+    b_edge = pair / rho[:, None, None] + pre_i[:, :, None] + pre_j[:, None, :]
+    b_edge = b_edge - _logsumexp(b_edge.reshape(n_edges, k * k), 1)[:, None, None]
+    return np.concatenate([np.exp(b_node[node_mask]), np.exp(b_edge[pair_mask])])

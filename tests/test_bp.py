@@ -1,0 +1,118 @@
+"""TRBP / loopy BP (fwcore.bp): the Cython sweeps against their plain-NumPy twin, and
+loopy BP on trees against exact marginals."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.sparse import csr_matrix
+
+from fwcore.bp import _beliefs, _logsumexp, _message_offsets, _messages, _padded, trbp_beliefs
+from fwcore.exact import exact_inference
+from fwcore.generators import random_clique, random_grid
+from fwcore.model import PairwiseMRF
+
+
+def _normalised(a):
+    z = _logsumexp(a, 1)[:, None]
+    return a - np.where(np.isfinite(z), z, 0.0)
+
+
+def numpy_sweeps(model, rho, damping, n_sweeps):
+    """Twin of `trbp_sweeps`: n_sweeps damped parallel TRBP sweeps on padded (2E, K)
+    log-messages; returns them flat in the kernel's layout."""
+    n, n_edges = model.n_vars, model.n_edges
+    node, pair, _, _ = _padded(model)
+    k = node.shape[1]
+    src = np.concatenate([model.edges[:, 0], model.edges[:, 1]]).astype(np.int64)  # t
+    dst = np.concatenate([model.edges[:, 1], model.edges[:, 0]]).astype(np.int64)  # s
+    scaled = pair / rho[:, None, None]
+    table = np.concatenate([scaled, np.transpose(scaled, (0, 2, 1))])  # [m, x_t, x_s]
+    reverse = np.concatenate([np.arange(n_edges, 2 * n_edges), np.arange(n_edges)])
+    incoming = csr_matrix((np.concatenate([rho, rho]), (dst, np.arange(2 * n_edges))),
+                          shape=(n, 2 * n_edges))
+    valid = np.isfinite(node)
+    logm = _normalised(np.where(valid[dst], 0.0, -np.inf))
+    for _ in range(n_sweeps):
+        weighted = np.where(np.isfinite(logm), logm, 0.0)
+        node_sum = node + incoming @ weighted
+        pre = node_sum[src] - np.where(valid[src], weighted[reverse], 0.0)
+        new = np.where(valid[dst], _logsumexp(table + pre[:, :, None], axis=1), -np.inf)
+        new = _normalised(new)
+        fin = np.isfinite(new)
+        new = _normalised(np.where(fin, (1 - damping) * new + damping * np.where(fin, logm, 0.0),
+                                   -np.inf))
+        logm = new
+    return logm[np.arange(k) < model.card[dst][:, None]]
+
+
+def mixed_model(n, p_edge, p_inf, seed):
+    """Random graph, cardinalities 2..4, theta ~ N(0, 1.5), a fraction p_inf of -inf entries
+    (each variable keeps a possible state)."""
+    rng = np.random.default_rng(seed)
+    cards = rng.integers(2, 5, n)
+    edges = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < p_edge]
+    unary = []
+    for c in cards:
+        u = rng.normal(0, 1, c)
+        u[rng.random(c) < p_inf] = -np.inf
+        u[rng.integers(c)] = rng.normal()
+        unary.append(u)
+    pair = []
+    for i, j in edges:
+        t = rng.normal(0, 1.5, (cards[i], cards[j]))
+        t[rng.random(t.shape) < p_inf] = -np.inf
+        pair.append(t)
+    return PairwiseMRF(cards, unary, edges, pair)
+
+
+def random_tree(n, seed):
+    rng = np.random.default_rng(seed)
+    edges = [(int(rng.integers(0, j)), j) for j in range(1, n)]
+    cards = rng.integers(2, 5, n)
+    unary = [rng.normal(0, 1, c) for c in cards]
+    pair = [rng.normal(0, 1.5, (cards[i], cards[j])) for i, j in edges]
+    return PairwiseMRF(cards, unary, edges, pair)
+
+
+models = st.one_of(
+    st.builds(lambda s: random_grid(3, 4, seed=s), st.integers(0, 10**6)),
+    st.builds(lambda s: random_clique(5, seed=s), st.integers(0, 10**6)),
+    st.builds(mixed_model, st.integers(2, 7), st.sampled_from([0.4, 0.8]),
+              st.sampled_from([0.0, 0.3]), st.integers(0, 10**6)))
+
+
+@settings(max_examples=25, deadline=None)
+@given(model=models, damping=st.sampled_from([0.0, 0.5]), uniform=st.booleans(),
+       n_sweeps=st.integers(1, 12), seed=st.integers(0, 10**6))
+def test_kernel_equals_numpy_twin(model, damping, uniform, n_sweeps, seed):
+    rng = np.random.default_rng(seed)
+    rho = np.full(model.n_edges, 0.5) if uniform else rng.uniform(0.05, 1.0, model.n_edges)
+    mu, it, converged, change = trbp_beliefs(model, rho, damping, n_sweeps, tol=-1.0)
+    assert it == n_sweeps and not converged and np.isfinite(change)
+    twin = numpy_sweeps(model, rho, damping, n_sweeps)
+    logm = _messages(model, rho, damping, n_sweeps, -1.0, None)[0]
+    np.testing.assert_array_equal(np.isfinite(logm), np.isfinite(twin))
+    fin = np.isfinite(twin)
+    np.testing.assert_allclose(logm[fin], twin[fin], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(mu, _beliefs(model, rho, twin, _message_offsets(model)),
+                               rtol=0, atol=1e-10)
+    assert not np.isnan(mu).any()
+    # every block of the pseudo-marginals is a distribution, zero on impossible states
+    assert np.all(mu[np.isneginf(model.theta)] == 0)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_loopy_bp_on_tree_is_exact(seed):
+    model = random_tree(8, seed)
+    mu, it, converged, change = trbp_beliefs(model, np.ones(model.n_edges), 0.5, 2000, 1e-12)
+    assert converged and change < 1e-12
+    np.testing.assert_allclose(mu, exact_inference(model).mu, atol=1e-9)
+
+
+def test_stops_at_tolerance_and_max_iter():
+    model = random_grid(3, 3, coupling=0.5, seed=1)
+    rho = np.full(model.n_edges, 0.6)
+    mu, it, converged, change = trbp_beliefs(model, rho, 0.5, 5, 1e-8)
+    assert it == 5 and not converged and change >= 1e-8
+    mu, it, converged, change = trbp_beliefs(model, rho, 0.5, 5000, 1e-8)
+    assert converged and change < 1e-8 and it < 5000
