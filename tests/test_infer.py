@@ -171,40 +171,30 @@ def test_stops_on_callback_and_max_time():
     assert res.log_z_upper >= exact_inference(model).log_z - 1e-9
 
 
-def test_bad_arguments():
-    model = random_clique(4, seed=0)
-    with pytest.raises(ValueError, match="delta"):
-        infer(model, delta=0.3)
-    with pytest.raises(ValueError, match="delta"):
-        infer(model, delta=0.0)
-    with pytest.raises(ValueError, match="delta_init"):
-        infer(model, delta_init=0.5)
-    with pytest.raises(ValueError, match="delta"):
-        infer(model, delta="fixed")
-    with pytest.raises(ValueError, match="valid names"):
-        infer(model, oracle="nope")
-    with pytest.raises(ValueError, match="shape"):
-        infer(model, rho=np.ones(3))
-    with pytest.raises(ValueError, match="sum"):
-        infer(model, rho=np.ones(model.n_edges))
-    with pytest.raises(ValueError, match="rho"):
-        infer(model, rho="spanning")
-    with pytest.raises(ValueError, match="rho_step"):
-        infer(model, rho_step="exact")
-    with pytest.raises(ValueError, match="rho_tol"):
-        infer(model, rho_tol=0.0)
-    with pytest.raises(ValueError, match="tol"):
-        infer(model, tol=0.0)
-    with pytest.raises(ValueError, match="domain"):
-        infer(model, domain="polytope")
-    with pytest.raises(ValueError, match="local"):
-        infer(model, domain="local", oracle="icm")
-    with pytest.raises(TypeError, match="PairwiseMRF"):
-        infer("model.uai")
-    with pytest.raises(TypeError, match="callback"):
-        infer(model, callback=3)
-    with pytest.raises(ValueError, match="damping"):
-        trbp(model, damping=1.0)
+_CLIQUE4 = random_clique(4, seed=0)
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda m: infer(m, delta=0.3), ValueError, "delta"),
+    (lambda m: infer(m, delta=0.0), ValueError, "delta"),
+    (lambda m: infer(m, delta_init=0.5), ValueError, "delta_init"),
+    (lambda m: infer(m, delta="fixed"), ValueError, "delta"),
+    (lambda m: infer(m, oracle="nope"), ValueError, "valid names"),
+    (lambda m: infer(m, rho=np.ones(3)), ValueError, "shape"),
+    (lambda m: infer(m, rho=np.ones(m.n_edges)), ValueError, "sum"),
+    (lambda m: infer(m, rho="spanning"), ValueError, "rho"),
+    (lambda m: infer(m, rho_step="exact"), ValueError, "rho_step"),
+    (lambda m: infer(m, rho_tol=0.0), ValueError, "rho_tol"),
+    (lambda m: infer(m, tol=0.0), ValueError, "tol"),
+    (lambda m: infer(m, domain="polytope"), ValueError, "domain"),
+    (lambda m: infer(m, domain="local", oracle="icm"), ValueError, "local"),
+    (lambda m: infer("model.uai"), TypeError, "PairwiseMRF"),
+    (lambda m: infer(m, callback=3), TypeError, "callback"),
+    (lambda m: trbp(m, damping=1.0), ValueError, "damping"),
+])
+def test_bad_arguments(call, error, match):
+    with pytest.raises(error, match=match):
+        call(_CLIQUE4)
 
 
 def test_impossible_states():
