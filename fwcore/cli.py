@@ -94,9 +94,8 @@ def _cmd_infer(args):
     try:
         res = infer(model, oracle=oracle, domain=args.domain, rho=args.rho,
                     rho_updates=args.rho_updates, rho_step=args.rho_step, tol=args.tol,
-                    rho_tol=args.rho_tol,
-                    local_search=args.local_search, max_time=args.max_time, seed=args.seed,
-                    callback=progress)
+                    rho_tol=args.rho_tol, local_search=args.local_search,
+                    max_time=args.max_time, seed=args.seed, callback=progress)
     finally:
         progress.close()
     kind = "certified" if res.certified else "not certified (approximate oracle)"

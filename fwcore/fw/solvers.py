@@ -490,8 +490,8 @@ def correct(objective, domain, init, *, delta=0.0, tol=1e-6, max_iter=100, max_t
     """Barrier FW Alg. 5 on its own: MFW (away steps, Alg. 3) over the contracted hull
     conv(V_delta) of the atoms of ``init`` (an ``(atoms, weights)`` pair or an `ActiveSet`),
     without oracle calls, until the pFW gap over that hull is <= ``tol``, ``max_iter`` steps
-    or ``max_time`` seconds (``correction_work`` as in `frank_wolfe`). Returns an `FWResult` whose ``gap`` is that pFW gap (not a gap
-    over the domain) and ``n_oracle_calls`` is 0."""
+    or ``max_time`` seconds (``correction_work`` as in `frank_wolfe`). Returns an `FWResult`
+    whose ``gap`` is that pFW gap (not a gap over the domain) and ``n_oracle_calls`` is 0."""
     _check_objective(objective)
     _check_domain(domain)
     _check_params(tol=tol, max_iter=max_iter, max_time=max_time, delta=delta,
@@ -500,8 +500,8 @@ def correct(objective, domain, init, *, delta=0.0, tol=1e-6, max_iter=100, max_t
         raise ValueError("delta > 0 needs an interior point: give the domain a u0")
     run = _ActiveSetFW(objective, domain, "fcfw", make_step_rule(step), init, delta, None, 1e-12,
                        100, int(max_iter), tol, None, False, correction_work=correction_work,
-                       tol=tol, max_iter=0,
-                       max_oracle_calls=None, max_time=max_time, callback=None, trace=False)
+                       tol=tol, max_iter=0, max_oracle_calls=None, max_time=max_time,
+                       callback=None, trace=False)
     n_steps = run._correct()
     f, _ = run.evaluate()
     atoms, weights = run.active_arrays()
