@@ -249,9 +249,10 @@ class EliminationPlan:
     variable tuple), its separator S_v, its parent clique and children, and the factors it
     owns (θ_v and the edges whose first-eliminated end is v), whose joint scope is
     ``local[v]``. Chooses the better of min-fill and a bandwidth order (smaller largest
-    table, then smaller total) and enforces ``memory_limit``."""
+    table, then smaller total); ``bytes`` is the memory its tables take, checked against
+    ``memory_limit`` (None: not checked)."""
 
-    def __init__(self, model, memory_limit):
+    def __init__(self, model, memory_limit=None):
         card = model.card.tolist()
         best = None
         for order in (_min_fill_order(model), _bandwidth_order(model)):
@@ -283,10 +284,10 @@ class EliminationPlan:
                       for v in range(n)]
         self.width = max((len(c) - 1 for c in self.clique), default=0)
         self.message_entries = sum(math.prod(card[u] for u in s) for s in self.sep)
-        need = 8 * (self.max_table + self.message_entries)
-        if need > memory_limit:
+        self.bytes = 8 * (self.max_table + self.message_entries)
+        if memory_limit is not None and self.bytes > memory_limit:
             raise ValueError(
-                f"variable elimination needs about {need} bytes: its largest clique table "
+                f"variable elimination needs about {self.bytes} bytes: its largest clique table "
                 f"takes {8 * self.max_table} bytes (induced width {self.width}) and the stored "
                 f"messages {8 * self.message_entries} bytes, over memory_limit={memory_limit}; "
                 f"raise memory_limit if the machine has the memory")

@@ -31,7 +31,7 @@ from . import _kernels
 from .bp import trbp_beliefs
 from .fw import IterationRecord, StepType, adaptive_delta, correct, frank_wolfe, safeguarded_newton
 from .model import PairwiseMRF
-from .oracles.base import make_oracle
+from .oracles.base import LPOracle, resolve_oracle
 from .results import Status
 from .rho import (check_rho, coupling_weights, entropy_weights, matrix_tree_rho, max_spanning_forest,
                   uniform_rho)
@@ -151,20 +151,17 @@ class _MarginalPolytope:
         self.n_icm_calls = 0
         self._last = None
         self._rng = np.random.default_rng(0 if seed is None else seed)
-        self._warm = not getattr(oracle, "exact", False)
-        self.deadline, self._own_limit = None, getattr(oracle, "time_limit", None)
+        self._warm = not oracle.exact
+        self.deadline = None
 
-    def cap_time(self):
-        """Hand the time left before ``deadline`` (None: no deadline) to an oracle that
-        takes a ``time_limit``, so that one oracle call cannot overrun ``max_time``."""
-        if self.deadline is not None and hasattr(self.oracle, "time_limit"):
-            left = max(self.deadline - time.perf_counter(), 1e-2)
-            self.oracle.time_limit = left if self._own_limit is None else min(left, self._own_limit)
+    def time_left(self):
+        """Seconds left before ``deadline`` (None: no deadline), the time limit of the next
+        oracle call, so that one call cannot overrun ``max_time``."""
+        return None if self.deadline is None else max(self.deadline - time.perf_counter(), 1e-2)
 
     def lmo(self, g):
-        self.cap_time()
         init = self._last if self._warm else None
-        self._last = self.oracle.argmax(-g, init=init) if init is not None else self.oracle.argmax(-g)
+        self._last = self.oracle.argmax(-g, init=init, time_limit=self.time_left())
         return self._last
 
     def inner(self, g, atoms):
@@ -190,19 +187,16 @@ class _MarginalPolytope:
 
     def last_call_exact(self):
         """Did the last oracle call return a true maximiser (exact oracle, not timed out)?"""
-        return getattr(self.oracle, "exact", False) and \
-            getattr(self.oracle, "status", None) is not Status.MAX_TIME
+        return self.oracle.exact and self.oracle.status is not Status.MAX_TIME
 
     def max_score(self, scores):
         """(max score or its certified bound, certified?) for the App. J bound."""
-        self.cap_time()
-        s = self.oracle.argmax(scores)
+        s = self.oracle.argmax(scores, time_limit=self.time_left())
         score = float(self.inner(scores, s[None, :])[0])
         kappa = self.oracle.upper_bound()
         if kappa is not None and math.isfinite(kappa):
             return max(score, float(kappa)), True
-        finished = getattr(self.oracle, "status", None) is not Status.MAX_TIME
-        return score, bool(getattr(self.oracle, "exact", False) and finished)
+        return score, self.last_call_exact()
 
 
 class _LocalPolytope:
@@ -212,6 +206,7 @@ class _LocalPolytope:
 
     def __init__(self, model, lp):
         self.model, self.lp = model, lp
+        self.deadline = None
         self.dim = model.dim
         self.u0 = model.uniform_marginals()
         self.n_icm_calls = 0
@@ -307,26 +302,15 @@ def _make_domain(model, oracle, domain, seed):
     if domain not in _DOMAINS:
         raise ValueError(f"domain must be one of {', '.join(_DOMAINS)}; got {domain!r}")
     if domain == "local":
-        if oracle in ("exact", "lp"):
-            return _LocalPolytope(model, make_oracle("lp", model))
-        if callable(getattr(oracle, "argmax_marginals", None)):
-            return _LocalPolytope(model, oracle)
-        raise ValueError("domain='local' uses the local-polytope LP: give oracle='exact' or "
-                         f"'lp' (or an object with argmax_marginals); got {oracle!r}")
-    if isinstance(oracle, str) and oracle == "exact":
-        from .map import _auto_method
-        from .oracles.base import available_oracles
-        oracle = _auto_method(model)
-        if oracle == "ilp" and available_oracles().get("toulbar2"):
-            oracle = "toulbar2"  # 3x faster than HiGHS per call on the paper's 5x5 grids
-    if isinstance(oracle, str) and oracle == "lp":
+        lp = resolve_oracle("lp" if oracle == "exact" else oracle, model)
+        if not isinstance(lp, LPOracle):
+            raise ValueError("domain='local' uses the local-polytope LP: give oracle='exact' or "
+                             f"'lp' (or a fwcore.oracles.LPOracle); got {oracle!r}")
+        return _LocalPolytope(model, lp)
+    resolved = resolve_oracle(oracle, model, seed=seed)
+    if isinstance(resolved, LPOracle):
         raise ValueError("oracle='lp' optimises over the local polytope: use domain='local'")
-    if isinstance(oracle, str) and seed is not None:
-        try:
-            return _MarginalPolytope(model, make_oracle(oracle, model, seed=seed), seed)
-        except TypeError:
-            pass  # this oracle takes no seed
-    return _MarginalPolytope(model, make_oracle(oracle, model), seed)
+    return _MarginalPolytope(model, resolved, seed)
 
 
 def _edge_mi(model, x):
@@ -460,12 +444,12 @@ def infer(model, *, oracle="exact", domain="marginal", delta="adaptive", delta_i
         raise ValueError(f"rho_step must be one of {', '.join(_RHO_STEPS)}; got {rho_step!r}")
     rho = _initial_rho(model, rho)
     dom = _make_domain(model, oracle, domain, seed)
-    if max_time is not None and hasattr(dom, "cap_time"):
+    if max_time is not None:
         dom.deadline = t0 + max_time
     if domain == "local":
         local_steps = 0
     recorder = _Recorder(callback, bool(verbose), t0)
-    exact = domain == "local" or getattr(dom.oracle, "exact", False)
+    exact = domain == "local" or dom.oracle.exact
     objective = TRWObjective(model, rho)
     res, calls, n_iter, status, i = None, 0, 0, Status.CONVERGED, 0
     for i in range(rho_updates + 1):

@@ -219,10 +219,19 @@ def test_impossible_states():
     assert trbp(loopy).mu[np.isneginf(loopy.theta)].max() == 0.0
 
 
-def test_max_time_caps_the_oracle_time_limit():
-    from fwcore.oracles import make_oracle
+def test_max_time_caps_each_oracle_call_and_leaves_the_oracle_unchanged():
+    from fwcore.oracles.approximate import TRWSOracle
+
+    class Recording(TRWSOracle):
+        limits = []
+
+        def _argmax(self, scores, init, time_limit):
+            self.limits.append(time_limit)
+            return super()._argmax(scores, init, time_limit)
+
     model = random_clique(8, coupling=2.0, seed=0)
-    oracle = make_oracle("trws", model, time_limit=100.0)
+    oracle = Recording(model, time_limit=100.0)
     res = infer(model, oracle=oracle, max_time=5.0, rho_updates=1)
-    assert oracle.time_limit is not None and oracle.time_limit <= 5.0
+    assert oracle.time_limit == 100.0
+    assert Recording.limits and all(t is not None and t <= 5.0 for t in Recording.limits)
     assert res.time < 10.0

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from fwcore.matching import exact_matching_marginals, matching_marginals
+from fwcore.matching_inference import exact_matching_marginals, matching_marginals
 from fwcore.learn.datasets import noisy_point_matching
-from fwcore.learn.matching import MatchingModel
+from fwcore.learn.matching_model import MatchingModel
 from fwcore.learn.mle_struct import MLEStruct
 from fwcore.learn.ssvm import SSVM
 

@@ -3,7 +3,7 @@ oracle) vs Huang & Jebara BP. N = 8: accuracy against exact marginals (Ryser) an
 the Bethe optimum; N = 50, 100: time. W = beta * unif[0, 1] as in App. F."""
 import numpy as np
 
-from fwcore.matching import bethe_bp, exact_matching_marginals, matching_marginals
+from fwcore.matching_inference import bethe_bp, exact_matching_marginals, matching_marginals
 
 from .common import QUICK
 

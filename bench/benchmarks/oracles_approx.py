@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 import fwcore
-from fwcore.oracles import make_oracle
+from fwcore.oracles import resolve_oracle
 
 from .common import INSTANCES, QUICK
 
@@ -56,7 +56,7 @@ class QPBOGrid:
 
     def setup(self, side, submodular):
         self.model = _binary_grid(side, submodular)
-        self.oracle = make_oracle("qpbo", self.model)
+        self.oracle = resolve_oracle("qpbo", self.model)
 
     def time_fwcore_qpbo(self, side, submodular):
         self.oracle.argmax(self.model.theta)
@@ -118,7 +118,7 @@ class ICMThroughput:
         self.model = (fwcore.random_grid(side, seed=0) if model.startswith("grid")
                       else fwcore.potts_grid(side, n_labels=5, seed=0))
         self.init = np.random.default_rng(0).integers(0, self.model.card)
-        self.oracle = make_oracle("icm", self.model, max_sweeps=1000)
+        self.oracle = resolve_oracle("icm", self.model, max_sweeps=1000)
 
     def time_icm(self, model):
         self.oracle.argmax(self.model.theta, init=self.init)
@@ -153,7 +153,7 @@ class OraclesUAI:
             raise NotImplementedError("qpbo: binary models only")
         ref = path.with_name(path.name + (".MAP" if instance.startswith("uai") else ".MPE"))
         self.opt = float(self.model.score(read_map(ref)))
-        self.oracle = make_oracle(oracle, self.model)
+        self.oracle = resolve_oracle(oracle, self.model)
 
     def time_argmax(self, instance, oracle):
         self.oracle.argmax(self.model.theta)

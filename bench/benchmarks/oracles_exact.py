@@ -8,8 +8,8 @@ The scores of the approximate oracles on the same instances are in oracles_appro
 import time
 
 import fwcore
-from fwcore.oracles import make_oracle
-from fwcore.oracles.exact import Toulbar2Oracle
+from fwcore.oracles import resolve_oracle
+from fwcore.oracles.exact_oracles import Toulbar2Oracle
 
 from .common import INSTANCES, QUICK
 
@@ -33,7 +33,7 @@ class ExactOraclesUAI:
             raise NotImplementedError("pytoulbar2 not installed (pip install fwcore[toulbar2])")
         self.model = fwcore.read_uai(path)
         self.reference = float(self.model.score(fwcore.read_map(f"{path}.MAP")))
-        self.oracle = make_oracle(oracle, self.model, time_limit=60)
+        self.oracle = resolve_oracle(oracle, self.model, time_limit=60)
 
     def _solve(self):
         """One solve, cached for the track_* methods: (seconds, score, bound)."""

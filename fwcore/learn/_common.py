@@ -1,5 +1,5 @@
 """Pieces shared by the learners: the models they fit (`CRFModel` here, `MatchingModel` in
-`fwcore.learn.matching`), oracles as vertex decoders, executor fan-out, ρ choices, parameter
+`fwcore.learn.matching_model`), oracles as vertex decoders, executor fan-out, ρ choices, parameter
 checks and the scikit-learn-style base class.
 
 A model gives the FW loops everything example-specific: ``scores(ex, w)`` (θ = Φ w),
@@ -14,10 +14,10 @@ import time
 import numpy as np
 
 from .. import _kernels
-from ..oracles import make_oracle
+from ..oracles import LPOracle, resolve_oracle
 from ..rho import entropy_weights, matrix_tree_rho, uniform_rho
 from .crf import CRFFeatures, check_examples, check_labels, check_nonempty, infer_n_labels
-from .matching import GRAPHS, MatchingModel
+from .matching_model import GRAPHS, MatchingModel
 
 __all__ = ["Decoder", "run_tasks", "learner_rho", "fw_marginals", "CRFModel", "TRWEntropy",
            "StructuredLearner"]
@@ -30,12 +30,11 @@ class Decoder:
 
     def __init__(self, mrf, oracle):
         self.mrf = mrf
-        self.oracle = make_oracle(oracle, mrf)
+        self.oracle = resolve_oracle(oracle, mrf)
 
     def vertex(self, scores):
-        lp = getattr(self.oracle, "argmax_marginals", None)
-        if callable(lp):
-            return np.asarray(lp(scores), dtype=np.float64)
+        if isinstance(self.oracle, LPOracle):
+            return np.asarray(self.oracle.argmax_marginals(scores), dtype=np.float64)
         return self.mrf.marginal_vector(self.oracle.argmax(scores))
 
     def assignment(self, scores):
@@ -208,7 +207,7 @@ class StructuredLearner:
 
     def fit(self, X, Y):
         """Learn ``coef_`` from inputs X and labellings Y (see `fwcore.learn.crf` and
-        `fwcore.learn.matching` for their forms)."""
+        `fwcore.learn.matching_model` for their forms)."""
         self._check_params()
         model, examples, labels = make_model(self.model, X, Y, self.n_labels, self.oracle)
         self.features_ = model

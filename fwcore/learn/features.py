@@ -11,7 +11,7 @@ lie, distances divided by the set's mean pairwise distance:
   other points.
 
 `matching_features` turns them into the edge features [n, m, F] of a bipartite matching
-model (`fwcore.learn.matching`): for point i of frame P and point j of frame Q, one
+model (`fwcore.learn.matching_model`): for point i of frame P and point j of frame Q, one
 feature per ring, −χ²(ring of SC_i, ring of SC_j), then one per quantile,
 −|d_i(q) − d_j(q)|, so F = n_radial + n_quantiles and every feature is 0 for identical
 descriptors.

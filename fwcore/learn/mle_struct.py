@@ -22,7 +22,7 @@ import numpy as np
 
 from ..fw.linesearch import safeguarded_newton
 from ._common import StructuredLearner, _check_choice, run_tasks
-from .matching import matching_rho
+from .matching_model import matching_rho
 
 __all__ = ["MLEStruct"]
 
@@ -101,7 +101,7 @@ class MLEStruct(StructuredLearner):
         batch step and of the gap pass; results equal the serial run.
     model : 'crf' (X: `CRFExample`s, Y: labellings; `fwcore.learn.crf`), 'bipartite'
         (X: features [N, N, F], Y: permutations; Hungarian oracle) or 'perfect' (X:
-        symmetric [n, n, F], Y: mate arrays; blossom oracle); see `fwcore.learn.matching`.
+        symmetric [n, n, F], Y: mate arrays; blossom oracle); see `fwcore.learn.matching_model`.
 
     Attributes: ``coef_`` (w = θ*(τ), `CRFFeatures` layout or the F edge-feature weights), ``dual_gap_``, ``objective_``
     (L at the last iterate), ``n_iter_``, ``n_oracle_calls_``, ``trace_`` (seconds, gap,
@@ -182,6 +182,6 @@ class MLEStruct(StructuredLearner):
     def predict_marginals(self, X, tol=1e-4):
         """Marginals of each input under ``coef_`` with the fitted ρ: CRF node marginals
         [n, L] (FW with MAP calls, MLE-Struct Sec. 3.2) or matching edge marginals [n, n]
-        (`fwcore.matching.matching_marginals`), FW gap <= ``tol``."""
+        (`fwcore.matching_inference.matching_marginals`), FW gap <= ``tol``."""
         examples = self._check_fitted(X)
         return self.features_.marginals(examples, self.coef_, self.rho, tol, self.executor)

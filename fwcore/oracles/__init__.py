@@ -1,4 +1,6 @@
-"""MAP oracles behind one interface (DESIGN.md, "MAP oracles")."""
-from .base import MapOracle, available_oracles, make_oracle, register_oracle
+"""MAP oracles behind one contract (DESIGN.md "MAP oracles", "Contracts every task shares")."""
+from .base import (LPOracle, MapOracle, available_oracles, exact_choice, register_oracle,
+                   resolve_oracle)
 
-__all__ = ["MapOracle", "available_oracles", "make_oracle", "register_oracle"]
+__all__ = ["MapOracle", "LPOracle", "available_oracles", "exact_choice", "register_oracle",
+           "resolve_oracle"]

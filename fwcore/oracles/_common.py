@@ -1,34 +1,7 @@
-"""Checks and the local-polytope constraint matrix shared by the exact and LP oracles."""
+"""The local-polytope constraint matrix and rounding shared by the exact and LP oracles."""
 import numpy as np
 from scipy import sparse
 
-from ..model import PairwiseMRF
-
-
-def check_model(model, who):
-    if not isinstance(model, PairwiseMRF):
-        raise TypeError(f"{who} needs a fwcore.PairwiseMRF as model; got {type(model).__name__}")
-    return model
-
-
-def check_scores(model, scores):
-    """Scores in the model's flat layout: length ``model.dim``, finite or -inf."""
-    if scores.ndim != 1 or scores.shape[0] != model.dim:
-        raise ValueError(f"scores must be a 1-D array of length {model.dim} (the model's flat "
-                         f"layout); got shape {scores.shape}")
-    if np.isnan(scores).any() or np.isposinf(scores).any():
-        raise ValueError("scores contain NaN or +inf; log-potentials must be finite or -inf")
-    return scores
-
-
-def check_positive(name, value, allow_none=True):
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-            or not np.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive number{' or None' if allow_none else ''}; "
-                         f"got {value!r}")
-    return float(value)
 
 
 def local_polytope_constraints(model):

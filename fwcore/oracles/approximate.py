@@ -9,27 +9,15 @@ import time
 import numpy as np
 
 from .. import _kernels, _oracles
+from ..checks import Interval, TIME, check_params, check_seed, finite_penalty
 from ..results import Status
 from .base import MapOracle, register_oracle
-from ._common import check_model, check_positive, check_scores, node_argmax
+from ._common import node_argmax
 
 __all__ = ["ICMOracle", "QPBOOracle", "TRWSOracle", "MaxProductOracle"]
 
 
-def _check_int(name, value, low=1):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}; got {value!r}")
-    return int(value)
-
-
-def _check_seed(seed):
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
-        raise TypeError(f"seed must be an int or None; got {type(seed).__name__}")
-    return np.random.default_rng(seed)
-
-
-def _check_init(model, init):
-    return None if init is None else model.check_assignment(init, name="init").astype(np.int32)
+_SWEEPS = {"max_sweeps": Interval(1, integer=True)}
 
 
 def _run_icm(model, scores, x, max_sweeps, order=None, seed=None):
@@ -50,43 +38,20 @@ class ICMOracle(MapOracle):
     """
 
     name = "icm"
+    takes_seed = True
 
     def __init__(self, model, max_sweeps=100, seed=None):
-        super().__init__(check_model(model, "the icm oracle"))
-        self.max_sweeps = _check_int("max_sweeps", max_sweeps)
-        self._rng = None if seed is None else _check_seed(seed)
-        self.status = None
+        super().__init__(model)
+        self.max_sweeps = check_params(_SWEEPS, max_sweeps=max_sweeps)["max_sweeps"]
+        self._rng = None if seed is None else check_seed(seed)
         self.n_sweeps = 0
 
-    def _argmax(self, scores, init):
-        scores = check_scores(self.model, scores)
-        x = _check_init(self.model, init)
-        if x is None:
-            x = node_argmax(self.model, scores).astype(np.int32)
+    def _argmax(self, scores, init, time_limit):
+        x = node_argmax(self.model, scores).astype(np.int32) if init is None else init.copy()
         seed = None if self._rng is None else int(self._rng.integers(2**63))
         _, self.n_sweeps, converged = _run_icm(self.model, scores, x, self.max_sweeps,
                                                seed=seed)
-        self.status = Status.STALLED if converged else Status.MAX_ITER
-        return x, None
-
-
-def _finite_energy(model, scores):
-    """E = -scores (QPBO minimises energies) with each +inf energy replaced by a finite
-    penalty: the largest finite entry of its block plus R = 1 + Σ_blocks (max - min of the
-    finite entries). Any assignment using a penalised entry then costs more than every
-    finite-energy assignment, so the minimisers are unchanged when one exists, and the
-    penalised energy is <= the true one, so its relaxation bound stays a valid bound."""
-    energy = -scores
-    bad = np.isposinf(energy)
-    if not bad.any():
-        return energy
-    n = model.n_vars
-    blocks = [energy[:2 * n].reshape(n, 2), energy[2 * n:].reshape(-1, 4)]
-    masked = [np.ma.masked_invalid(b) for b in blocks]
-    spread = sum(float((b.max(axis=1) - b.min(axis=1)).filled(0.0).sum()) for b in masked)
-    penalty = [(b.max(axis=1).filled(0.0) + 1.0 + spread)[:, None] for b in masked]
-    return np.concatenate([np.where(np.isposinf(b), p, b).ravel()
-                           for b, p in zip(blocks, penalty)])
+        return x, None, (Status.STALLED if converged else Status.MAX_ITER)
 
 
 @register_oracle
@@ -103,7 +68,8 @@ class QPBOOracle(MapOracle):
     ``init`` (else 0) and are completed by ICM (which moves only on strict improvements, so
     the result scores at least labelled + start).
     The upper bound is the roof dual: -(const + maxflow / 2) >= max score. -inf scores
-    get a finite penalty (see `_finite_energy`).
+    get a finite penalty (`fwcore.checks.finite_penalty`): the maximisers are unchanged and
+    the penalised relaxation's bound stays a bound.
 
     After a call, ``partial_labelling`` holds the persistent labels (-1: unlabelled).
     """
@@ -111,7 +77,7 @@ class QPBOOracle(MapOracle):
     name = "qpbo"
 
     def __init__(self, model, max_sweeps=100):
-        super().__init__(check_model(model, "the qpbo oracle"))
+        super().__init__(model)
         if model.n_vars and (model.card != 2).any():
             i = int(np.flatnonzero(model.card != 2)[0])
             raise ValueError(f"the qpbo oracle needs a binary model (every card == 2); "
@@ -119,7 +85,7 @@ class QPBOOracle(MapOracle):
                              "oracle for multi-label models")
         if 4 * model.n_edges >= 2**31 or 2 * model.n_vars >= 2**31:
             raise ValueError("the qpbo oracle's graph would exceed 2**31 arcs or nodes")
-        self.max_sweeps = _check_int("max_sweeps", max_sweeps)
+        self.max_sweeps = check_params(_SWEEPS, max_sweeps=max_sweeps)["max_sweeps"]
         n, n_arcs = model.n_vars, 4 * model.n_edges
         # p_i owns the adjacency slot range of i, p̄_i the same range shifted by 2E
         self._arc_start = np.concatenate([model.adj_start, 2 * model.n_edges
@@ -135,14 +101,12 @@ class QPBOOracle(MapOracle):
                       np.empty(2 * n, dtype=np.int8), np.empty(2 * n + 1, dtype=np.int32),
                       np.empty(2 * n + 1, dtype=np.int32))
         self.partial_labelling = None
-        self.status = None
 
-    def _argmax(self, scores, init):
+    def _argmax(self, scores, init, time_limit):
         m = self.model
         n = m.n_vars
-        scores = check_scores(m, scores)
-        x = _check_init(m, init)
-        energy = _finite_energy(m, scores)
+        x = init
+        energy = -finite_penalty(m, scores, margin=1.0)
         const = _oracles.qpbo_build(energy, m.edges, self._arc_start, self._head,
                                     self._sister, self._r_cap, self._tr_cap, self._sub_end,
                                     self._back)
@@ -161,18 +125,20 @@ class QPBOOracle(MapOracle):
         lower = const + 0.5 * flow
         # slack for rounding in the float sums behind const and flow
         bound = -lower + 1e-9 * max(1.0, abs(lower))
-        self.status = Status.CONVERGED if free.size == 0 else Status.STALLED
-        return x, bound
+        return x, bound, (None if free.size == 0 else Status.STALLED)
 
 
 class _MessagePassing(MapOracle):
     """Shared set-up of TRW-S and max-product: message storage and the stopping loop."""
 
-    def __init__(self, model, who, max_iter, tol, time_limit):
-        super().__init__(check_model(model, who))
-        self.max_iter = _check_int("max_iter", max_iter)
-        self.tol = check_positive("tol", tol, allow_none=False)
-        self.time_limit = check_positive("time_limit", time_limit)
+    _params = {"max_iter": Interval(1, integer=True), "tol": Interval(0.0, lo_open=True),
+               "time_limit": TIME}
+
+    def __init__(self, model, max_iter, tol, time_limit):
+        super().__init__(model)
+        checked = check_params(self._params, max_iter=max_iter, tol=tol, time_limit=time_limit)
+        self.max_iter, self.tol, self.time_limit = checked["max_iter"], checked["tol"], \
+            checked["time_limit"]
         card = model.card.astype(np.int64)
         sizes = card[model.edges[:, 0]] + card[model.edges[:, 1]]
         self._msg_off = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
@@ -180,7 +146,6 @@ class _MessagePassing(MapOracle):
         k = int(card.max()) if model.n_vars else 1
         self._hat, self._buf = np.empty(k), np.empty(2 * k)
         self._x = np.zeros(model.n_vars, dtype=np.int32)
-        self.status = None
         self.n_iter = 0
         self.trace = []
 
@@ -216,7 +181,7 @@ class TRWSOracle(_MessagePassing):
     name = "trws"
 
     def __init__(self, model, max_iter=100, tol=1e-6, time_limit=None):
-        super().__init__(model, "the trws oracle", max_iter, tol, time_limit)
+        super().__init__(model, max_iter, tol, time_limit)
         earlier = np.zeros(model.n_vars, dtype=np.int64)
         np.add.at(earlier, model.edges[:, 1], 1)
         later = np.bincount(model.edges[:, 0], minlength=model.n_vars)
@@ -224,14 +189,13 @@ class TRWSOracle(_MessagePassing):
         self._gamma = 1.0 / chains
         self._node_weight = 1.0 - earlier * self._gamma
 
-    def _argmax(self, scores, init):
-        scores = check_scores(self.model, scores)
-        x0 = _check_init(self.model, init)
+    def _argmax(self, scores, init, time_limit):
+        x0 = init
         best_x, best = (None, -np.inf) if x0 is None else (x0, float(self.model.score(x0, scores)))
         self._msg[:] = 0.0
         ub, self.trace = np.inf, []
         t0 = time.perf_counter()
-        self.status = Status.MAX_ITER
+        status = Status.MAX_ITER
         for self.n_iter in range(1, self.max_iter + 1):
             bound, _ = self._sweep(scores, self._gamma, self._node_weight, 0.0)
             x, val = self._decode(scores, True)
@@ -242,16 +206,16 @@ class TRWSOracle(_MessagePassing):
             self.trace.append((bound, best))
             tol = self.tol * max(1.0, abs(best)) if np.isfinite(best) else self.tol
             if ub - best <= tol or ub == -np.inf:
-                self.status = Status.CONVERGED
+                status = Status.CONVERGED
                 break
             if improved <= tol:
-                self.status = Status.STALLED
+                status = Status.STALLED
                 break
-            if self.time_limit is not None and time.perf_counter() - t0 > self.time_limit:
-                self.status = Status.MAX_TIME
+            if time_limit is not None and time.perf_counter() - t0 > time_limit:
+                status = Status.MAX_TIME
                 break
         # slack for rounding in the float sums behind the bound
-        return best_x, ub + 1e-9 * max(1.0, abs(ub)) if np.isfinite(ub) else ub
+        return best_x, (ub + 1e-9 * max(1.0, abs(ub)) if np.isfinite(ub) else ub), status
 
 
 @register_oracle
@@ -260,38 +224,35 @@ class MaxProductOracle(_MessagePassing):
     index order (forward, then backward), messages shifted to max 0 and damped:
     M <- damping M_old + (1 - damping) M_new. Decodes by max-marginals (argmax of each
     node belief) after every iteration and keeps the best-scoring decoding (or ``init``).
-    Stops when no message entry changes by more than ``tol`` (CONVERGED), after
+    Stops when no message entry changes by more than ``tol`` (STALLED: a fixed point is
+    no proof of optimality), after
     ``max_iter`` iterations or ``time_limit`` seconds. No bound (None).
     """
 
     name = "maxproduct"
 
     def __init__(self, model, max_iter=100, damping=0.5, tol=1e-6, time_limit=None):
-        super().__init__(model, "the maxproduct oracle", max_iter, tol, time_limit)
-        if isinstance(damping, bool) or not isinstance(damping, (int, float, np.integer,
-                                                                 np.floating)) \
-                or not 0.0 <= damping < 1.0:
-            raise ValueError(f"damping must be a number in [0, 1); got {damping!r}")
-        self.damping = float(damping)
+        super().__init__(model, max_iter, tol, time_limit)
+        self.damping = check_params({"damping": Interval(0.0, 1.0, hi_open=True)},
+                                    damping=damping)["damping"]
         self._ones = np.ones(model.n_vars)
         self._zeros = np.zeros(model.n_vars)
 
-    def _argmax(self, scores, init):
-        scores = check_scores(self.model, scores)
-        x0 = _check_init(self.model, init)
+    def _argmax(self, scores, init, time_limit):
+        x0 = init
         best_x, best = (None, -np.inf) if x0 is None else (x0, float(self.model.score(x0, scores)))
         self._msg[:] = 0.0
         t0 = time.perf_counter()
-        self.status = Status.MAX_ITER
+        status = Status.MAX_ITER
         for self.n_iter in range(1, self.max_iter + 1):
             _, change = self._sweep(scores, self._ones, self._zeros, self.damping)
             x, val = self._decode(scores, False)
             if best_x is None or val > best:
                 best_x, best = x, val
-            if change <= self.tol:
-                self.status = Status.CONVERGED
+            if change <= self.tol:  # a fixed point, but no proof of optimality
+                status = Status.STALLED
                 break
-            if self.time_limit is not None and time.perf_counter() - t0 > self.time_limit:
-                self.status = Status.MAX_TIME
+            if time_limit is not None and time.perf_counter() - t0 > time_limit:
+                status = Status.MAX_TIME
                 break
-        return best_x, None
+        return best_x, None, status

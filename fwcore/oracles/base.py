@@ -1,58 +1,114 @@
-"""The oracle protocol and the registry of oracles by name.
+"""The oracle contract, the registry of oracles by name, and the one resolver.
 
 An oracle is built once for a model's structure (graph and cardinalities) and then asked
 many times for a maximiser of other scores in the model's flat layout:
 
-    oracle = make_oracle("icm", model, seed=0)
-    x = oracle.argmax(scores)          # int32 assignment maximising <scores, mu(x)>
-    kappa = oracle.upper_bound()       # bound on max_x <scores, mu(x)> for that call, or None
+    oracle = resolve_oracle("icm", model, seed=0)
+    x = oracle.argmax(scores, init=None, time_limit=None)  # int32 maximiser of <scores, mu(x)>
+    kappa = oracle.upper_bound()       # certified bound on that maximum, or None
+    oracle.status                      # why that call stopped (a `Status`)
 
-Scores are maximised (DESIGN.md conventions). Exact oracles report the optimum as their
-bound. A plain function ``f(scores) -> assignment`` or any object with ``argmax`` plugs in.
+Everything a caller may rely on is declared on `MapOracle` (DESIGN.md "Contracts every task
+shares"): ``exact``, ``takes_seed``, ``time_limit`` (the default per call), ``status``,
+``argmax`` and ``upper_bound``; LP oracles (`LPOracle`) add ``argmax_marginals``. Callers
+never probe an oracle for what it can do. Scores are maximised.
 """
 import abc
 
 import numpy as np
 
-__all__ = ["MapOracle", "register_oracle", "make_oracle", "available_oracles"]
+from ..checks import TIME, check_model, check_params
+from ..results import Status, proves_optimal
 
-_REGISTRY = {}
+__all__ = ["MapOracle", "LPOracle", "FunctionOracle", "register_oracle", "resolve_oracle",
+           "available_oracles", "exact_choice", "AUTO_BRUTEFORCE_STATES"]
+
+_registry = {}
+
+#: "exact" enumerates models with at most this many joint states
+AUTO_BRUTEFORCE_STATES = 2**12
+#: "exact" uses variable elimination up to this many variables and table bytes
+AUTO_ELIMINATION_VARS = 1000
+AUTO_ELIMINATION_BYTES = 2**26
 
 
 class MapOracle(abc.ABC):
-    """Base class: subclasses set ``name`` and ``exact`` and implement `_argmax`."""
+    """Base class of every MAP oracle. Subclasses set ``name`` (and ``exact``,
+    ``takes_seed``, ``extra`` as they apply) and implement `_argmax`."""
 
     name = None
+    #: a call that finishes (status not MAX_TIME) returns a true maximiser
     exact = False
-    #: name of the optional extra a backend needs (``None`` for numpy/scipy only)
+    #: the constructor takes ``seed`` (randomised oracles); `resolve_oracle` passes it
+    takes_seed = False
+    #: name of the optional extra a backend needs (None: numpy/scipy only)
     extra = None
+    #: default time limit of each call in seconds (constructors that take one set it)
+    time_limit = None
 
     def __init__(self, model):
-        self.model = model
+        self.model = check_model(model)
         self.n_calls = 0
+        #: why the last call stopped: CONVERGED (finished: exact, or its bound proves the
+        #: score optimal), STALLED (a local optimum without proof), MAX_ITER or MAX_TIME
+        self.status = None
         self._bound = None
 
-    def argmax(self, scores, init=None):
-        """An assignment maximising ``<scores, mu(x)>``; ``init`` warm-starts local methods."""
+    def argmax(self, scores, init=None, time_limit=None):
+        """An int32 assignment maximising ``<scores, mu(x)>`` (scores: the flat layout,
+        finite or -inf). ``init`` warm-starts the methods that use one; ``time_limit``
+        (seconds) bounds this call, together with the oracle's own ``time_limit``."""
+        scores = self.check_scores(scores)
+        if init is not None:
+            init = self.model.check_assignment(init, name="init").astype(np.int32)
+        limit = check_params({"time_limit": TIME}, time_limit=time_limit)["time_limit"]
+        if self.time_limit is not None:
+            limit = self.time_limit if limit is None else min(limit, self.time_limit)
         self.n_calls += 1
-        x, self._bound = self._argmax(np.asarray(scores, dtype=np.float64), init)
-        return np.ascontiguousarray(x, dtype=np.int32)
+        x, bound, status = self._argmax(scores, init, limit)
+        x = np.ascontiguousarray(x, dtype=np.int32)
+        if status is None:
+            status = Status.CONVERGED if self.exact or \
+                proves_optimal(float(self.model.score(x, scores)), bound) else Status.STALLED
+        self.status, self._bound = status, None if bound is None else float(bound)
+        return x
 
     def upper_bound(self):
         """Certified upper bound on the maximum score of the last `argmax` call, or None."""
         return self._bound
 
+    def check_scores(self, scores):
+        scores = np.asarray(scores, dtype=np.float64)
+        if scores.ndim != 1 or scores.shape[0] != self.model.dim:
+            raise ValueError(f"scores must be a 1-D array of length {self.model.dim} (the "
+                             f"model's flat layout); got shape {scores.shape}")
+        if np.isnan(scores).any() or np.isposinf(scores).any():
+            raise ValueError("scores contain NaN or +inf; log-potentials must be finite or -inf")
+        return scores
+
     @abc.abstractmethod
-    def _argmax(self, scores, init):
-        """Return (assignment, upper bound or None)."""
+    def _argmax(self, scores, init, time_limit):
+        """Return (assignment, upper bound or None, status or None). Status None means the
+        call finished: CONVERGED when exact or the bound proves the score, else STALLED."""
 
     @classmethod
     def is_available(cls):
+        """Is the backend installed? (False only for oracles with an ``extra``.)"""
         return True
 
 
+class LPOracle(MapOracle):
+    """An oracle over the local polytope L: `argmax_marginals` returns the (possibly
+    fractional) LP optimum and sets `upper_bound` to the LP value."""
+
+    @abc.abstractmethod
+    def argmax_marginals(self, scores, time_limit=None):
+        """The LP optimum mu in L (flat layout) for ``scores``."""
+
+
 class FunctionOracle(MapOracle):
-    """Wraps a user function ``f(scores) -> assignment`` (no bound, not known exact)."""
+    """A user function ``f(scores) -> assignment`` as an oracle: not known to be exact, no
+    bound, called with the scores only (a user's object: pass its bound method)."""
 
     name = "function"
 
@@ -60,69 +116,92 @@ class FunctionOracle(MapOracle):
         super().__init__(model)
         self.func = func
 
-    def _argmax(self, scores, init):
-        x = self.model.check_assignment(self.func(scores), name="oracle function's result")
-        return x, None
-
-
-class ObjectOracle(MapOracle):
-    """Wraps a user object with ``argmax(scores)`` and optionally ``upper_bound()``."""
-
-    name = "object"
-
-    def __init__(self, model, obj):
-        super().__init__(model)
-        self.obj = obj
-        self.exact = bool(getattr(obj, "exact", False))
-
-    def _argmax(self, scores, init):
-        x = self.model.check_assignment(self.obj.argmax(scores), name="oracle's result")
-        bound = getattr(self.obj, "upper_bound", None)
-        return x, (bound() if callable(bound) else None)
+    def _argmax(self, scores, init, time_limit):
+        x = self.model.check_assignment(self.func(scores), name="the oracle function's result")
+        return x, None, None
 
 
 def register_oracle(cls):
     """Class decorator: make an oracle selectable by its ``name``."""
-    if not cls.name or cls.name in _REGISTRY:
+    if not cls.name or cls.name in _registry:
         raise ValueError(f"oracle name {cls.name!r} is empty or already registered")
-    _REGISTRY[cls.name] = cls
+    _registry[cls.name] = cls
     return cls
 
 
 def _load_builtin():
-    # importing the modules registers their oracles
-    from . import _builtin  # noqa: F401
+    from . import builtin  # noqa: F401  (importing it registers the built-in oracles)
 
 
-def make_oracle(spec, model, **options):
-    """Build an oracle from a name, ``(name, options)``, an oracle object or a function."""
+def exact_choice(model):
+    """The name of the cheapest exact oracle for ``model``: 'tree' on a forest,
+    'bruteforce' up to AUTO_BRUTEFORCE_STATES joint states, 'elimination' when the model
+    has at most AUTO_ELIMINATION_VARS variables and its tables fit
+    AUTO_ELIMINATION_BYTES, else 'toulbar2' when installed (3x faster per call than HiGHS
+    on the paper's 5x5 grids), else 'ilp'."""
+    from ..exact import EliminationPlan
     _load_builtin()
+    if model.n_edges == model.n_vars - model.n_components():
+        return "tree"
+    if np.log2(model.card.astype(np.float64)).sum() <= np.log2(AUTO_BRUTEFORCE_STATES):
+        return "bruteforce"
+    if model.n_vars <= AUTO_ELIMINATION_VARS and \
+            EliminationPlan(model).bytes <= AUTO_ELIMINATION_BYTES:
+        return "elimination"
+    return "toulbar2" if _registry["toulbar2"].is_available() else "ilp"
+
+
+def _names():
+    return ", ".join(["exact", "auto", *sorted(_registry)])
+
+
+def resolve_oracle(spec, model, *, seed=None, **options):
+    """The oracle for ``model`` named by ``spec``, shared by every entry point:
+
+    - ``"exact"``: the cheapest exact oracle (`exact_choice`);
+    - ``"auto"``: that exact oracle when it is cheap (tree, brute force, elimination),
+      else the approximate ``"portfolio"``;
+    - a registered name (`available_oracles`), with keyword ``options``, or a
+      ``(name, options)`` pair;
+    - a `MapOracle` instance (used as it is: fwcore passes time limits per call and never
+      sets its attributes), or a function ``scores -> assignment``.
+
+    ``seed`` goes to the oracles that declare ``takes_seed``."""
+    _load_builtin()
+    model = check_model(model)
     if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str):
         spec, extra_options = spec
         options = {**dict(extra_options), **options}
     if isinstance(spec, str):
-        if spec not in _REGISTRY:
-            raise ValueError(f"unknown oracle {spec!r}; valid names: {', '.join(sorted(_REGISTRY))}")
-        cls = _REGISTRY[spec]
+        name = spec
+        if name in ("exact", "auto"):
+            name = exact_choice(model)
+            if spec == "auto" and name in ("toulbar2", "ilp"):
+                name = "portfolio"
+        if name not in _registry:
+            raise ValueError(f"unknown oracle {spec!r}; valid names: {_names()}")
+        cls = _registry[name]
         if not cls.is_available():
-            raise ValueError(f"oracle {spec!r} needs the optional extra: pip install 'fwcore[{cls.extra}]'")
-        try:
-            return cls(model, **options)
-        except TypeError as err:
-            raise TypeError(f"bad options for oracle {spec!r}: {err}") from None
+            raise ValueError(f"oracle {name!r} needs the optional extra: "
+                             f"pip install 'fwcore[{cls.extra}]'")
+        if cls.takes_seed and seed is not None:
+            options.setdefault("seed", seed)
+        return cls(model, **options)
     if options:
         raise TypeError(f"options {sorted(options)} apply only to oracles chosen by name")
     if isinstance(spec, MapOracle):
+        if spec.model.dim != model.dim or not np.array_equal(spec.model.card, model.card):
+            raise ValueError("the oracle object was built for another model (its flat layout "
+                             "differs); build it for this model")
         return spec
-    if hasattr(spec, "argmax"):
-        return ObjectOracle(model, spec)
     if callable(spec):
         return FunctionOracle(model, spec)
-    raise TypeError(f"oracle must be a name ({', '.join(sorted(_REGISTRY))}), a (name, options) "
-                    f"pair, an object with argmax(scores), or a function; got {type(spec).__name__}")
+    raise TypeError(f"oracle must be a name ({_names()}), a (name, options) pair, a "
+                    f"fwcore.oracles.MapOracle or a function scores -> assignment (for an "
+                    f"object, pass its bound method); got {type(spec).__name__}")
 
 
 def available_oracles():
     """Mapping of every registered oracle name to whether its backend is installed."""
     _load_builtin()
-    return {name: cls.is_available() for name, cls in sorted(_REGISTRY.items())}
+    return {name: cls.is_available() for name, cls in sorted(_registry.items())}

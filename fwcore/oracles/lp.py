@@ -10,10 +10,10 @@ polytope and the dual simplex returns an integral vertex.
 import numpy as np
 from scipy.optimize import linprog
 
+from ..checks import TIME, Options, check_params
 from ..results import Status
-from .base import MapOracle, register_oracle
-from ._common import (check_model, check_positive, check_scores, local_polytope_constraints,
-                      lp_objective, node_argmax)
+from .base import LPOracle, register_oracle
+from ._common import local_polytope_constraints, lp_objective, node_argmax
 
 __all__ = ["LocalPolytopeLP"]
 
@@ -21,7 +21,7 @@ _SOLVERS = ("highs-ds", "highs-ipm", "highs")
 
 
 @register_oracle
-class LocalPolytopeLP(MapOracle):
+class LocalPolytopeLP(LPOracle):
     """LP over the local polytope (HiGHS).
 
     Options: ``time_limit`` (seconds or None), ``solver`` — ``"highs-ds"`` (default: the
@@ -39,41 +39,39 @@ class LocalPolytopeLP(MapOracle):
     exact = False
 
     def __init__(self, model, time_limit=None, solver="highs-ds"):
-        super().__init__(check_model(model, "the lp oracle"))
-        self.time_limit = check_positive("time_limit", time_limit)
-        if solver not in _SOLVERS:
-            raise ValueError(f"solver must be one of {', '.join(_SOLVERS)}; got {solver!r}")
-        self.solver = solver
+        super().__init__(model)
+        checked = check_params({"time_limit": TIME, "solver": Options(*_SOLVERS)},
+                               time_limit=time_limit, solver=solver)
+        self.time_limit, self.solver = checked["time_limit"], checked["solver"]
         self._a_eq, self._b_eq = local_polytope_constraints(model)
-        self.status = None
 
-    def argmax_marginals(self, scores):
+    def argmax_marginals(self, scores, time_limit=None):
         """The LP optimum μ ∈ L (flat, the model's layout); also sets `upper_bound`."""
         self.n_calls += 1
-        scores = check_scores(self.model, np.asarray(scores, dtype=np.float64))
-        mu, self._bound = self._solve(scores)
+        limit = check_params({"time_limit": TIME}, time_limit=time_limit)["time_limit"]
+        if self.time_limit is not None:
+            limit = self.time_limit if limit is None else min(limit, self.time_limit)
+        mu, self._bound = self._solve(self.check_scores(scores), limit)
+        self.status = Status.CONVERGED
         return mu
 
-    def _solve(self, scores):
+    def _solve(self, scores, time_limit):
         cost, upper = lp_objective(scores)
-        options = {} if self.time_limit is None else {"time_limit": self.time_limit}
+        options = {} if time_limit is None else {"time_limit": time_limit}
         res = linprog(cost, A_eq=self._a_eq, b_eq=self._b_eq,
                       bounds=np.stack([np.zeros_like(upper), upper], axis=1),
                       method=self.solver, options=options)
         if res.status == 2:
             # every state combination of some edge or node is forbidden: no finite score
-            self.status = Status.CONVERGED
             return self.model.uniform_marginals(), -np.inf
         if res.status != 0:
             raise RuntimeError(f"HiGHS stopped before solving the local-polytope LP "
                                f"(status {res.status}: {res.message}); raise time_limit")
-        self.status = Status.CONVERGED
         mu = np.clip(res.x, 0.0, 1.0)
         return mu, float(-res.fun)
 
-    def _argmax(self, scores, init):
-        check_scores(self.model, scores)
-        mu, bound = self._solve(scores)
+    def _argmax(self, scores, init, time_limit):
+        mu, bound = self._solve(scores, time_limit)
         x = node_argmax(self.model, mu)
         # the rounded point lies in L, so a bound below its score is solver round-off
-        return x, max(bound, float(self.model.score(x, scores)))
+        return x, max(bound, float(self.model.score(x, scores))), None

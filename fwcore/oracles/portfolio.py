@@ -4,8 +4,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .base import MapOracle, _REGISTRY, make_oracle, register_oracle
-from ._common import check_model, check_scores
+from ..results import Status
+from .base import MapOracle, available_oracles, register_oracle, resolve_oracle
 
 __all__ = ["PortfolioOracle"]
 
@@ -29,29 +29,27 @@ class PortfolioOracle(MapOracle):
     exact = False
 
     def __init__(self, model, members=None, threads=False):
-        super().__init__(check_model(model, "the portfolio oracle"))
+        super().__init__(model)
         if members is None:
             binary = bool((model.card == 2).all())
+            installed = available_oracles()
             members = [m for m in DEFAULT_MEMBERS
-                       if m in _REGISTRY and _REGISTRY[m].is_available()
-                       and (m != "qpbo" or binary)]
+                       if installed.get(m) and (m != "qpbo" or binary)]
             if not members:
                 raise ValueError("the portfolio found none of its default members "
                                  f"({', '.join(DEFAULT_MEMBERS)}); pass members=[...]")
         if isinstance(members, (str, tuple)) or not len(members):
             raise ValueError("members must be a non-empty list of oracle names, (name, options) "
                              f"pairs or oracle objects; got {members!r}")
-        self.members = [make_oracle(m, model) for m in members]
+        self.members = [resolve_oracle(m, model) for m in members]
         self.exact = any(m.exact for m in self.members)
         self.threads = bool(threads)
         self.member_scores = {}
         self.best = None
 
-    def _argmax(self, scores, init):
-        check_scores(self.model, scores)
-
+    def _argmax(self, scores, init, time_limit):
         def run(oracle):
-            x = oracle.argmax(scores, init)
+            x = oracle.argmax(scores, init, time_limit)
             return x, float(self.model.score(x, scores)), oracle.upper_bound()
 
         if self.threads and len(self.members) > 1:
@@ -65,5 +63,7 @@ class PortfolioOracle(MapOracle):
         k = int(np.argmax([s for _, s, _ in results]))
         self.best = names[k]
         bounds = [b for _, _, b in results if b is not None]
-        return results[k][0], (min(bounds) if bounds else None)
+        timed_out = any(m.status is Status.MAX_TIME for m in self.members)
+        return results[k][0], (min(bounds) if bounds else None), \
+            (Status.MAX_TIME if timed_out else None)
 

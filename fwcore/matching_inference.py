@@ -32,7 +32,7 @@ import numpy as np
 from scipy.special import logsumexp, xlogy
 
 from .fw import adaptive_delta, frank_wolfe
-from .oracles.matching import max_weight_bipartite_matching, max_weight_perfect_matching
+from .oracles.matching_oracles import max_weight_bipartite_matching, max_weight_perfect_matching
 from .results import Status
 
 __all__ = ["permanent", "log_permanent", "exact_matching_marginals",

@@ -12,10 +12,10 @@ import time
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 
+from ..checks import Interval, TIME, check_params
 from ..results import Status
 from .base import MapOracle, register_oracle
-from ._common import (check_model, check_positive, check_scores, local_polytope_constraints,
-                      lp_objective, node_argmax)
+from ._common import local_polytope_constraints, lp_objective, node_argmax
 
 __all__ = ["BruteForceOracle", "EliminationOracle", "TreeOracle", "ILPOracle", "Toulbar2Oracle"]
 
@@ -31,24 +31,21 @@ class BruteForceOracle(MapOracle):
     exact = True
 
     def __init__(self, model, max_states=2**20):
-        super().__init__(check_model(model, "the bruteforce oracle"))
-        max_states = check_positive("max_states", max_states, allow_none=False)
+        super().__init__(model)
+        max_states = check_params({"max_states": Interval(1)}, max_states=max_states)["max_states"]
         log2_states = float(np.log2(model.card.astype(np.float64)).sum())
         if log2_states > math.log2(max_states):
             raise ValueError(f"the bruteforce oracle would enumerate 2**{log2_states:.1f} "
                              f"assignments, more than max_states={max_states:.0f}; {_INSTEAD}, "
                              "'tree' on a forest, or raise max_states")
-        self.status = None
 
-    def _argmax(self, scores, init):
+    def _argmax(self, scores, init, time_limit):
         from ..exact import exact_map
-        self.status = Status.CONVERGED
         try:
-            res = exact_map(self.model.with_theta(check_scores(self.model, scores)),
-                            method="bruteforce")
+            res = exact_map(self.model.with_theta(scores), method="bruteforce")
         except ValueError:                   # every assignment has score −inf
-            return np.zeros(self.model.n_vars, dtype=np.int64), -np.inf
-        return res.assignment, float(res.score)
+            return np.zeros(self.model.n_vars, dtype=np.int64), -np.inf, None
+        return res.assignment, float(res.score), None
 
 
 @register_oracle
@@ -62,19 +59,18 @@ class EliminationOracle(MapOracle):
 
     def __init__(self, model, memory_limit=2**28):
         from ..exact import EliminationPlan
-        super().__init__(check_model(model, "the elimination oracle"))
-        memory_limit = check_positive("memory_limit", memory_limit, allow_none=False)
+        super().__init__(model)
+        memory_limit = check_params({"memory_limit": Interval(1)},
+                                    memory_limit=memory_limit)["memory_limit"]
         self.plan = EliminationPlan(model, memory_limit)
-        self.status = None
 
-    def _argmax(self, scores, init):
-        self.status = Status.CONVERGED
-        model = self.model.with_theta(check_scores(self.model, scores))
+    def _argmax(self, scores, init, time_limit):
+        model = self.model.with_theta(scores)
         try:
             x = self.plan.map(model)
         except ValueError:                   # every assignment has score −inf
-            return np.zeros(model.n_vars, dtype=np.int64), -np.inf
-        return x, float(model.score(x))
+            return np.zeros(model.n_vars, dtype=np.int64), -np.inf, None
+        return x, float(model.score(x)), None
 
 
 @register_oracle
@@ -89,7 +85,7 @@ class TreeOracle(MapOracle):
     exact = True
 
     def __init__(self, model):
-        super().__init__(check_model(model, "the tree oracle"))
+        super().__init__(model)
         n_comp = model.n_components()
         if model.n_edges != model.n_vars - n_comp:
             raise ValueError(f"the tree oracle needs a forest, but this graph has a cycle "
@@ -118,11 +114,9 @@ class TreeOracle(MapOracle):
                         queue.append(u)
         self._order = np.array(order, dtype=np.int64)
         self._parent, self._pedge = parent, pedge
-        self.status = None
 
-    def _argmax(self, scores, init):
+    def _argmax(self, scores, init, time_limit):
         model = self.model
-        check_scores(model, scores)
         belief = [model.unary(i, scores).copy() for i in range(model.n_vars)]
         best_child = {}
         for c in self._order[::-1]:
@@ -146,8 +140,7 @@ class TreeOracle(MapOracle):
                 value += belief[c][x[c]]
             else:
                 x[c] = best_child[c][x[p]]
-        self.status = Status.CONVERGED
-        return x, float(value)
+        return x, float(value), None
 
 
 @register_oracle
@@ -165,42 +158,37 @@ class ILPOracle(MapOracle):
     exact = True
 
     def __init__(self, model, time_limit=None, mip_rel_gap=0.0):
-        super().__init__(check_model(model, "the ilp oracle"))
-        self.time_limit = check_positive("time_limit", time_limit)
-        if isinstance(mip_rel_gap, bool) or not isinstance(mip_rel_gap, (int, float)) \
-                or not 0 <= mip_rel_gap < 1:
-            raise ValueError(f"mip_rel_gap must be a number in [0, 1); got {mip_rel_gap!r}")
-        self.mip_rel_gap = float(mip_rel_gap)
+        super().__init__(model)
+        checked = check_params({"time_limit": TIME, "mip_rel_gap": Interval(0.0, 1.0, hi_open=True)},
+                               time_limit=time_limit, mip_rel_gap=mip_rel_gap)
+        self.time_limit, self.mip_rel_gap = checked["time_limit"], checked["mip_rel_gap"]
         a_eq, b_eq = local_polytope_constraints(model)
         self._constraints = LinearConstraint(a_eq, b_eq, b_eq)
         n_node = int(model.node_off[-1])
         self._integrality = np.concatenate([np.ones(n_node), np.zeros(model.dim - n_node)])
-        self.status = None
 
-    def _argmax(self, scores, init):
+    def _argmax(self, scores, init, time_limit):
         model = self.model
-        check_scores(model, scores)
         cost, upper = lp_objective(scores)
         options = {"mip_rel_gap": self.mip_rel_gap}
-        if self.time_limit is not None:
-            options["time_limit"] = self.time_limit
+        if time_limit is not None:
+            options["time_limit"] = time_limit
         res = milp(cost, integrality=self._integrality, bounds=Bounds(0.0, upper),
                    constraints=self._constraints, options=options)
         # without an incumbent (infeasible: all scores −inf; or timed out) the fallback
         # assignment takes the best node scores
         if res.status == 2:
-            self.status = Status.CONVERGED
-            return node_argmax(model, scores), -np.inf
+            return node_argmax(model, scores), -np.inf, None
         if res.status not in (0, 1):
             raise RuntimeError(f"HiGHS failed on the MAP integer program (status {res.status}: "
                                f"{res.message})")
-        self.status = Status.CONVERGED if res.status == 0 else Status.MAX_TIME
+        status = None if res.status == 0 else Status.MAX_TIME
         x = node_argmax(model, scores) if res.x is None else node_argmax(model, res.x)
-        dual = getattr(res, "mip_dual_bound", None)
+        dual = res.get("mip_dual_bound")  # an OptimizeResult is a dict
         if dual is None or not np.isfinite(dual):
-            return x, (float(model.score(x, scores)) if res.status == 0 else None)
+            return x, (float(model.score(x, scores)) if res.status == 0 else None), status
         # a bound below an achieved score is a tolerance artefact: lift it to that score
-        return x, max(float(-dual), float(model.score(x, scores)))
+        return x, max(float(-dual), float(model.score(x, scores))), status
 
 
 _TB2_LOCK = threading.Lock()   # pytoulbar2 keeps its options and solver in global state
@@ -228,10 +216,10 @@ class Toulbar2Oracle(MapOracle):
     extra = "toulbar2"
 
     def __init__(self, model, time_limit=None, scale=None):
-        super().__init__(check_model(model, "the toulbar2 oracle"))
-        self.time_limit = check_positive("time_limit", time_limit)
-        self.scale = check_positive("scale", scale)
-        self.status = None
+        super().__init__(model)
+        checked = check_params({"time_limit": TIME, "scale": [Interval(0.0, lo_open=True), None]},
+                               time_limit=time_limit, scale=scale)
+        self.time_limit, self.scale = checked["time_limit"], checked["scale"]
 
     @classmethod
     def is_available(cls):
@@ -241,10 +229,9 @@ class Toulbar2Oracle(MapOracle):
             return False
         return True
 
-    def _argmax(self, scores, init):
+    def _argmax(self, scores, init, time_limit):
         import pytoulbar2
         model = self.model
-        check_scores(model, scores)
         blocks = ([model.unary(i, scores) for i in range(model.n_vars)]
                   + [model.pairwise(e, scores).ravel() for e in range(model.n_edges)])
         scopes = [[i] for i in range(model.n_vars)] + [list(map(int, ij)) for ij in model.edges]
@@ -257,7 +244,7 @@ class Toulbar2Oracle(MapOracle):
         costs = [np.rint(scale * (t - b)) for t, b in zip(tops, blocks)]
         hard = sum(float(np.max(c[np.isfinite(c)], initial=0.0)) for c in costs) + 1.0
         slack = len(blocks) / scale
-        time_limit = 0 if self.time_limit is None else math.ceil(self.time_limit)
+        time_limit = 0 if time_limit is None else math.ceil(time_limit)
         with _TB2_LOCK:
             cfn = pytoulbar2.CFN(verbose=-1)
             for i, c in enumerate(model.card):
@@ -272,12 +259,12 @@ class Toulbar2Oracle(MapOracle):
         # Solve gives no flag for a time-out: a run that used (nearly) all its time is
         # treated as stopped early; any other run completed its search
         timed_out = time_limit > 0 and used >= 0.98 * time_limit
-        self.status = Status.MAX_TIME if timed_out else Status.CONVERGED
+        status = Status.MAX_TIME if timed_out else None
         if sol is None:                         # stopped before any solution
-            return node_argmax(model, scores), const - dual_cost / scale + slack
+            return node_argmax(model, scores), const - dual_cost / scale + slack, status
         x = np.asarray(sol[0], dtype=np.int64)
         if not timed_out:                       # x is optimal for the rounded costs
             dual_cost = float(np.concatenate(costs)[model.flat_index(x)].sum())
             if dual_cost >= hard:               # the optimum uses a forbidden entry
-                return x, -np.inf
-        return x, max(const - dual_cost / scale + slack, float(model.score(x, scores)))
+                return x, -np.inf, status
+        return x, max(const - dual_cost / scale + slack, float(model.score(x, scores))), status

@@ -7,17 +7,17 @@ matching: for ``graph='bipartite'`` a permutation (row i -> column y[i]); for
 graph on n vertices, y[y[i]] = i, with G symmetric in (i, j). Edge weights are linear in
 the parameters, W_ij = <w, G[i, j]> (eq. 11, App. D), so p(y) ∝ exp(Σ_{edges of y} W_e).
 
-Flat layout as in `fwcore.matching`: bipartite edges row-major (n²), general edges i < j
-in ``np.triu_indices`` order. The reweighted entropy is `fwcore.matching.reweighted_entropy`
+Flat layout as in `fwcore.matching_inference`: bipartite edges row-major (n²), general edges i < j
+in ``np.triu_indices`` order. The reweighted entropy is `fwcore.matching_inference.reweighted_entropy`
 (App. C; ρ = 1 Bethe, ρ = 1/2 RW). On a masked graph the edges in no perfect matching are
 clamped at 0 and those in every perfect matching at 1, and τ starts at the average of
 matchings found by the oracle, one with and one without each remaining edge (App. D.3).
 """
 import numpy as np
 
-from ..matching import (BipartiteMatchingPolytope, PerfectMatchingPolytope,
+from ..matching_inference import (BipartiteMatchingPolytope, PerfectMatchingPolytope,
                         entropy_line_derivatives, matching_marginals, reweighted_entropy)
-from ..oracles.matching import max_weight_bipartite_matching, max_weight_perfect_matching
+from ..oracles.matching_oracles import max_weight_bipartite_matching, max_weight_perfect_matching
 
 __all__ = ["MatchingModel", "MatchingDecoder", "MatchingEntropy", "matching_rho"]
 
@@ -250,7 +250,7 @@ class MatchingModel:
         return (1.0 - self.truth(ex, y)) * per_edge / ex.n
 
     def marginals(self, examples, w, rho, tol, executor=None):
-        """Edge marginals [n, n] by `fwcore.matching.matching_marginals` at W = G w."""
+        """Edge marginals [n, n] by `fwcore.matching_inference.matching_marginals` at W = G w."""
         for k, ex in enumerate(examples):
             if ex.allowed is not None:
                 raise ValueError(f"X[{k}] has an edge mask; predict_marginals supports complete "
