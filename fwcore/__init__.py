@@ -6,11 +6,13 @@ from .generators import (grid, complete, bipartite, random_clique, random_grid, 
 from .uai import (read_uai, write_uai, read_mar, write_mar, read_pr, write_pr, read_map,
                   write_map, read_evid, write_evid, apply_evidence)
 from .exact import ExactResult, exact_inference, exact_map
-from .oracles import available_oracles, resolve_oracle
+from .oracles import MapOracle, available_oracles, resolve_oracle
+from .results import MapResult, Record, Status, Trace
 from .oracles.matching_oracles import max_weight_bipartite_matching, max_weight_perfect_matching
 from .map import infer_map
 from .fw import frank_wolfe, block_coordinate_frank_wolfe, FWResult
-from .marginals import MarginalResult, infer, loopy_bp, trbp
+from .marginals import MarginalResult, loopy_bp, trbp
+from .barrier_fw import infer
 from .batch import infer_many
 from .lp_relax import CardinalityFactor, Factor, LPResult, infer_lp
 from .learn import MLEStruct, SSVM, CRFExample

@@ -1,5 +1,6 @@
 """Many independent inference problems at once, on any `concurrent.futures.Executor`."""
-from .marginals import infer
+from .barrier_fw import infer
+from .checks import EXECUTOR, check_params
 
 __all__ = ["infer_many"]
 
@@ -16,8 +17,6 @@ def infer_many(models, executor=None, **kwargs):
     models = list(models)
     if executor is None:
         return [infer(m, **kwargs) for m in models]
-    if not callable(getattr(executor, "submit", None)):
-        raise TypeError("executor must be a concurrent.futures.Executor (with submit); got "
-                        f"{type(executor).__name__}")
+    check_params({"executor": EXECUTOR}, executor=executor)
     futures = [executor.submit(infer, m, **kwargs) for m in models]
     return [f.result() for f in futures]

@@ -69,13 +69,13 @@ class _Progress:
         text = (f"TRW {rec.primal:.6f} gap {rec.gap:.3g} delta {rec.delta:.2g} "
                 f"MAP calls {rec.n_oracle_calls}")
         if self.bar is not None:
-            self.bar.update(rec.rho_iteration - self.bar.n)
+            self.bar.update(rec.outer - self.bar.n)
             self.bar.set_postfix_str(text, refresh=False)
         else:  # one line rewritten in place on a terminal, a line a second in a log
             tty = sys.stderr.isatty()
             if time.perf_counter() - self.last > (0.1 if tty else 1.0):
                 self.last = time.perf_counter()
-                print(f"{chr(13) if tty else ''}rho {rec.rho_iteration} it {rec.iteration} "
+                print(f"{chr(13) if tty else ''}rho {rec.outer} it {rec.iteration} "
                       f"{text}", end="   " if tty else "\n", file=sys.stderr, flush=True)
         return True
 
@@ -87,7 +87,7 @@ class _Progress:
 
 
 def _cmd_infer(args):
-    from .marginals import infer
+    from .barrier_fw import infer
     model = _load(args)
     oracle = args.oracle if not args.oracle_options else (args.oracle, _options(args.oracle_options))
     progress = _Progress(args.rho_updates + 1, not args.quiet)
@@ -157,6 +157,8 @@ def _solver_options(sub):
 
 
 def _parser():
+    from .oracles import available_oracles
+    names = ", ".join(available_oracles())
     p = argparse.ArgumentParser(
         prog="fwcore",
         description="Inference in discrete pairwise graphical models read from UAI files "
@@ -183,9 +185,9 @@ def _parser():
                     "certified; with an approximate one it is an estimate.")
     _common(inf)
     inf.add_argument("--oracle", default="exact",
-                     help="MAP solver: exact (default; tree DP, brute force, elimination or "
-                          "ILP), or one of icm, qpbo, trws, maxproduct, portfolio, ilp, "
-                          "toulbar2, bruteforce, elimination, tree")
+                     help="MAP solver: exact (default: the cheapest exact one of tree, "
+                          "bruteforce, elimination, toulbar2, ilp), auto (that one when "
+                          "cheap, else portfolio), or one of: " + names)
     _solver_options(inf)
     inf.add_argument("--domain", choices=["marginal", "local"], default="marginal",
                      help="optimise over the marginal polytope (default) or the local "
@@ -217,8 +219,9 @@ def _parser():
                                     "solver; exact solvers also prove optimality.")
     _common(mp)
     mp.add_argument("--method", default="auto",
-                    help="auto (default: tree DP, brute force or ILP), ilp, toulbar2, qpbo, "
-                         "trws, icm, maxproduct, portfolio, bruteforce, tree, lp")
+                    help="auto (default: tree, bruteforce or elimination when cheap, else "
+                         "portfolio), exact (the cheapest exact solver: those, toulbar2 or "
+                         "ilp), or one of: " + names)
     _solver_options(mp)
     mp.add_argument("--time-limit", type=float, metavar="SECONDS", help="time limit for the solver")
     mp.add_argument("--out", metavar="PREFIX", help="write PREFIX.MAP")

@@ -10,10 +10,12 @@ from scipy.sparse import coo_matrix, csc_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import splu
 
+from . import _kernels
 from ._linalg import selected_inverse
 
 __all__ = ["matrix_tree_rho", "coupling_weights", "max_spanning_forest", "check_rho",
-           "uniform_rho"]
+           "uniform_rho", "entropy_weights", "initial_rho", "edge_mutual_information",
+           "rho_direction", "RHO_CHOICES"]
 
 _RHO_TOL = 1e-6
 
@@ -158,3 +160,36 @@ def entropy_weights(model, rho):
     c = 1.0 - np.bincount(model.edges.ravel(), np.repeat(rho, 2), minlength=model.n_vars)
     sizes = np.diff(np.concatenate([model.node_off, model.edge_off[1:]]))
     return np.repeat(np.concatenate([c, rho]), sizes)
+
+
+RHO_CHOICES = ("matrix-tree", "coupling", "uniform")
+
+
+def initial_rho(model, rho):
+    """The starting ρ for a name in RHO_CHOICES ("matrix-tree": uniform spanning trees;
+    "coupling": trees weighted by edge coupling strength, the Barrier FW paper code's
+    choice; "uniform": (n_c − 1)/E_c on every edge) or a user array (checked)."""
+    if isinstance(rho, str):
+        if rho == "matrix-tree":
+            return matrix_tree_rho(model)
+        if rho == "coupling":
+            return matrix_tree_rho(model, coupling_weights(model))
+        if rho == "uniform":
+            return uniform_rho(model)
+        raise ValueError(f"rho must be one of {', '.join(RHO_CHOICES)} or an array of edge "
+                         f"appearance probabilities; got {rho!r}")
+    return check_rho(model, rho)
+
+
+def edge_mutual_information(model, mu):
+    """I(μ_e) of every edge's block of the flat marginal vector ``mu`` (float64[E])."""
+    mi = np.empty(model.n_edges)
+    _kernels.edge_mutual_information(mu, model.card, model.edges, model.edge_off, mi)
+    return mi
+
+
+def rho_direction(model, mu, rho):
+    """d = v − ρ, v the FW vertex of the spanning-tree polytope for the bound's gradient:
+    the maximum-weight spanning forest on edge mutual information at ``mu`` (Barrier FW
+    Alg. 2 lines 20-21)."""
+    return max_spanning_forest(model.n_vars, model.edges, edge_mutual_information(model, mu)) - rho

@@ -6,7 +6,8 @@ import pytest
 
 from fwcore.exact import exact_inference
 from fwcore.generators import potts_grid, random_clique, random_grid
-from fwcore.marginals import TRWObjective, infer, loopy_bp, trbp
+from fwcore import infer, loopy_bp, trbp
+from fwcore.trw import TRWObjective
 from fwcore.model import PairwiseMRF
 from fwcore.results import Status
 from fwcore.rho import matrix_tree_rho, max_spanning_forest

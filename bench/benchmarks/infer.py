@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 import fwcore
-from fwcore.marginals import infer, loopy_bp, trbp
+from fwcore import infer, loopy_bp, trbp
 from fwcore.uai import read_mar, read_pr, read_uai
 
 from .common import INSTANCES, QUICK

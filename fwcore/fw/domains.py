@@ -1,27 +1,51 @@
 """Domains (feasible polytopes given by a linear minimisation oracle) and the contracted
 vertex geometry the engine works with.
 
-A domain is any object with
+A domain subclasses `Domain`, which declares
 
     dim                       length of the iterate x
     atom_size                 length k of an atom (an int32 vector naming a vertex)
     lmo(g) -> int32[k]        an atom a minimising <g, v(a)>
     inner(g, atoms) -> [m]    <g, v(a)> for each row of int32[m, k], without dense vertices
     add(x, atom, w)           x += w * v(atom), in place
-    u0 (optional)             a dense point in the relative interior, for contractions
+    u0                        a dense point in the relative interior (None: no contraction)
+    exact                     lmo returns true minimisers (so the FW gap is a certificate)
 
 so the marginal polytope plugs in with assignments as atoms and the ``score_assignments``
 kernel as ``inner``. Atoms are never -1 filled: that row is reserved for u0.
 """
+import abc
+
 import numpy as np
 
-__all__ = ["Simplex", "ProductDomain", "U0_ATOM"]
+__all__ = ["Domain", "Simplex", "ProductDomain", "U0_ATOM"]
 
 #: atoms whose first entry is this value stand for the interior point u0
 U0_ATOM = -1
 
 
-class Simplex:
+class Domain(abc.ABC):
+    """A polytope given by its linear minimisation oracle (see the module docstring)."""
+
+    dim = None
+    atom_size = None
+    u0 = None
+    exact = True
+
+    @abc.abstractmethod
+    def lmo(self, g):
+        """An atom minimising <g, v(atom)>."""
+
+    @abc.abstractmethod
+    def inner(self, g, atoms):
+        """<g, v(a)> for each row a of ``atoms``."""
+
+    @abc.abstractmethod
+    def add(self, x, atom, w):
+        """x += w v(atom), in place."""
+
+
+class Simplex(Domain):
     """The probability simplex in R^n; the atom ``[i]`` is the vertex e_i."""
 
     atom_size = 1
@@ -42,7 +66,7 @@ class Simplex:
         x[atom[0]] += w
 
 
-class ProductDomain:
+class ProductDomain(Domain):
     """Cartesian product of domains; x and the atoms are the blocks' concatenations."""
 
     def __init__(self, blocks):
@@ -50,15 +74,16 @@ class ProductDomain:
         if not self.blocks:
             raise ValueError("ProductDomain needs at least one block")
         for b in self.blocks:
-            _check_domain(b, "a ProductDomain block")
+            check_domain(b, "a ProductDomain block")
         dims = np.cumsum([0] + [b.dim for b in self.blocks])
         sizes = np.cumsum([0] + [b.atom_size for b in self.blocks])
         self.slices = [slice(int(a), int(b)) for a, b in zip(dims[:-1], dims[1:])]
         self.atom_slices = [slice(int(a), int(b)) for a, b in zip(sizes[:-1], sizes[1:])]
         self.dim = int(dims[-1])
         self.atom_size = int(sizes[-1])
-        u0s = [getattr(b, "u0", None) for b in self.blocks]
+        u0s = [b.u0 for b in self.blocks]
         self.u0 = None if any(u is None for u in u0s) else np.concatenate(u0s)
+        self.exact = all(b.exact for b in self.blocks)
 
     def lmo(self, g):
         return np.concatenate([b.lmo(g[s]) for b, s in zip(self.blocks, self.slices)])
@@ -72,15 +97,15 @@ class ProductDomain:
             b.add(x[s], atom[a], w)
 
 
-def _check_domain(domain, name="domain"):
-    missing = [m for m in ("lmo", "inner", "add") if not callable(getattr(domain, m, None))]
-    missing += [a for a in ("dim", "atom_size") if not hasattr(domain, a)]
-    if missing:
-        raise TypeError(f"{name} must provide dim, atom_size, lmo(g), inner(g, atoms) and "
-                        f"add(x, atom, w); missing: {', '.join(missing)}")
-    if int(domain.atom_size) < 1 or int(domain.dim) < 1:
+def check_domain(domain, name="domain"):
+    """A `Domain` with dim >= 1, atom_size >= 1 and u0 None or of shape (dim,)."""
+    if not isinstance(domain, Domain):
+        raise TypeError(f"{name} must be a fwcore.fw.Domain (dim, atom_size, lmo(g), "
+                        f"inner(g, atoms), add(x, atom, w), u0); got {type(domain).__name__}")
+    if domain.atom_size is None or domain.dim is None or int(domain.atom_size) < 1 \
+            or int(domain.dim) < 1:
         raise ValueError(f"{name} needs dim >= 1 and atom_size >= 1")
-    u0 = getattr(domain, "u0", None)
+    u0 = domain.u0
     if u0 is not None and np.shape(u0) != (domain.dim,):
         raise ValueError(f"{name}.u0 must have shape ({domain.dim},); got {np.shape(u0)}")
 
@@ -91,7 +116,7 @@ class Vertices:
 
     def __init__(self, domain, delta=0.0):
         self.domain = domain
-        self.u0 = getattr(domain, "u0", None)
+        self.u0 = domain.u0
         if self.u0 is not None:
             self.u0 = np.ascontiguousarray(self.u0, dtype=np.float64)
         self.delta = float(delta)

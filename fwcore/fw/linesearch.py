@@ -3,8 +3,7 @@
 where ``grad`` is the gradient at x and d a descent direction."""
 import math
 
-__all__ = ["Agnostic", "ClosedFormQuadratic", "ExactLineSearch", "safeguarded_newton",
-           "make_step_rule"]
+__all__ = ["Agnostic", "ExactLineSearch", "safeguarded_newton", "make_step_rule"]
 
 
 class Agnostic:
@@ -14,42 +13,12 @@ class Agnostic:
         return min(2.0 / (iteration + 2.0), gamma_max)
 
 
-class ClosedFormQuadratic:
-    """Exact step for a quadratic f: gamma = -<grad, d> / <d, Q d>, clipped to [0, gamma_max].
-    Needs ``objective.curvature(d)`` = <d, Q d>."""
-
-    def __call__(self, objective, x, d, grad, gamma_max, iteration):
-        slope = float(grad @ d)
-        if slope >= 0.0:
-            return 0.0
-        curv = float(objective.curvature(d))
-        return gamma_max if curv <= 0.0 else min(-slope / curv, gamma_max)
-
-
 class ExactLineSearch:
-    """argmin over [0, gamma_max] of phi(gamma) = f(x + gamma d) for convex f, using, in order
-    of preference, the objective's own ``line_search(x, d, gamma_max)`` (e.g. the TRW
-    kernel), the closed form when it has ``curvature(d)``, safeguarded Newton on its
-    ``phi_derivatives(x, d, gamma) -> (phi', phi'')``, or bracketing on phi' from ``grad``."""
-
-    def __init__(self, tol=1e-10, max_iter=100):
-        if not tol > 0 or int(max_iter) < 1:
-            raise ValueError(f"ExactLineSearch needs tol > 0 and max_iter >= 1; got {tol}, {max_iter}")
-        self.tol = float(tol)
-        self.max_iter = int(max_iter)
+    """argmin over [0, gamma_max] of φ(γ) = f(x + γ d): the objective's own
+    `Objective.line_search` (a kernel, a closed form, or safeguarded Newton), clipped."""
 
     def __call__(self, objective, x, d, grad, gamma_max, iteration):
-        hook = getattr(objective, "line_search", None)
-        if callable(hook):
-            return min(max(float(hook(x, d, gamma_max)), 0.0), gamma_max)
-        if callable(getattr(objective, "curvature", None)):
-            return ClosedFormQuadratic()(objective, x, d, grad, gamma_max, iteration)
-        derivs = getattr(objective, "phi_derivatives", None)
-        if callable(derivs):
-            dphi = lambda t: derivs(x, d, t)  # noqa: E731
-        else:
-            dphi = lambda t: (float(objective.grad(x + t * d) @ d), None)  # noqa: E731
-        return safeguarded_newton(dphi, float(grad @ d), gamma_max, self.tol, self.max_iter)
+        return min(max(float(objective.line_search(x, d, gamma_max)), 0.0), gamma_max)
 
 
 def safeguarded_newton(dphi, slope0, gamma_max, tol=1e-10, max_iter=100):
@@ -95,11 +64,11 @@ def safeguarded_newton(dphi, slope0, gamma_max, tol=1e-10, max_iter=100):
     return lo
 
 
-_RULES = {"exact": ExactLineSearch, "agnostic": Agnostic, "quadratic": ClosedFormQuadratic}
+_RULES = {"exact": ExactLineSearch, "agnostic": Agnostic}
 
 
 def make_step_rule(step):
-    """A rule object from a name ('exact', 'agnostic', 'quadratic') or a callable."""
+    """A rule object from a name ('exact', 'agnostic') or a callable."""
     if isinstance(step, str):
         if step not in _RULES:
             raise ValueError(f"unknown step rule {step!r}; valid names: {', '.join(sorted(_RULES))}")

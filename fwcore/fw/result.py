@@ -1,43 +1,13 @@
-"""Per-iteration records and the frozen result of the Frank-Wolfe engine
-(FrankWolfe.jl ``CallbackState`` and named-tuple result; ``scipy.optimize.OptimizeResult``)."""
-import enum
+"""The frozen result of the Frank-Wolfe engine (FrankWolfe.jl's named-tuple result;
+``scipy.optimize.OptimizeResult``), in the shared vocabulary of `fwcore.results`."""
 from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
-from ..results import Status
+from ..results import Status, Trace
 
-__all__ = ["StepType", "IterationRecord", "FWResult"]
-
-
-class StepType(str, enum.Enum):
-    """How the iterate of a record was reached."""
-
-    INIT = "init"              # the starting point
-    FW = "fw"                  # towards the Frank-Wolfe vertex
-    AWAY = "away"              # away from the worst active atom
-    DROP = "drop"              # an away or pairwise step that removed an atom
-    PAIRWISE = "pairwise"      # weight moved from the away atom to the FW vertex
-    CORRECTION = "correction"  # a FW step followed by a correction over the active set
-    BLOCK = "block"            # one pass of block-coordinate FW steps
-
-
-@dataclass(frozen=True)
-class IterationRecord:
-    """The state after ``iteration`` steps: what a callback receives and the trace stores.
-
-    ``gap`` is the Frank-Wolfe gap freshly computed at this iterate over the polytope being
-    optimised (see `frank_wolfe`), ``delta`` the contraction in force."""
-
-    iteration: int
-    time: float
-    primal: float
-    gap: float
-    delta: float
-    step: StepType
-    n_active: int
-    n_oracle_calls: int
+__all__ = ["FWResult"]
 
 
 @dataclass(frozen=True)
@@ -47,8 +17,9 @@ class FWResult:
     ``x`` is the returned iterate (the last one when converged, else the one with the lowest
     primal value seen), ``atoms``/``weights`` its barycentric coordinates (``None`` for
     block-coordinate FW; a row of -1 is the interior point u0), ``primal`` = f(x), ``gap``
-    the FW gap recomputed at ``x`` after the loop, ``x_avg`` the weighted average of the
-    iterates (BCFW with ``averaging``), ``trace`` one `IterationRecord` per iterate."""
+    the FW gap recomputed at ``x`` after the loop (so f(x) − gap ≤ min f, ``lower_bound``,
+    a proof when ``certified``: the domain's lmo is exact), ``x_avg`` the weighted average
+    of the iterates (BCFW with ``averaging``), ``trace`` one `Record` per iterate."""
 
     x: np.ndarray
     atoms: Optional[np.ndarray]
@@ -60,9 +31,14 @@ class FWResult:
     n_oracle_calls: int
     time: float
     delta: float
-    variant: str
-    trace: tuple
+    method: str
+    certified: bool
+    trace: Trace
     x_avg: Optional[np.ndarray] = None
+
+    @property
+    def lower_bound(self):
+        return self.primal - self.gap
 
     @property
     def converged(self):
