@@ -158,7 +158,9 @@ def _solver_options(sub):
 
 def _parser():
     from .oracles import available_oracles
-    names = ", ".join(available_oracles())
+    solvers = ("MAP solver: exact (the cheapest exact one: tree, bruteforce, elimination, "
+               "toulbar2 or ilp), auto (that one when cheap, else portfolio), or one of: "
+               + ", ".join(available_oracles()))
     p = argparse.ArgumentParser(
         prog="fwcore",
         description="Inference in discrete pairwise graphical models read from UAI files "
@@ -184,10 +186,7 @@ def _parser():
                     "(Krishnan et al. 2015). With an exact MAP oracle the bound is "
                     "certified; with an approximate one it is an estimate.")
     _common(inf)
-    inf.add_argument("--oracle", default="exact",
-                     help="MAP solver: exact (default: the cheapest exact one of tree, "
-                          "bruteforce, elimination, toulbar2, ilp), auto (that one when "
-                          "cheap, else portfolio), or one of: " + names)
+    inf.add_argument("--oracle", default="exact", help=solvers + " (default exact)")
     _solver_options(inf)
     inf.add_argument("--domain", choices=["marginal", "local"], default="marginal",
                      help="optimise over the marginal polytope (default) or the local "
@@ -218,10 +217,7 @@ def _parser():
                         description="Maximise the log-score of an assignment with the chosen "
                                     "solver; exact solvers also prove optimality.")
     _common(mp)
-    mp.add_argument("--method", default="auto",
-                    help="auto (default: tree, bruteforce or elimination when cheap, else "
-                         "portfolio), exact (the cheapest exact solver: those, toulbar2 or "
-                         "ilp), or one of: " + names)
+    mp.add_argument("--method", default="auto", help=solvers + " (default auto)")
     _solver_options(mp)
     mp.add_argument("--time-limit", type=float, metavar="SECONDS", help="time limit for the solver")
     mp.add_argument("--out", metavar="PREFIX", help="write PREFIX.MAP")

@@ -130,7 +130,7 @@ class PairwiseMRF:
         self.adj_first = _readonly(first.astype(np.int8))
 
     def __setattr__(self, name, value):
-        if hasattr(self, name):
+        if hasattr(self, name):  # a slot already set: read-only
             raise AttributeError(f"PairwiseMRF is read-only; use with_theta() for new "
                                  f"potentials instead of setting {name!r}")
         object.__setattr__(self, name, value)

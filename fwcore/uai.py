@@ -10,9 +10,10 @@ nothing is ever read silently wrong (trailing tokens, wrong counts and out-of-ra
 indices are errors).
 """
 import math
-import operator
 import os
 import re
+from collections.abc import Mapping
+from numbers import Integral
 
 import numpy as np
 
@@ -396,16 +397,15 @@ def _optional_count(t, parse):
 
 
 def _evidence_pairs(evidence):
-    if not hasattr(evidence, "items"):
+    if not isinstance(evidence, Mapping):
         raise TypeError(f"evidence must be a mapping {{variable: state}}; got "
                         f"{type(evidence).__name__}")
     pairs = []
     for v, s in evidence.items():
-        try:
-            v, s = operator.index(v), operator.index(s)
-        except TypeError:
+        if not all(isinstance(a, Integral) and not isinstance(a, bool) for a in (v, s)):
             raise TypeError(f"evidence must map integer variables to integer states; got "
-                            f"{v!r}: {s!r}") from None
+                            f"{v!r}: {s!r}")
+        v, s = int(v), int(s)
         if v < 0 or s < 0:
             raise ValueError(f"evidence {v}: {s} has a negative variable or state")
         pairs.append((v, s))
