@@ -8,6 +8,7 @@ import pytest
 from scipy.optimize import minimize
 
 from fwcore.exact import exact_inference
+from fwcore.learn.base import LearnerModel
 from fwcore.learn.crf import CRFExample, CRFFeatures, check_examples
 from fwcore.learn.datasets import synthetic_segmentation
 from fwcore.learn.mle_struct import MLEStruct
@@ -198,6 +199,7 @@ def test_fitted_status_counters_and_trace(cls, kw):
     X, Y = cycle_data(3)
     m = cls(oracle="bruteforce", tol=0.0, max_iter=4, **kw).fit(X, Y)
     assert m.status_ is Status.MAX_ITER and m.n_iter_ == 4
+    assert isinstance(m.features_, LearnerModel)
     assert isinstance(m.trace_, Trace) and [r.iteration for r in m.trace_] == [0, 1, 2, 3, 4]
     cols = m.trace_.columns()
     assert np.all(np.diff(cols["time"]) >= 0) and np.all(np.diff(cols["n_oracle_calls"]) > 0)

@@ -9,10 +9,12 @@ import pytest
 from scipy.optimize import minimize
 
 from fwcore.matching_inference import exact_matching_marginals, matching_marginals
+from fwcore.learn.base import LearnerModel
 from fwcore.learn.datasets import noisy_point_matching
 from fwcore.learn.matching_model import MatchingModel
 from fwcore.learn.mle_struct import MLEStruct
 from fwcore.learn.ssvm import SSVM
+from fwcore.results import Status
 
 
 def sample_permutation(W, rng):
@@ -165,6 +167,9 @@ def test_ssvm_and_mle_learn_a_separable_problem():
     for m in (SSVM(reg=0.01, model="bipartite", max_iter=50),
               MLEStruct(reg=0.01, rho="bethe", model="bipartite", max_iter=50)):
         m.fit(X, Y)
+        assert isinstance(m.features_, LearnerModel) and isinstance(m.status_, Status)
+        assert len(m.trace_) == m.n_iter_ + 1 and m.trace_[-1].gap == m.gap_
+        assert m.n_oracle_calls_ == m.trace_.columns()["n_oracle_calls"][-1]
         assert (m.coef_ > 0).all()
         assert all(np.array_equal(p, y) for p, y in zip(m.predict(Xt), Yt))
     P = m.predict_marginals(Xt[:2])
