@@ -135,7 +135,8 @@ class StructuredLearner(abc.ABC):
             status = Status.INTERRUPTED
         for name, value in fitted.items():
             setattr(self, name, value)
-        self.status_, self.trace_, self.n_oracle_calls_ = status, Trace(trace), solver.n_oracle_calls
+        self.status_, self.trace_ = status, Trace(trace)
+        self.n_oracle_calls_ = solver.n_oracle_calls
         self.n_iter_ = 0 if last is None else last.iteration
         self.gap_ = None if last is None else last.gap
         self.primal_ = None if last is None else last.primal
