@@ -27,7 +27,7 @@ def main():
         t0 = time.perf_counter()
         learner.fit(X, Y)
         print(f"{name:<22} test error {error(learner.predict(Xt), Yt):.3f}  "
-              f"fit {time.perf_counter() - t0:.1f} s, duality gap {learner.dual_gap_:.3g}")
+              f"fit {time.perf_counter() - t0:.1f} s, duality gap {learner.gap_:.3g}")
         if isinstance(learner, MLEStruct):
             marg = learner.predict_marginals(Xt[:1])[0]
             print(f"{'':<22} P(pixel 0 = foreground) = {marg[0, 1]:.3f} (truth {Yt[0][0]})")

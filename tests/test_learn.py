@@ -8,10 +8,13 @@ import pytest
 from scipy.optimize import minimize
 
 from fwcore.exact import exact_inference
+from fwcore.learn.base import LearnerModel
 from fwcore.learn.crf import CRFExample, CRFFeatures, check_examples
 from fwcore.learn.datasets import synthetic_segmentation
 from fwcore.learn.mle_struct import MLEStruct
 from fwcore.learn.ssvm import SSVM
+from fwcore.oracles import resolve_oracle
+from fwcore.results import Record, Status, Trace
 
 
 def tree_data(M, n=6, F=3, G=2, L=2, seed=0):
@@ -71,7 +74,7 @@ def entropy_direct(mrf, tau, rho):
     return h
 
 
-@pytest.mark.parametrize("rho", ["bethe", "trw", 0.5])
+@pytest.mark.parametrize("rho", ["bethe", "matrix-tree", 0.5])
 def test_theta_star_and_dual_objective_against_direct_computation(rho):
     X, Y = cycle_data(3)
     m = MLEStruct(reg=0.7, rho=rho, oracle="bruteforce", max_iter=3).fit(X, Y)
@@ -98,17 +101,17 @@ def test_theta_star_and_dual_objective_against_direct_computation(rho):
     assert np.isclose(dual.objective(taus), saddle(th))
     rng = np.random.default_rng(0)
     assert all(saddle(th + 1e-3 * rng.normal(size=th.shape)) < saddle(th) for _ in range(5))
-    assert np.isclose(m.objective_, dual.objective(taus))
+    assert np.isclose(m.primal_, dual.objective(taus))
 
 
 def test_fw_and_bcfw_reach_the_same_optimum():
     X, Y = tree_data(3, n=5, seed=3)
-    runs = [MLEStruct(reg=1.0, rho="trw", algorithm=a, oracle="tree", tol=1e-4, max_iter=800,
+    runs = [MLEStruct(reg=1.0, rho="matrix-tree", method=a, oracle="tree", tol=1e-4, max_iter=800,
                       averaging=False).fit(X, Y) for a in ("fw", "bcfw")]
     fw, bc = runs
     # weak duality: L* >= L(τ) − gap for both, so the objectives agree within the gaps
-    assert abs(fw.objective_ - bc.objective_) <= max(fw.dual_gap_, bc.dual_gap_) + 1e-9
-    assert max(fw.dual_gap_, bc.dual_gap_) < 0.05
+    assert abs(fw.primal_ - bc.primal_) <= max(fw.gap_, bc.gap_) + 1e-9
+    assert max(fw.gap_, bc.gap_) < 0.05
     np.testing.assert_allclose(fw.coef_, bc.coef_, atol=0.05)
 
 
@@ -117,7 +120,7 @@ def test_bethe_on_a_tree_is_exact_mle():
     (found here by L-BFGS on the exact likelihood with fwcore.exact)."""
     X, Y = tree_data(3, n=5, F=2, G=1, seed=5)
     lam = 1.0
-    m = MLEStruct(reg=lam, rho="bethe", algorithm="bcfw", oracle="tree", tol=1e-5, max_iter=3000,
+    m = MLEStruct(reg=lam, rho="bethe", method="bcfw", oracle="tree", tol=1e-5, max_iter=3000,
                   averaging=False).fit(X, Y)
     ex, (F, G) = check_examples(X, 2)
     f = CRFFeatures(2, F, G)
@@ -132,9 +135,9 @@ def test_bethe_on_a_tree_is_exact_mle():
 
     res = minimize(neg_loglik, np.zeros(f.dim), jac=True, method="L-BFGS-B",
                    options={"gtol": 1e-10, "ftol": 1e-14})
-    assert m.dual_gap_ <= 1e-5 * len(X) or m.n_iter_ == 3000
+    assert m.gap_ <= 1e-5 * len(X) or m.n_iter_ == 3000
     # strong duality: min L = −max loglik, and θ*(τ) is the MLE
-    assert abs(m.objective_ + res.fun) <= m.dual_gap_ + 1e-6
+    assert abs(m.primal_ + res.fun) <= m.gap_ + 1e-6
     np.testing.assert_allclose(m.coef_, res.x, atol=5e-3)
 
 
@@ -149,15 +152,15 @@ def brute_primal(model, X, Y):
     return total
 
 
-@pytest.mark.parametrize("algorithm", ["bcfw", "fw"])
-def test_ssvm_gap_is_primal_minus_dual_and_reaches_tol(algorithm):
+@pytest.mark.parametrize("method", ["bcfw", "fw"])
+def test_ssvm_gap_is_primal_minus_dual_and_reaches_tol(method):
     X, Y = tree_data(4, n=5, seed=2)
-    s = SSVM(reg=1.0, algorithm=algorithm, oracle="bruteforce", tol=0.0, max_iter=15,
+    s = SSVM(reg=1.0, method=method, oracle="bruteforce", tol=0.0, max_iter=15,
              averaging=False).fit(X, Y)
-    assert all(g >= -1e-12 for _, g in s.trace_)
-    assert np.isclose(brute_primal(s, X, Y) - s.dual_objective_, s.dual_gap_)
-    s = SSVM(reg=1.0, algorithm=algorithm, oracle="tree", tol=0.02, max_iter=2000).fit(X, Y)
-    assert 0.0 <= s.dual_gap_ <= 0.02
+    assert all(r.gap >= -1e-12 for r in s.trace_)
+    assert np.isclose(brute_primal(s, X, Y) - s.dual_objective_, s.gap_)
+    s = SSVM(reg=1.0, method=method, oracle="tree", tol=0.02, max_iter=2000).fit(X, Y)
+    assert 0.0 <= s.gap_ <= 0.02
 
 
 def test_segmentation_learning_beats_thresholding():
@@ -166,7 +169,7 @@ def test_segmentation_learning_beats_thresholding():
     err = lambda P: np.mean([np.mean(p != y) for p, y in zip(P, Yt)])  # noqa: E731
     base = err([(x.node_features[:, 1] > 0.5).astype(int) for x in Xt])
     for learner in (MLEStruct(reg=50.0, rho=0.5, oracle="qpbo", max_iter=8),
-                    MLEStruct(reg=50.0, rho="trw", oracle="lp", max_iter=2),
+                    MLEStruct(reg=50.0, rho="matrix-tree", oracle="lp", max_iter=2),
                     SSVM(reg=0.01, oracle="qpbo", max_iter=8)):
         assert err(learner.fit(X, Y).predict(Xt)) < base
     marg = MLEStruct(reg=50.0, oracle="qpbo", max_iter=3).fit(X, Y).predict_marginals(Xt[:2])
@@ -176,29 +179,114 @@ def test_segmentation_learning_beats_thresholding():
 @pytest.mark.parametrize("make", [lambda: ThreadPoolExecutor(2), lambda: ProcessPoolExecutor(2)])
 def test_executor_runs_equal_serial_runs(make):
     X, Y = cycle_data(4)
-    for cls, kw in ((MLEStruct, {"algorithm": "bcfw"}), (MLEStruct, {"algorithm": "fw"}),
-                    (SSVM, {"algorithm": "bcfw"})):
+    for cls, kw in ((MLEStruct, {"method": "bcfw"}), (MLEStruct, {"method": "fw"}),
+                    (SSVM, {"method": "bcfw"})):
         serial = cls(oracle="lp", max_iter=3, **kw).fit(X, Y)
         with make() as pool:
             par = cls(oracle="lp", max_iter=3, executor=pool, **kw).fit(X, Y)
             np.testing.assert_array_equal(serial.coef_, par.coef_)
-            assert serial.dual_gap_ == par.dual_gap_
+            assert serial.gap_ == par.gap_
             for a, b in zip(serial.predict(X), par.predict(X)):
                 np.testing.assert_array_equal(a, b)
 
 
+LEARNERS = [(MLEStruct, {"method": "bcfw"}), (MLEStruct, {"method": "fw"}),
+            (SSVM, {"method": "bcfw"}), (SSVM, {"method": "fw"})]
+
+
+@pytest.mark.parametrize("cls, kw", LEARNERS)
+def test_fitted_status_counters_and_trace(cls, kw):
+    X, Y = cycle_data(3)
+    m = cls(oracle="bruteforce", tol=0.0, max_iter=4, **kw).fit(X, Y)
+    assert m.status_ is Status.MAX_ITER and m.n_iter_ == 4
+    assert isinstance(m.features_, LearnerModel)
+    assert isinstance(m.trace_, Trace) and [r.iteration for r in m.trace_] == [0, 1, 2, 3, 4]
+    cols = m.trace_.columns()
+    assert np.all(np.diff(cols["time"]) >= 0) and np.all(np.diff(cols["n_oracle_calls"]) > 0)
+    # one fresh gap pass (M calls) per record, and M - 1 more per BCFW pass
+    per_pass = 3 if kw["method"] == "fw" else 5
+    np.testing.assert_array_equal(cols["n_oracle_calls"], 3 + per_pass * np.arange(5))
+    assert m.n_oracle_calls_ == cols["n_oracle_calls"][-1]
+    assert m.gap_ == cols["gap"][-1] and m.primal_ == cols["primal"][-1]
+    assert np.all(cols["gap"] >= -1e-12)
+    loose = cls(oracle="bruteforce", tol=1e3, max_iter=4, **kw).fit(X, Y)
+    assert loose.status_ is Status.CONVERGED and loose.n_iter_ == 0
+
+
+def test_a_small_gap_with_an_inexact_oracle_is_stalled_not_converged():
+    X, Y = cycle_data(3)
+    exact = resolve_oracle("bruteforce", check_examples(X, 3)[0][0].mrf)
+    m = SSVM(oracle=exact.argmax, tol=1e3).fit(X, Y)  # a function: not declared exact
+    assert m.status_ is Status.STALLED
+
+
+@pytest.mark.parametrize("cls, kw", LEARNERS)
+def test_callback_false_interrupts_and_ctrl_c_keeps_the_last_measured_iterate(cls, kw):
+    X, Y = cycle_data(3)
+    seen = []
+
+    def stop_at_two(record):
+        seen.append(record)
+        return record.iteration < 2
+
+    m = cls(oracle="bruteforce", tol=0.0, max_iter=10, callback=stop_at_two, **kw).fit(X, Y)
+    assert m.status_ is Status.INTERRUPTED and m.n_iter_ == 2
+    assert tuple(seen) == m.trace_ and all(isinstance(r, Record) for r in seen)
+    two = cls(oracle="bruteforce", tol=0.0, max_iter=2, **kw).fit(X, Y)
+    np.testing.assert_array_equal(m.coef_, two.coef_)
+    one = cls(oracle="bruteforce", tol=0.0, max_iter=1, **kw).fit(X, Y)
+    # Ctrl-C in the second pass (bcfw) or the gap pass after it (fw)
+    exact = resolve_oracle("bruteforce", check_examples(X, 3)[0][0].mrf)
+    calls = []
+
+    def interrupted(scores):
+        calls.append(1)
+        if len(calls) == one.n_oracle_calls_ + 2:
+            raise KeyboardInterrupt
+        return exact.argmax(scores)
+
+    m = cls(oracle=interrupted, tol=0.0, max_iter=10, **kw).fit(X, Y)
+    assert m.status_ is Status.INTERRUPTED and m.n_iter_ == 1 and len(m.trace_) == 2
+    np.testing.assert_array_equal(m.coef_, one.coef_)
+    assert m.gap_ == one.gap_
+
+
+@pytest.mark.parametrize("cls", [MLEStruct, SSVM])
+def test_max_time_stops_with_max_time(cls):
+    X, Y = cycle_data(2)
+    m = cls(oracle="bruteforce", tol=0.0, max_iter=10**6, max_time=1e-9).fit(X, Y)
+    assert m.status_ is Status.MAX_TIME and m.n_iter_ == 0 and len(m.trace_) == 1
+
+
+BAD_PARAMS = [
+    (MLEStruct, {"reg": 0.0}, ValueError, "reg must be a number > 0; got 0.0"),
+    (SSVM, {"method": "sgd"}, ValueError, "method must be one of 'fw', 'bcfw'; got 'sgd'"),
+    (MLEStruct, {"rho": "bethee"}, ValueError, "rho must be one of 'matrix-tree'"),
+    (MLEStruct, {"rho": "trw"}, ValueError, "rho must be one of 'matrix-tree'"),
+    (MLEStruct, {"rho": 1.5}, ValueError, "rho must be .* <= 1"),
+    (MLEStruct, {"step": "line-search"}, ValueError, "step must be one of 'exact', 'agnostic'"),
+    (SSVM, {"tol": -1.0}, ValueError, "tol must be a number >= 0"),
+    (SSVM, {"max_iter": 2.5}, ValueError, "max_iter must be an integer >= 0"),
+    (MLEStruct, {"max_time": 0}, ValueError, "max_time must be a number > 0 or None"),
+    (SSVM, {"averaging": "yes"}, TypeError, "averaging must be a bool"),
+    (SSVM, {"seed": 1.5}, TypeError, "seed must be an int"),
+    (MLEStruct, {"executor": 4}, TypeError, "executor must be a concurrent.futures.Executor"),
+    (SSVM, {"callback": 3}, TypeError, "callback must be a callable"),
+    (SSVM, {"model": "perfect"}, ValueError, "model must be one of 'crf', 'bipartite', 'general'"),
+    (MLEStruct, {"n_labels": 1}, ValueError, "n_labels must be an integer >= 2"),
+    (MLEStruct, {"oracle": "nope"}, ValueError, "unknown oracle"),
+]
+
+
+@pytest.mark.parametrize("cls, kw, error, match", BAD_PARAMS)
+def test_bad_parameters_name_the_argument(cls, kw, error, match):
+    X, Y = tree_data(2)
+    with pytest.raises(error, match=match):
+        cls(**kw).fit(X, Y)
+
+
 def test_bad_inputs_raise_clear_errors():
     X, Y = tree_data(2)
-    with pytest.raises(ValueError, match="reg"):
-        MLEStruct(reg=0.0).fit(X, Y)
-    with pytest.raises(ValueError, match="algorithm"):
-        SSVM(algorithm="sgd").fit(X, Y)
-    with pytest.raises(ValueError, match="rho"):
-        MLEStruct(rho="bethee").fit(X, Y)
-    with pytest.raises(ValueError, match="unknown oracle"):
-        MLEStruct(oracle="nope").fit(X, Y)
-    with pytest.raises(TypeError, match="executor"):
-        MLEStruct(executor=4).fit(X, Y)
     with pytest.raises(ValueError, match="non-empty"):
         MLEStruct().fit([], [])
     with pytest.raises(ValueError, match="one label array per example"):

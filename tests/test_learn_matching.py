@@ -9,10 +9,12 @@ import pytest
 from scipy.optimize import minimize
 
 from fwcore.matching_inference import exact_matching_marginals, matching_marginals
+from fwcore.learn.base import LearnerModel
 from fwcore.learn.datasets import noisy_point_matching
 from fwcore.learn.matching_model import MatchingModel
 from fwcore.learn.mle_struct import MLEStruct
 from fwcore.learn.ssvm import SSVM
+from fwcore.results import Status
 
 
 def sample_permutation(W, rng):
@@ -61,9 +63,9 @@ def test_exact_mle_and_the_sandwich_of_eq_12_13():
                          averaging=False).fit(X, Y) for r in ("bethe", "rw")}
     b, rw = fits["bethe"], fits["rw"]
     # eq. 13 at the optima (strong duality: max ℓ_ρ − λ/2‖w‖² = L*, L(τ) − gap <= L* <= L(τ))
-    assert rw.objective_ - rw.dual_gap_ <= exact_opt + 1e-9
-    assert exact_opt <= b.objective_ + 1e-9
-    assert rw.objective_ < exact_opt < b.objective_  # strict on this data
+    assert rw.primal_ - rw.gap_ <= exact_opt + 1e-9
+    assert exact_opt <= b.primal_ + 1e-9
+    assert rw.primal_ < exact_opt < b.primal_  # strict on this data
     # eq. 12 at every fitted parameter: log Z_B <= log Z <= log Z_RW
     phi = lambda w: sum((x[np.arange(len(y)), y] @ w).sum() for x, y in zip(X, Y))  # noqa: E731
     for w in (res.x, b.coef_, rw.coef_):
@@ -82,7 +84,7 @@ def test_exact_mle_and_the_sandwich_of_eq_12_13():
     assert exact_opt - reg_ll(b.coef_) < 0.05 * abs(exact_opt)
 
 
-@pytest.mark.parametrize("graph", ["bipartite", "perfect"])
+@pytest.mark.parametrize("graph", ["bipartite", "general"])
 def test_fw_and_bcfw_reach_the_same_optimum(graph):
     rng = np.random.default_rng(3)
     if graph == "bipartite":
@@ -93,10 +95,10 @@ def test_fw_and_bcfw_reach_the_same_optimum(graph):
         Y = [rng.permutation(6).reshape(3, 2) for _ in range(3)]
         Y = [np.array([p[1] if i == p[0] else p[0] for i in range(6) for p in y if i in p])
              for y in Y]
-    fw, bc = [MLEStruct(reg=1.0, rho="bethe", model=graph, algorithm=a, tol=1e-5,
+    fw, bc = [MLEStruct(reg=1.0, rho="bethe", model=graph, method=a, tol=1e-5,
                         max_iter=n, averaging=False).fit(X, Y) for a, n in (("fw", 1500), ("bcfw", 500))]
-    assert abs(fw.objective_ - bc.objective_) <= max(fw.dual_gap_, bc.dual_gap_) + 1e-9
-    assert max(fw.dual_gap_, bc.dual_gap_) < 0.01
+    assert abs(fw.primal_ - bc.primal_) <= max(fw.gap_, bc.gap_) + 1e-9
+    assert max(fw.gap_, bc.gap_) < 0.01
     np.testing.assert_allclose(fw.coef_, bc.coef_, atol=0.02)
 
 
@@ -122,7 +124,7 @@ def test_perfect_matching_clamping_and_averaged_start():
     G = rng.normal(size=(n, n, 2))
     G = G + G.transpose(1, 0, 2)
     y = np.array([1, 0, 3, 2, 5, 4, 7, 6])
-    model, (ex,), _ = MatchingModel.from_data([(G, A)], [y], "perfect")
+    model, (ex,), _ = MatchingModel.from_data([(G, A)], [y], "general")
     mates = brute_matchings(n, A)
     dom = ex.decoder.domain
     freq = np.mean([model.truth(ex, p) for p in mates], axis=0)
@@ -132,8 +134,8 @@ def test_perfect_matching_clamping_and_averaged_start():
     assert ((ex.start > 0) & (ex.start < 1) == ex.free).all()
     np.testing.assert_allclose(dom.to_matrix(ex.start).sum(axis=1), 1.0)
     np.testing.assert_array_equal(ex.start[~on_graph], 0.0)
-    m = MLEStruct(reg=1.0, rho="bethe", model="perfect", tol=1e-5, max_iter=500).fit([(G, A)], [y])
-    assert m.dual_gap_ <= 1e-5
+    m = MLEStruct(reg=1.0, rho="bethe", model="general", tol=1e-5, max_iter=500).fit([(G, A)], [y])
+    assert m.gap_ <= 1e-5
     tau = m.marginals_[0]
     np.testing.assert_array_equal(tau[~ex.free], ex.start[~ex.free])  # clamped stay put
     pred = m.predict([(G, A)])[0]
@@ -150,13 +152,13 @@ def brute_ssvm_primal(s, X, Y):
     return total
 
 
-@pytest.mark.parametrize("algorithm", ["bcfw", "fw"])
-def test_ssvm_gap_is_primal_minus_dual(algorithm):
+@pytest.mark.parametrize("method", ["bcfw", "fw"])
+def test_ssvm_gap_is_primal_minus_dual(method):
     X, Y = bipartite_data(3, N=4, F=3, seed=5)
-    s = SSVM(reg=1.0, model="bipartite", algorithm=algorithm, tol=0.0, max_iter=10,
+    s = SSVM(reg=1.0, model="bipartite", method=method, tol=0.0, max_iter=10,
              averaging=False).fit(X, Y)
-    assert all(g >= -1e-12 for _, g in s.trace_)
-    assert np.isclose(brute_ssvm_primal(s, X, Y) - s.dual_objective_, s.dual_gap_)
+    assert all(r.gap >= -1e-12 for r in s.trace_)
+    assert np.isclose(brute_ssvm_primal(s, X, Y) - s.dual_objective_, s.gap_)
 
 
 def test_ssvm_and_mle_learn_a_separable_problem():
@@ -165,6 +167,9 @@ def test_ssvm_and_mle_learn_a_separable_problem():
     for m in (SSVM(reg=0.01, model="bipartite", max_iter=50),
               MLEStruct(reg=0.01, rho="bethe", model="bipartite", max_iter=50)):
         m.fit(X, Y)
+        assert isinstance(m.features_, LearnerModel) and isinstance(m.status_, Status)
+        assert len(m.trace_) == m.n_iter_ + 1 and m.trace_[-1].gap == m.gap_
+        assert m.n_oracle_calls_ == m.trace_.columns()["n_oracle_calls"][-1]
         assert (m.coef_ > 0).all()
         assert all(np.array_equal(p, y) for p, y in zip(m.predict(Xt), Yt))
     P = m.predict_marginals(Xt[:2])
@@ -175,9 +180,9 @@ def test_ssvm_and_mle_learn_a_separable_problem():
 def test_executor_runs_equal_serial_runs():
     X, Y = bipartite_data(3, N=4, seed=6)
     for cls in (MLEStruct, SSVM):
-        serial = cls(model="bipartite", max_iter=3, algorithm="fw").fit(X, Y)
+        serial = cls(model="bipartite", max_iter=3, method="fw").fit(X, Y)
         with ThreadPoolExecutor(2) as pool:
-            par = cls(model="bipartite", max_iter=3, algorithm="fw", executor=pool).fit(X, Y)
+            par = cls(model="bipartite", max_iter=3, method="fw", executor=pool).fit(X, Y)
         np.testing.assert_array_equal(serial.coef_, par.coef_)
 
 
@@ -199,19 +204,19 @@ def test_bad_inputs_raise_clear_errors():
         MLEStruct(model="matching").fit(X, Y)
     with pytest.raises(ValueError, match="oracle=None"):
         MLEStruct(model="bipartite", oracle="lp").fit(X, Y)
-    with pytest.raises(ValueError, match="rho for a matching"):
+    with pytest.raises(ValueError, match="rho must be one of .bethe., .rw."):
         MLEStruct(model="bipartite", rho="uniform").fit(X, Y)
     with pytest.raises(ValueError, match="symmetric"):
-        MLEStruct(model="perfect").fit([X[0]], [np.array([1, 0, 3, 2])])
+        MLEStruct(model="general").fit([X[0]], [np.array([1, 0, 3, 2])])
     G = X[0] + X[0].transpose(1, 0, 2)
     with pytest.raises(ValueError, match="perfect matching"):
-        MLEStruct(model="perfect").fit([G], [np.array([1, 2, 3, 0])])
+        MLEStruct(model="general").fit([G], [np.array([1, 2, 3, 0])])
     with pytest.raises(ValueError, match="even n"):
-        MLEStruct(model="perfect").fit([G[:3, :3]], [np.array([1, 0, 2])])
+        MLEStruct(model="general").fit([G[:3, :3]], [np.array([1, 0, 2])])
     A = np.ones((4, 4), dtype=bool)
     A[0, 1] = A[1, 0] = False
     with pytest.raises(ValueError, match="outside the graph"):
-        MLEStruct(model="perfect").fit([(G, A)], [np.array([1, 0, 3, 2])])
+        MLEStruct(model="general").fit([(G, A)], [np.array([1, 0, 3, 2])])
     m = MLEStruct(model="bipartite", max_iter=1).fit(X, Y)
     with pytest.raises(ValueError, match="expected 2"):
         m.predict([X[0][:, :, :1]])

@@ -14,9 +14,9 @@ from .common import QUICK
 
 SIZE, N_TRAIN, N_TEST = (10, 8, 8) if QUICK else (16, 20, 20)
 LEARNERS = {
-    "mle-bcfw": lambda k: MLEStruct(reg=100.0, rho=0.5, algorithm="bcfw", oracle="qpbo", max_iter=k, tol=0.0),
-    "mle-fw": lambda k: MLEStruct(reg=100.0, rho=0.5, algorithm="fw", oracle="qpbo", max_iter=k, tol=0.0),
-    "ssvm-bcfw": lambda k: SSVM(reg=0.01, algorithm="bcfw", oracle="qpbo", max_iter=k, tol=0.0),
+    "mle-bcfw": lambda k: MLEStruct(reg=100.0, rho=0.5, method="bcfw", oracle="qpbo", max_iter=k, tol=0.0),
+    "mle-fw": lambda k: MLEStruct(reg=100.0, rho=0.5, method="fw", oracle="qpbo", max_iter=k, tol=0.0),
+    "ssvm-bcfw": lambda k: SSVM(reg=0.01, method="bcfw", oracle="qpbo", max_iter=k, tol=0.0),
 }
 
 

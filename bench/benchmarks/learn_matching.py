@@ -107,7 +107,7 @@ class LearnMatchingSynthetic:
         else:
             m = MLEStruct(reg=REG, rho=estimator, model="bipartite", tol=1e-4, max_iter=10_000,
                           max_time=FIT_SECONDS).fit([ONE_HOT] * n_train, Y)
-            self.W, self.optimum, self.gap = m.coef_.reshape(N, N), m.objective_, m.dual_gap_
+            self.W, self.optimum, self.gap = m.coef_.reshape(N, N), m.primal_, m.gap_
         self.seconds = time.perf_counter() - t0
         self.train = _avg_loglik(self.W, Y) - 0.5 * REG * float((self.W ** 2).sum()) / n_train
         if self.optimum is None:

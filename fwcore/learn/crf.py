@@ -10,15 +10,28 @@ parameters are two matrices, flattened into one vector w = (W_node [L, F], W_edg
 with (a, b) the labels of the edge's ends in the order the edge was given. `CRFFeatures`
 maps parameters to the flat log-potentials of a `PairwiseMRF` (``scores``) and flat
 marginals back to feature space (``features`` = Φᵀμ, the adjoint), the two products every
-learner needs.
+learner needs; `CRFModel` adds the rest of the `fwcore.learn.base.LearnerModel` contract:
+a MAP oracle as `CRFDecoder`, the TRW entropy (`TRWEntropy`, edge weights by `crf_rho`),
+the Hamming loss and marginals by FW with MAP calls (`fw_marginals`).
 """
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
+from .. import _kernels
+from ..checks import CALLABLE, Interval, Options, check_params
 from ..model import PairwiseMRF
+from ..oracles import LPOracle, resolve_oracle
+from ..rho import entropy_weights, matrix_tree_rho, uniform_rho
+from .base import BlockEntropy, LearnerModel, VertexDecoder, run_tasks
 
-__all__ = ["CRFExample", "CRFFeatures", "check_examples", "check_labels", "infer_n_labels"]
+__all__ = ["CRFExample", "CRFFeatures", "CRFModel", "CRFDecoder", "TRWEntropy", "crf_rho",
+           "fw_marginals", "check_examples", "check_labels", "infer_n_labels", "RHO"]
+
+#: the learners' ``rho`` for CRFs (see `crf_rho`)
+RHO = [Options("matrix-tree", "uniform", "bethe"), Interval(0.0, 1.0, lo_open=True), CALLABLE,
+       None]
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,15 +140,15 @@ def check_labels(Y, examples, n_labels):
 
 def infer_n_labels(Y, n_labels):
     """``n_labels`` if given (an int >= 2), else 1 + the largest label in Y (at least 2)."""
+    n_labels = check_params({"n_labels": [Interval(2, integer=True), None]},
+                            n_labels=n_labels)["n_labels"]
     if n_labels is None:
         try:
             top = max(int(np.max(y)) for y in Y if np.size(y))
         except (TypeError, ValueError):
             raise ValueError("cannot infer n_labels from Y; pass n_labels") from None
         return max(2, top + 1)
-    if int(n_labels) != n_labels or n_labels < 2:
-        raise ValueError(f"n_labels must be an integer >= 2; got {n_labels!r}")
-    return int(n_labels)
+    return n_labels
 
 
 class CRFFeatures:
@@ -168,3 +181,130 @@ class CRFFeatures:
         edge[ex.eidx] = mu[k:]
         return np.concatenate([(mu[:k].reshape(-1, L).T @ ex.u).ravel(),
                                (edge.reshape(-1, L * L).T @ ex.v).ravel()])
+
+
+class CRFDecoder(VertexDecoder):
+    """A MAP oracle (`fwcore.oracles.resolve_oracle`) on one example's MRF returning dense
+    vertices: the LP optimum μ for an `LPOracle` (the learner then moves over the local
+    polytope, where that vertex is exact), else μ(argmax)."""
+
+    def __init__(self, mrf, oracle):
+        self.mrf = mrf
+        self.oracle = resolve_oracle(oracle, mrf)
+        self.exact = isinstance(self.oracle, LPOracle) or self.oracle.exact
+
+    def vertex(self, scores):
+        if isinstance(self.oracle, LPOracle):
+            return np.asarray(self.oracle.argmax_marginals(scores), dtype=np.float64)
+        return self.mrf.marginal_vector(self.oracle.argmax(scores))
+
+    def assignment(self, scores):
+        """A MAP assignment; an LP optimum is rounded by the oracle's own `argmax`."""
+        return self.oracle.argmax(scores)
+
+
+def crf_rho(mrf, rho):
+    """The edge weights ρ (float64[E]) of H_ρ = Σ_i c_i H(μ_i) + Σ_e ρ_e H(μ_e), c_i = 1 −
+    Σ_{e∋i} ρ_e (MLE-Struct eq. 2; DESIGN.md TRW objective; `fwcore.rho.entropy_weights`
+    makes the kernels' per-entry weights) for a learner's choice ``rho``: 'matrix-tree'
+    (uniform spanning trees, as in `fwcore.infer`), 'uniform' ((n−1)/E per component),
+    'bethe' (ρ = 1), a number in (0, 1], or a function mrf -> array of E values; None
+    means 'matrix-tree'."""
+    rho = check_params({"rho": RHO}, rho=rho)["rho"]
+    if rho is None:
+        rho = "matrix-tree"
+    if isinstance(rho, str):
+        r = {"bethe": lambda m: np.ones(m.n_edges), "matrix-tree": matrix_tree_rho,
+             "uniform": uniform_rho}[rho](mrf)
+    elif isinstance(rho, numbers.Real):
+        r = np.full(mrf.n_edges, float(rho))
+    else:
+        r = np.asarray(rho(mrf), dtype=np.float64)
+        if r.shape != (mrf.n_edges,) or not np.isfinite(r).all() or (r < 0).any() or (r > 1).any():
+            raise ValueError(f"rho(mrf) must return {mrf.n_edges} values in [0, 1]; got {r!r}")
+    return np.ascontiguousarray(r, dtype=np.float64)
+
+
+def fw_marginals(mrf, theta, weight, decoder, tol=1e-4, max_iter=500):
+    """Reweighted marginals argmin_μ −<θ, μ> − H_ρ(μ) by FW with MAP calls (MLE-Struct
+    Sec. 3.2) and the kernel line search, from the uniform point; stops on the FW gap."""
+    mu = mrf.uniform_marginals()
+    g = np.empty_like(mu)
+    for _ in range(max_iter):
+        _kernels.trw_value_grad(theta, mu, weight, g)
+        d = decoder.vertex(-g) - mu
+        if -float(g @ d) <= tol:
+            break
+        gamma = _kernels.trw_line_search(theta, mu, d, weight, 1.0)[0]
+        if gamma <= 0.0:
+            break
+        mu += gamma * d
+    return mu
+
+
+class TRWEntropy(BlockEntropy):
+    """The block objective −<θ, μ> − H_ρ(μ) of one CRF example via the TRW kernels."""
+
+    def __init__(self, mrf, rho):
+        self.rho = crf_rho(mrf, rho)
+        self.weight = entropy_weights(mrf, self.rho)
+
+    def value_grad(self, theta, tau):
+        g = np.empty_like(tau)
+        return _kernels.trw_value_grad(theta, tau, self.weight, g), g
+
+    def line_derivs(self, theta, tau, d, t):
+        return _kernels.trw_line_derivs(theta, tau, d, t, self.weight)
+
+
+def _node_marginals(decoder, theta, weight, tol):
+    mu = fw_marginals(decoder.mrf, theta, weight, decoder, tol=tol)
+    return mu[:decoder.mrf.node_off[-1]].reshape(decoder.mrf.n_vars, -1)
+
+
+class CRFModel(CRFFeatures, LearnerModel):
+    """Pairwise CRFs with node and edge features (App. E.1) and a pairwise-MRF MAP oracle
+    (``oracle``: anything `fwcore.oracles.resolve_oracle` takes)."""
+
+    def __init__(self, n_labels, dims, oracle):
+        super().__init__(n_labels, *dims)
+        self.oracle = oracle
+
+    @classmethod
+    def from_data(cls, X, Y, n_labels, oracle):
+        """(model, examples, labels) from training inputs and labellings, validated."""
+        check_nonempty(X)
+        n_labels = infer_n_labels(Y, n_labels)
+        examples, dims = check_examples(X, n_labels)
+        return cls(n_labels, dims, oracle), examples, check_labels(Y, examples, n_labels)
+
+    def check(self, X):
+        return check_examples(X, self.n_labels, (self.n_node, self.n_edge))[0]
+
+    def truth(self, ex, y):
+        return ex.mrf.marginal_vector(y)
+
+    def start(self, ex):
+        return ex.mrf.uniform_marginals()
+
+    def decoder(self, ex):
+        return CRFDecoder(ex.mrf, self.oracle)
+
+    def entropy(self, ex, rho):
+        return TRWEntropy(ex.mrf, rho)
+
+    def hamming(self, ex, y):
+        """+1/n on every unary entry of a wrong label."""
+        a = np.zeros(ex.mrf.dim)
+        n, L = ex.mrf.n_vars, self.n_labels
+        a[:n * L] = 1.0 / n
+        a[np.arange(n) * L + y] = 0.0
+        return a
+
+    def marginals(self, examples, w, rho, tol, executor=None):
+        """Node marginals [n, L]: the reweighted free energy minimised by FW with MAP calls
+        (MLE-Struct Sec. 3.2), gap <= ``tol``."""
+        thetas = [self.scores(ex, w) for ex in examples]
+        weights = [TRWEntropy(ex.mrf, rho).weight for ex in examples]
+        return run_tasks(executor, _node_marginals, [self.decoder(ex) for ex in examples],
+                         thetas, weights, [tol] * len(examples))

@@ -3,7 +3,7 @@
 An input is a feature tensor G [n, n, F] (G[i, j] the features of matching i to j), or a
 tuple ``(G, allowed)`` with a boolean [n, n] mask of the graph's edges. The label is a
 matching: for ``graph='bipartite'`` a permutation (row i -> column y[i]); for
-``graph='perfect'`` the mate array of a perfect matching of the (complete or masked)
+``graph='general'`` the mate array of a perfect matching of the (complete or masked)
 graph on n vertices, y[y[i]] = i, with G symmetric in (i, j). Edge weights are linear in
 the parameters, W_ij = <w, G[i, j]> (eq. 11, App. D), so p(y) ∝ exp(Σ_{edges of y} W_e).
 
@@ -15,32 +15,38 @@ matchings found by the oracle, one with and one without each remaining edge (App
 """
 import numpy as np
 
+from ..checks import Interval, Options, check_params
 from ..matching_inference import (BipartiteMatchingPolytope, PerfectMatchingPolytope,
-                        entropy_line_derivatives, matching_marginals, reweighted_entropy)
+                                  entropy_line_derivatives, matching_marginals,
+                                  reweighted_entropy)
 from ..oracles.matching_oracles import max_weight_bipartite_matching, max_weight_perfect_matching
+from .base import BlockEntropy, LearnerModel, VertexDecoder, run_tasks
 
-__all__ = ["MatchingModel", "MatchingDecoder", "MatchingEntropy", "matching_rho"]
+__all__ = ["MatchingModel", "MatchingDecoder", "MatchingEntropy", "matching_rho", "GRAPHS",
+           "RHO"]
 
-GRAPHS = ("bipartite", "perfect")
+#: the matching graphs, named as in `fwcore.matching_marginals`
+GRAPHS = ("bipartite", "general")
+#: the learners' ``rho`` for matchings (see `matching_rho`)
+RHO = [Options("bethe", "rw"), Interval(0.0, 1.0), None]
 #: contraction of the FW vertices toward the start point (see `MatchingEntropy`)
 DELTA = 1e-3
 
 
 def matching_rho(rho):
-    """ρ of the matching entropy: 'bethe' -> 1, 'rw' or 'trw' -> 1/2 (App. A calls the RW
-    estimator TRW), or a number in [0, 1]."""
-    named = {"bethe": 1.0, "rw": 0.5, "trw": 0.5}
-    if isinstance(rho, str) and rho in named:
-        return named[rho]
-    if isinstance(rho, (int, float)) and not isinstance(rho, bool) and 0.0 <= rho <= 1.0:
-        return float(rho)
-    raise ValueError(f"rho for a matching model must be 'bethe' (1), 'rw'/'trw' (1/2) or a number "
-                     f"in [0, 1]; got {rho!r}")
+    """ρ of the matching entropy (App. C): 'bethe' -> 1, 'rw' (or None) -> 1/2, or a number
+    in [0, 1]."""
+    rho = check_params({"rho": RHO}, rho=rho)["rho"]
+    if rho is None or isinstance(rho, str):
+        return {"bethe": 1.0, "rw": 0.5, None: 0.5}[rho]
+    return rho
 
 
-class MatchingDecoder:
+class MatchingDecoder(VertexDecoder):
     """Max-weight perfect matching of one example's graph (Hungarian or blossom oracle),
     returned as a flat 0/1 vertex (``vertex``) or a mate array (``assignment``). Picklable."""
+
+    exact = True
 
     def __init__(self, graph, n, allowed):
         self.graph, self.n, self.allowed = graph, n, allowed
@@ -64,7 +70,7 @@ class MatchingDecoder:
         return x
 
 
-class MatchingEntropy:
+class MatchingEntropy(BlockEntropy):
     """The block objective −<θ, τ> − H_ρ(τ) of one example (App. D.1), H_ρ over the free
     (unclamped) edges; clamped edges are constant and get zero entropy gradient.
 
@@ -96,6 +102,12 @@ class _Example:
     __slots__ = ("G", "n", "allowed", "free", "start", "decoder")
 
 
+def _check_nonempty(X):
+    if isinstance(X, np.ndarray) or not hasattr(X, "__len__") or len(X) == 0:
+        raise ValueError("X must be a non-empty list of feature arrays [n, n, F] (or "
+                         "(features, allowed) tuples)")
+
+
 def _as_pair(x, k):
     if isinstance(x, tuple):
         if len(x) != 2:
@@ -105,7 +117,7 @@ def _as_pair(x, k):
     return x, None
 
 
-class MatchingModel:
+class MatchingModel(LearnerModel):
     """Linear edge features over perfect matchings (App. D): ``scores`` W = G w, ``features``
     Φᵀτ = Gᵀτ, plus the oracle, entropy, start point and Hamming loss of each example."""
 
@@ -117,9 +129,7 @@ class MatchingModel:
     @classmethod
     def from_data(cls, X, Y, graph):
         """(model, examples, labels) from training inputs X and matchings Y, validated."""
-        if isinstance(X, np.ndarray) or not hasattr(X, "__len__") or len(X) == 0:
-            raise ValueError("X must be a non-empty list of feature arrays [n, n, F] (or "
-                             "(features, allowed) tuples)")
+        _check_nonempty(X)
         first = np.asarray(_as_pair(X[0], 0)[0])
         model = cls(graph, first.shape[-1] if first.ndim == 3 else 0)
         examples = model.check(X)
@@ -133,9 +143,8 @@ class MatchingModel:
 
     def check(self, X):
         """Validate inputs: feature arrays [n, n, F] with this model's F (symmetric for
-        'perfect'), optional boolean masks; returns the prepared examples."""
-        if isinstance(X, np.ndarray) or not hasattr(X, "__len__") or len(X) == 0:
-            raise ValueError("X must be a non-empty list of feature arrays [n, n, F]")
+        'general'), optional boolean masks; returns the prepared examples."""
+        _check_nonempty(X)
         return [self._prepare(*_as_pair(x, k), k) for k, x in enumerate(X)]
 
     def _prepare(self, G, allowed, k):
@@ -152,12 +161,12 @@ class MatchingModel:
                              "the training data)")
         if not np.isfinite(G).all():
             raise ValueError(f"X[{k}] features contain NaN or inf; features must be finite")
-        if self.graph == "perfect":
+        if self.graph == "general":
             if n < 4 or n % 2:
-                raise ValueError(f"X[{k}]: graph='perfect' needs an even n >= 4; got n = {n}")
+                raise ValueError(f"X[{k}]: graph='general' needs an even n >= 4; got n = {n}")
             if not np.allclose(G, G.transpose(1, 0, 2), rtol=0, atol=1e-12):
                 raise ValueError(f"X[{k}] features must be symmetric, G[i, j] = G[j, i], for "
-                                 "graph='perfect' (each edge {i, j} has one feature vector)")
+                                 "graph='general' (each edge {i, j} has one feature vector)")
         elif n < 1:
             raise ValueError(f"X[{k}] is empty")
         if allowed is not None:
@@ -165,9 +174,9 @@ class MatchingModel:
             if allowed.dtype != bool or allowed.shape != (n, n):
                 raise ValueError(f"X[{k}] allowed must be a boolean ({n}, {n}) mask; got dtype "
                                  f"{allowed.dtype}, shape {allowed.shape}")
-            if self.graph == "perfect" and not np.array_equal(allowed, allowed.T):
-                raise ValueError(f"X[{k}] allowed must be symmetric for graph='perfect'")
-            if allowed.all() or (self.graph == "perfect" and allowed[~np.eye(n, dtype=bool)].all()):
+            if self.graph == "general" and not np.array_equal(allowed, allowed.T):
+                raise ValueError(f"X[{k}] allowed must be symmetric for graph='general'")
+            if allowed.all() or (self.graph == "general" and allowed[~np.eye(n, dtype=bool)].all()):
                 allowed = None
         ex = _Example()
         ex.n, ex.allowed = n, allowed
@@ -255,11 +264,10 @@ class MatchingModel:
             if ex.allowed is not None:
                 raise ValueError(f"X[{k}] has an edge mask; predict_marginals supports complete "
                                  "graphs only (matching_marginals takes no mask)")
-        graph = "bipartite" if self.graph == "bipartite" else "general"
         Ws = [ex.decoder.domain.to_matrix(self.scores(ex, w)) for ex in examples]
         n = len(Ws)
-        args = (Ws, [graph] * n, [matching_rho(rho)] * n, [tol] * n)
-        return list((executor.map if executor is not None else map)(_marginals, *args))
+        return run_tasks(executor, _marginals, Ws, [self.graph] * n, [matching_rho(rho)] * n,
+                         [tol] * n)
 
 
 def _marginals(W, graph, rho, tol):

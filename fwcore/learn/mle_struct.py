@@ -16,15 +16,15 @@ quadratic only through ψ, kept up to date by ψ ← ψ − γ Φ_mᵀ d_m (App.
 search uses the precomputed ‖Φᵀ d‖² and the entropy derivatives from the TRW kernel
 (App. D.2, E.2.1).
 """
-import time
-
 import numpy as np
 
+from ..checks import Options
 from ..fw.linesearch import safeguarded_newton
-from ._common import StructuredLearner, _check_choice, run_tasks
-from .matching_model import matching_rho
+from . import crf, matching_model
+from .base import run_tasks
+from .learner import PARAMS, DualSolver, StructuredLearner
 
-__all__ = ["MLEStruct"]
+__all__ = ["MLEStruct", "MLEDual"]
 
 
 def _block_oracle(decoder, theta, tau, entropy):
@@ -33,7 +33,7 @@ def _block_oracle(decoder, theta, tau, entropy):
     return entropy.fw_vertex(decoder, -g), g, f
 
 
-class _Dual:
+class MLEDual:
     """The dual (eq. 6; App. D.1 for matchings) of one training set: the model, each
     example's entropy, empirical φ(y)."""
 
@@ -75,6 +75,67 @@ class _Dual:
         return safeguarded_newton(dphi, slope0, 1.0)
 
 
+class _Solver(DualSolver):
+    """MLE-Struct Alg. 1 over τ = (τ_1..τ_M): batch FW or BCFW, ψ kept up to date."""
+
+    def __init__(self, model, examples, labels, decoders, p):
+        super().__init__()
+        self.dual = MLEDual(model, examples, labels, decoders, p["rho"], p["reg"])
+        self.model, self.examples, self.decoders, self.p = model, examples, decoders, p
+        self.exact = all(d.exact for d in decoders)
+        self.tol_scale = len(examples)  # tol is per example
+        self.taus = [model.start(ex) for ex in examples]
+        self.psi = self.dual.psi(self.taus)
+        self.psi_avg, self.k = self.psi.copy(), 0
+        self.rng = np.random.default_rng(p["seed"])
+
+    def measure(self):
+        model, lam, M = self.model, self.p["reg"], len(self.examples)
+        self.thetas = [model.scores(ex, self.psi / lam) for ex in self.examples]
+        self.res = self.dual.oracles(self.p["executor"], self.thetas, self.taus, range(M))
+        self.n_oracle_calls += M
+        self.dirs = [s - t for (s, _, _), t in zip(self.res, self.taus)]
+        self.gap = -sum(float(g @ d) for (_, g, _), d in zip(self.res, self.dirs))
+        obj = float(self.psi @ self.psi) / (2 * lam) + sum(
+            f + float(th @ t) for (_, _, f), th, t in zip(self.res, self.thetas, self.taus))
+        return obj, self.gap
+
+    def step(self, k):
+        model, examples, taus, dual = self.model, self.examples, self.taus, self.dual
+        lam, M, agnostic = self.p["reg"], len(examples), self.p["step"] == "agnostic"
+        if self.p["method"] == "fw":
+            q = sum(model.features(ex, d) for ex, d in zip(examples, self.dirs))
+            gamma = (2.0 / (k + 1.0) if agnostic else
+                     dual.line_search(self.thetas, taus, self.dirs, range(M), float(q @ q),
+                                      -self.gap))
+            for t, d in zip(taus, self.dirs):
+                t += gamma * d
+            self.psi -= gamma * q
+            return
+        for j, m in enumerate(self.rng.permutation(M)):
+            if j == 0:  # the gap pass already holds this block's vertex at this psi
+                theta, (s, g, _) = self.thetas[m], self.res[m]
+            else:
+                theta = model.scores(examples[m], self.psi / lam)
+                s, g, _ = _block_oracle(self.decoders[m], theta, taus[m], dual.entropy[m])
+                self.n_oracle_calls += 1
+            d = s - taus[m]
+            q = model.features(examples[m], d)
+            gamma = (2.0 * M / (2.0 * M + self.k) if agnostic else
+                     dual.line_search([theta], [taus[m]], [d], [m], float(q @ q), float(g @ d)))
+            taus[m] += gamma * d
+            self.psi -= gamma * q  # App. E.2.2: only example m's rows change
+            self.k += 1
+            rho_k = 2.0 / (self.k + 2.0)
+            self.psi_avg *= 1.0 - rho_k
+            self.psi_avg += rho_k * self.psi
+
+    def result(self):
+        use_avg = self.p["averaging"] and self.p["method"] == "bcfw" and self.k > 0
+        return {"coef_": (self.psi_avg if use_avg else self.psi) / self.p["reg"],
+                "marginals_": [t.copy() for t in self.taus], "dual_": self.dual}
+
+
 class MLEStruct(StructuredLearner):
     """Approximate MLE of a pairwise CRF or a distribution over perfect matchings by
     Frank-Wolfe on the dual (MLE-Struct Alg. 1; App. D for matchings).
@@ -82,16 +143,19 @@ class MLEStruct(StructuredLearner):
     Parameters
     ----------
     reg : λ > 0 of the penalty λ/2 ‖w‖².
-    rho : entropy reweighting. CRFs: 'trw' (matrix-tree edge appearance probabilities;
-        convex), 'uniform', 'bethe' (ρ = 1: exact on trees, not convex on loopy graphs), a
-        number in (0, 1] on every edge (the paper's 0.5 on grids) or a function mrf -> ρ.
-        Matchings (App. C): 'bethe' (ρ = 1), 'rw' or 'trw' (ρ = 1/2), a number in [0, 1].
-    algorithm : 'bcfw' (block-coordinate over examples) or 'fw' (batch).
-    oracle : CRFs only (None = 'lp'): MAP oracle by name (``fwcore.oracles.available_oracles()``; 'lp' = the local
-        polytope, 'qpbo' for binary models), ``(name, options)``, an oracle object or a
-        function. ``lp`` moves over the local polytope, assignment oracles over the
-        marginal polytope.
-    step : 'line-search' (App. D.2 / E.2.1) or 'agnostic' (2/(t+2) batch, 2M/(2M+t) block).
+    rho : entropy reweighting. CRFs: 'matrix-tree' (the default; edge appearance
+        probabilities of uniform spanning trees; convex), 'uniform', 'bethe' (ρ = 1: exact
+        on trees, not convex on loopy graphs), a number in (0, 1] on every edge (the
+        paper's 0.5 on grids) or a function mrf -> ρ. Matchings (App. C): 'rw' (the
+        default; ρ = 1/2), 'bethe' (ρ = 1) or a number in [0, 1].
+    method : 'bcfw' (block-coordinate over examples) or 'fw' (batch).
+    oracle : CRFs only (None = 'lp'): MAP oracle by name
+        (``fwcore.oracles.available_oracles()``; 'lp' = the local polytope, 'qpbo' for
+        binary models), ``(name, options)``, an oracle object or a function (anything
+        `fwcore.oracles.resolve_oracle` takes). ``lp`` moves over the local polytope,
+        assignment oracles over the marginal polytope.
+    step : 'exact' (line search, App. D.2 / E.2.1) or 'agnostic' (2/(t+2) batch,
+        2M/(2M+t) block).
     tol : stop when the duality gap, computed fresh at the iterate, is <= tol × M.
     max_iter : passes (bcfw) or iterations (fw). max_time : seconds, or None.
     averaging : bcfw only — ``coef_`` from the weighted average of the iterates
@@ -99,85 +163,33 @@ class MLEStruct(StructuredLearner):
     n_labels : labels per node (default: inferred from Y). seed : block order.
     executor : a concurrent.futures.Executor for the per-example oracle calls of the
         batch step and of the gap pass; results equal the serial run.
+    callback : ``callback(record) -> bool`` after every pass (a `fwcore.results.Record`);
+        False stops the fit with status INTERRUPTED.
     model : 'crf' (X: `CRFExample`s, Y: labellings; `fwcore.learn.crf`), 'bipartite'
-        (X: features [N, N, F], Y: permutations; Hungarian oracle) or 'perfect' (X:
-        symmetric [n, n, F], Y: mate arrays; blossom oracle); see `fwcore.learn.matching_model`.
+        (X: features [N, N, F], Y: permutations; Hungarian oracle) or 'general' (X:
+        symmetric [n, n, F], Y: mate arrays; blossom oracle); see
+        `fwcore.learn.matching_model`.
 
-    Attributes: ``coef_`` (w = θ*(τ), `CRFFeatures` layout or the F edge-feature weights), ``dual_gap_``, ``objective_``
-    (L at the last iterate), ``n_iter_``, ``n_oracle_calls_``, ``trace_`` (seconds, gap,
-    objective per iteration).
+    Attributes: ``coef_`` (w = θ*(τ), `CRFFeatures` layout or the F edge-feature weights),
+    ``primal_`` (the dual objective L(τ) that FW minimises, at the last measured iterate),
+    ``gap_`` (its duality gap), ``marginals_`` (τ), ``dual_`` (`MLEDual`) and the shared
+    ``status_``, ``n_iter_``, ``n_oracle_calls_``, ``trace_`` (see `StructuredLearner`).
     """
 
-    def __init__(self, reg=1.0, rho="trw", algorithm="bcfw", oracle=None, step="line-search",
+    def __init__(self, reg=1.0, rho=None, method="bcfw", oracle=None, step="exact",
                  tol=1e-3, max_iter=100, max_time=None, averaging=True, n_labels=None, seed=0,
-                 executor=None, model="crf"):
-        self.reg, self.rho, self.algorithm, self.oracle, self.step = reg, rho, algorithm, oracle, step
+                 executor=None, callback=None, model="crf"):
+        self.reg, self.rho, self.method, self.oracle, self.step = reg, rho, method, oracle, step
         self.tol, self.max_iter, self.max_time, self.averaging = tol, max_iter, max_time, averaging
         self.n_labels, self.seed, self.executor, self.model = n_labels, seed, executor, model
+        self.callback = callback
 
-    def _check_params(self):
-        super()._check_params()
-        _check_choice("step", self.step, ("line-search", "agnostic"))
-        if self.model != "crf":
-            matching_rho(self.rho)
-        elif isinstance(self.rho, str):
-            _check_choice("rho", self.rho, ("trw", "uniform", "bethe"))
-        elif not callable(self.rho) and not (isinstance(self.rho, (int, float)) and 0 < self.rho <= 1):
-            raise ValueError(f"rho must be 'trw', 'uniform', 'bethe', a number in (0, 1] or a "
-                             f"function mrf -> array; got {self.rho!r}")
+    def _constraints(self):
+        rho = crf.RHO if self.model == "crf" else matching_model.RHO
+        return {**PARAMS, "step": Options("exact", "agnostic"), "rho": rho}
 
-    def _fit(self, model, examples, labels, decoders):
-        dual = _Dual(model, examples, labels, decoders, self.rho, float(self.reg))
-        self.dual_ = dual
-        M, lam = len(examples), float(self.reg)
-        taus = [model.start(ex) for ex in examples]
-        psi = dual.psi(taus)
-        psi_avg, k = psi.copy(), 0
-        rng = np.random.default_rng(self.seed)
-        self.trace_, calls, it = [], 0, 0
-        while True:
-            idx = range(M)
-            thetas = [model.scores(ex, psi / lam) for ex in examples]
-            res = dual.oracles(self.executor, thetas, taus, idx)
-            calls += M
-            dirs = [s - t for (s, _, _), t in zip(res, taus)]
-            gap = -sum(float(g @ d) for (_, g, _), d in zip(res, dirs))
-            obj = float(psi @ psi) / (2 * lam) + sum(f + float(th @ t) for (_, _, f), th, t
-                                                     in zip(res, thetas, taus))
-            self.trace_.append((time.perf_counter() - self._t0, gap, obj))
-            if gap <= self.tol * M or it >= self.max_iter or self._out_of_time():
-                break
-            it += 1
-            if self.algorithm == "fw":
-                qs = [model.features(ex, d) for ex, d in zip(examples, dirs)]
-                q = sum(qs)
-                gamma = (2.0 / (it + 1.0) if self.step == "agnostic" else
-                         dual.line_search(thetas, taus, dirs, idx, float(q @ q), -gap))
-                for t, d in zip(taus, dirs):
-                    t += gamma * d
-                psi -= gamma * q
-                continue
-            for j, m in enumerate(rng.permutation(M)):
-                if j == 0:  # the gap pass already holds this block's vertex at this psi
-                    theta, (s, g, _) = thetas[m], res[m]
-                else:
-                    theta = model.scores(examples[m], psi / lam)
-                    s, g, _ = _block_oracle(decoders[m], theta, taus[m], dual.entropy[m])
-                    calls += 1
-                d = s - taus[m]
-                q = model.features(examples[m], d)
-                gamma = (2.0 * M / (2.0 * M + k) if self.step == "agnostic" else
-                         dual.line_search([theta], [taus[m]], [d], [m], float(q @ q), float(g @ d)))
-                taus[m] += gamma * d
-                psi -= gamma * q  # App. E.2.2: only example m's rows change
-                k += 1
-                rho_k = 2.0 / (k + 2.0)
-                psi_avg *= 1.0 - rho_k
-                psi_avg += rho_k * psi
-        use_avg = self.averaging and self.algorithm == "bcfw" and k > 0
-        self.coef_ = (psi_avg if use_avg else psi) / lam
-        self.dual_gap_, self.objective_, self.n_iter_, self.n_oracle_calls_ = gap, obj, it, calls
-        self.marginals_ = taus
+    def _solver(self, model, examples, labels, decoders, p):
+        return _Solver(model, examples, labels, decoders, p)
 
     def predict_marginals(self, X, tol=1e-4):
         """Marginals of each input under ``coef_`` with the fitted ρ: CRF node marginals

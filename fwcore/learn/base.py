@@ -1,0 +1,99 @@
+"""The contracts between the learners and the models they fit (DESIGN.md "Learning").
+
+A `LearnerModel` gives the FW loops of `fwcore.learn.MLEStruct` and `fwcore.learn.SSVM`
+everything example-specific; `CRFModel` (`fwcore.learn.crf`) and `MatchingModel`
+(`fwcore.learn.matching_model`) implement it. Its ``decoder(ex)`` is a `VertexDecoder` (a
+MAP oracle returning dense vertices) and its ``entropy(ex, rho)`` a `BlockEntropy` (the
+block objective −<θ, τ> − H_ρ(τ) of MLE-Struct's dual). Everything is declared here, so
+the learners never probe a model for what it can do.
+"""
+import abc
+
+__all__ = ["LearnerModel", "VertexDecoder", "BlockEntropy", "run_tasks"]
+
+
+class VertexDecoder(abc.ABC):
+    """A MAP oracle on one example's structure. Picklable, so it travels to process
+    workers of an executor."""
+
+    #: a call returns a true maximiser over the polytope the learner moves on (the local
+    #: polytope for an LP oracle), so a duality gap computed from its vertices is a proof
+    exact = False
+
+    @abc.abstractmethod
+    def vertex(self, scores):
+        """A dense vertex μ (float64, the example's flat layout) maximising <scores, μ>."""
+
+    @abc.abstractmethod
+    def assignment(self, scores):
+        """A maximising labelling (or matching) as an int array."""
+
+
+class BlockEntropy(abc.ABC):
+    """The block objective −<θ, τ> − H_ρ(τ) of one example (MLE-Struct eq. 6) with its
+    edge weights ``rho``."""
+
+    rho = None
+
+    @abc.abstractmethod
+    def value_grad(self, theta, tau):
+        """(value, gradient) at τ."""
+
+    @abc.abstractmethod
+    def line_derivs(self, theta, tau, d, t):
+        """(φ'(t), φ''(t)) of φ(t) = value at τ + t d (App. D.2 / E.2.1)."""
+
+    def fw_vertex(self, decoder, scores):
+        """The FW vertex for the direction ``scores`` (a contraction may override it)."""
+        return decoder.vertex(scores)
+
+
+class LearnerModel(abc.ABC):
+    """A parametric family of structured outputs, linear in the parameters w (length
+    ``dim``): θ = Φ w per example. Examples are the model's own prepared inputs (``check``
+    turns user inputs into them)."""
+
+    dim = None
+
+    @abc.abstractmethod
+    def check(self, X):
+        """Validate inputs X against this model; the list of prepared examples."""
+
+    @abc.abstractmethod
+    def scores(self, ex, w):
+        """θ = Φ w, the flat scores of example ``ex``."""
+
+    @abc.abstractmethod
+    def features(self, ex, mu):
+        """Φᵀμ, the expected features under flat marginals μ (the adjoint of ``scores``)."""
+
+    @abc.abstractmethod
+    def truth(self, ex, y):
+        """The vertex μ(y) of the labelling y."""
+
+    @abc.abstractmethod
+    def start(self, ex):
+        """A fresh start point τ⁰ (float64 array) inside the example's polytope."""
+
+    @abc.abstractmethod
+    def decoder(self, ex):
+        """The `VertexDecoder` of the example."""
+
+    @abc.abstractmethod
+    def entropy(self, ex, rho):
+        """The `BlockEntropy` of the example for the learner's ``rho``."""
+
+    @abc.abstractmethod
+    def hamming(self, ex, y):
+        """a with <a, μ(y')> the normalised Hamming loss of y' against y."""
+
+    @abc.abstractmethod
+    def marginals(self, examples, w, rho, tol, executor=None):
+        """Marginals of each example under w with entropy weights ``rho``, FW gap <= tol."""
+
+
+def run_tasks(executor, fn, *columns):
+    """[fn(*row) for row in zip(*columns)], on ``executor`` when given (results in order)."""
+    if executor is None:
+        return [fn(*row) for row in zip(*columns)]
+    return list(executor.map(fn, *columns))

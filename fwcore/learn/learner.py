@@ -1,0 +1,162 @@
+"""The scikit-learn-style base of the learners: one parameter table, the choice of model,
+and the one pass loop with its stopping rules, trace, callback and Ctrl-C handling
+(DESIGN.md "Contracts every task shares"); each learner supplies a `DualSolver`."""
+import abc
+import time
+
+import numpy as np
+
+from ..checks import CALLABLE, EXECUTOR, SEED, TIME, Interval, Kind, Options, check_params
+from ..results import Record, Status, Trace
+from .base import run_tasks
+from .crf import CRFModel
+from .matching_model import GRAPHS, MatchingModel
+
+__all__ = ["StructuredLearner", "DualSolver", "make_model", "MODELS", "PARAMS"]
+
+MODELS = ("crf",) + GRAPHS
+
+#: constraints shared by every learner (checked once in ``fit``; DESIGN.md "Arguments")
+PARAMS = {
+    "model": Options(*MODELS),
+    "reg": Interval(0.0, lo_open=True),
+    "method": Options("fw", "bcfw"),
+    "tol": Interval(0.0),
+    "max_iter": Interval(0, integer=True),
+    "max_time": TIME,
+    "averaging": Kind(lambda v: isinstance(v, (bool, np.bool_)), "a bool"),
+    "seed": SEED,
+    "executor": [EXECUTOR, None],
+    "callback": [CALLABLE, None],
+}
+
+
+def make_model(model, X, Y, n_labels, oracle):
+    """(model, examples, labels) for the learners' ``model`` choice: 'crf' or a matching
+    graph ('bipartite', 'general'; their oracle is Hungarian / blossom, ``oracle`` None)."""
+    if model == "crf":
+        return CRFModel.from_data(X, Y, n_labels, "lp" if oracle is None else oracle)
+    if n_labels is not None:
+        raise ValueError(f"n_labels applies to model='crf' only; got {n_labels!r}")
+    if oracle is not None:
+        raise ValueError(f"model={model!r} uses its exact matching oracle (Hungarian / "
+                         f"blossom); leave oracle=None, got {oracle!r}")
+    return MatchingModel.from_data(X, Y, model)
+
+
+class DualSolver(abc.ABC):
+    """A learner's Frank-Wolfe state over its dual, driven pass by pass by
+    `StructuredLearner`: ``measure`` computes the duality gap fresh at the iterate, ``step``
+    makes one pass, ``result`` gives the fitted attributes of the iterate."""
+
+    #: every decoder is exact, so a measured gap is a proof (else a small gap is STALLED)
+    exact = True
+    #: the stopping test is gap <= tol * tol_scale
+    tol_scale = 1.0
+
+    def __init__(self):
+        self.n_oracle_calls = 0
+
+    @abc.abstractmethod
+    def measure(self):
+        """(primal, gap) at the current iterate, with fresh oracle calls."""
+
+    @abc.abstractmethod
+    def step(self, k):
+        """Pass k = 1, 2, ... from the iterate just measured."""
+
+    @abc.abstractmethod
+    def result(self):
+        """{fitted attribute: value} of the current iterate (copies)."""
+
+
+class StructuredLearner(abc.ABC):
+    """scikit-learn conventions: ``__init__`` stores parameters, ``fit`` validates them and
+    the data once. Subclasses list their own constraints in ``_constraints`` and build
+    their `DualSolver` in ``_solver``.
+
+    Fitted attributes shared by the learners: ``coef_``; ``status_`` (a
+    `fwcore.results.Status`: CONVERGED when the gap computed fresh at the iterate is <= the
+    tolerance and every oracle call is exact, STALLED when it is small with an inexact
+    oracle, MAX_ITER, MAX_TIME, or INTERRUPTED by the callback or Ctrl-C, which keeps the
+    last measured iterate); ``n_iter_`` (passes), ``n_oracle_calls_``, ``gap_`` and
+    ``primal_`` (of the last measured iterate) and ``trace_`` (a `fwcore.results.Trace`,
+    one `Record` per pass)."""
+
+    def _constraints(self):
+        return PARAMS
+
+    def _check_params(self):
+        table = self._constraints()
+        return check_params(table, **{name: getattr(self, name) for name in table})
+
+    def fit(self, X, Y):
+        """Learn ``coef_`` from inputs X and labellings Y (see `fwcore.learn.crf` and
+        `fwcore.learn.matching_model` for their forms)."""
+        p = self._check_params()
+        model, examples, labels = make_model(p["model"], X, Y, self.n_labels, self.oracle)
+        self.features_ = model
+        if p["model"] == "crf":
+            self.n_labels_ = model.n_labels
+        t0 = time.perf_counter()
+        solver = self._solver(model, examples, labels, [model.decoder(ex) for ex in examples], p)
+        self._run(solver, p, t0)
+        return self
+
+    @abc.abstractmethod
+    def _solver(self, model, examples, labels, decoders, p):
+        """The learner's `DualSolver` for checked parameters ``p``."""
+
+    def _run(self, solver, p, t0):
+        """Passes until the fresh gap is <= tol (× ``solver.tol_scale``), ``max_iter``
+        passes, ``max_time`` seconds, a callback returning False or Ctrl-C."""
+        callback, tol = p["callback"], p["tol"] * solver.tol_scale
+        trace, k, status, last = [], 0, None, None
+        fitted = solver.result()
+        try:
+            while status is None:
+                primal, gap = solver.measure()
+                last = Record(k, time.perf_counter() - t0, primal, gap, solver.n_oracle_calls)
+                trace.append(last)
+                fitted = solver.result()
+                proceed = callback is None or callback(last) is not False
+                if gap <= tol:
+                    status = Status.CONVERGED if solver.exact else Status.STALLED
+                elif k >= p["max_iter"]:
+                    status = Status.MAX_ITER
+                elif p["max_time"] is not None and time.perf_counter() - t0 >= p["max_time"]:
+                    status = Status.MAX_TIME
+                elif not proceed:
+                    status = Status.INTERRUPTED
+                else:
+                    k += 1
+                    solver.step(k)
+        except KeyboardInterrupt:  # keep the last measured iterate
+            status = Status.INTERRUPTED
+        for name, value in fitted.items():
+            setattr(self, name, value)
+        self.status_, self.trace_ = status, Trace(trace)
+        self.n_oracle_calls_ = solver.n_oracle_calls
+        self.n_iter_ = 0 if last is None else last.iteration
+        self.gap_ = None if last is None else last.gap
+        self.primal_ = None if last is None else last.primal
+
+    def _check_fitted(self, X):
+        if not hasattr(self, "coef_"):
+            raise ValueError(f"this {type(self).__name__} is not fitted yet; call fit(X, Y) first")
+        return self.features_.check(X)
+
+    def decision_scores(self, X):
+        """Flat log-potentials θ = Φ w of each input under ``coef_``."""
+        return [self.features_.scores(ex, self.coef_) for ex in self._check_fitted(X)]
+
+    def predict(self, X):
+        """MAP labelling (or matching) of each input under ``coef_`` with the model's oracle."""
+        examples = self._check_fitted(X)
+        thetas = [self.features_.scores(ex, self.coef_) for ex in examples]
+        decoders = [self.features_.decoder(ex) for ex in examples]
+        return run_tasks(self.executor, _assignment, decoders, thetas)
+
+
+def _assignment(decoder, scores):
+    return decoder.assignment(scores)
