@@ -23,15 +23,16 @@ class Interval:
     """A real (or, with ``integer=True``, whole) number in [lo, hi]; ``lo_open`` /
     ``hi_open`` exclude an end. Returns it as float (int)."""
 
-    error = ValueError
-
     def __init__(self, lo=-math.inf, hi=math.inf, *, lo_open=False, hi_open=False,
                  integer=False):
         self.lo, self.hi, self.lo_open, self.hi_open = lo, hi, lo_open, hi_open
         self.integer = integer
 
+    def of_type(self, v):
+        return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
     def accepts(self, v):
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
+        if not self.of_type(v) or not math.isfinite(v):
             return False
         if self.integer and int(v) != v:
             return False
@@ -54,10 +55,11 @@ class Interval:
 class Options:
     """One of a fixed set of strings."""
 
-    error = ValueError
-
     def __init__(self, *values):
         self.values = values
+
+    def of_type(self, v):
+        return isinstance(v, str)
 
     def accepts(self, v):
         return isinstance(v, str) and v in self.values
@@ -70,12 +72,13 @@ class Options:
 
 
 class Kind:
-    """Anything for which ``test(value)`` holds (a type test; TypeError when it fails)."""
-
-    error = TypeError
+    """Anything for which ``test(value)`` holds (a type test)."""
 
     def __init__(self, test, description):
         self.test, self.description = test, description
+
+    def of_type(self, v):
+        return self.accepts(v)
 
     def accepts(self, v):
         return bool(self.test(v))
@@ -98,7 +101,8 @@ SEED = [Kind(lambda s: isinstance(s, (int, np.integer)) and not isinstance(s, bo
 
 def check_params(table, **values):
     """Check ``values`` against ``table`` (argument -> constraint or list of constraints);
-    return the converted values in a dict."""
+    return the converted values in a dict. A value of no allowed type raises TypeError,
+    one of an allowed type but out of range ValueError; both name the argument."""
     out = {}
     for name, value in values.items():
         allowed = table[name] if isinstance(table[name], list) else [table[name]]
@@ -112,7 +116,7 @@ def check_params(table, **values):
         else:
             rules = [c for c in allowed if c is not None]
             text = " or ".join(c.describe() for c in rules) + (" or None" if None in allowed else "")
-            error = TypeError if all(c.error is TypeError for c in rules) else ValueError
+            error = ValueError if any(c.of_type(value) for c in rules) else TypeError
             shown = type(value).__name__ if error is TypeError else repr(value)
             raise error(f"{name} must be {text}; got {shown}")
     return out

@@ -19,15 +19,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .model import PairwiseMRF
-from .results import MapResult, Status
+from .checks import Interval, Options, check_model, check_params
+from .results import MapResult, Record, Status, Trace
 
-__all__ = ["ExactResult", "exact_inference", "exact_map"]
+__all__ = ["ExactResult", "exact_inference", "exact_map", "AUTO_BRUTEFORCE_STATES"]
 
-AUTO_BRUTEFORCE_STATES = 2**16  # "auto" enumerates state spaces up to this size
+#: "auto" here and the "exact" oracle choice enumerate state spaces up to this size
+AUTO_BRUTEFORCE_STATES = 2**12
 MAX_BRUTEFORCE_STATES = 2**40   # beyond this enumeration would run for days
 _CHUNK_ENTRIES = 2**22          # flat indices held per brute-force chunk (32 MiB)
-_METHODS = ("auto", "bruteforce", "elimination")
+_PARAMS = {"method": Options("auto", "bruteforce", "elimination"),
+           "memory_limit": Interval(0.0, lo_open=True)}
 
 
 @dataclass(frozen=True)
@@ -35,7 +37,9 @@ class ExactResult:
     """Exact marginal inference: natural ``log_z``, ``node_marginals`` (1-D arrays),
     ``edge_marginals`` (card_i × card_j tables, edge order of the model), the same
     marginals as one flat vector ``mu`` in the model's layout, the method used, wall
-    time in seconds, and ``info`` (elimination: induced width and table sizes)."""
+    time in seconds, and ``info`` (elimination: induced width and table sizes). In the
+    shared vocabulary: ``status`` converged, ``log_z_upper`` = log_z, ``gap`` 0,
+    ``certified``, one pass (``n_iter``), no oracle calls, a one-record ``trace``."""
 
     log_z: float
     node_marginals: list
@@ -43,7 +47,17 @@ class ExactResult:
     mu: np.ndarray
     method: str
     time: float
+    trace: Trace
     info: dict = field(default_factory=dict)
+    status: Status = Status.CONVERGED
+    gap: float = 0.0
+    certified: bool = True
+    n_iter: int = 1
+    n_oracle_calls: int = 0
+
+    @property
+    def log_z_upper(self):
+        return self.log_z
 
 
 def exact_inference(model, method="auto", memory_limit=2**31):
@@ -66,8 +80,11 @@ def exact_inference(model, method="auto", memory_limit=2**31):
         log_z, mu = _elimination_marginals(model, plan)
     nodes, edges = model.split_marginals(mu)
     mu.setflags(write=False)
+    seconds = time.perf_counter() - t0
     return ExactResult(log_z=float(log_z), node_marginals=nodes, edge_marginals=edges, mu=mu,
-                       method=method, time=time.perf_counter() - t0, info=info)
+                       method=method, time=seconds, info=info,
+                       trace=Trace([Record(iteration=1, time=seconds, primal=float(log_z),
+                                           gap=0.0, bound=float(log_z))]))
 
 
 def exact_map(model, method="auto", memory_limit=2**31):
@@ -82,22 +99,17 @@ def exact_map(model, method="auto", memory_limit=2**31):
     else:
         x = _elimination_map(model, EliminationPlan(model, memory_limit))
     score = float(model.score(x))
+    seconds = time.perf_counter() - t0
     return MapResult(assignment=x, score=score, upper_bound=score, status=Status.CONVERGED,
-                     time=time.perf_counter() - t0, method=method)
+                     time=seconds, method=method, n_oracle_calls=0,
+                     trace=Trace([Record(iteration=1, time=seconds, primal=score, gap=0.0,
+                                         bound=score, score=score)]))
 
 
 def _check_args(model, method, memory_limit):
     """Validate the public arguments; return the concrete method."""
-    if not isinstance(model, PairwiseMRF):
-        raise TypeError(f"model must be a fwcore.PairwiseMRF; got {type(model).__name__}")
-    if method not in _METHODS:
-        raise ValueError(f"method must be one of {', '.join(map(repr, _METHODS))}; got {method!r}")
-    if isinstance(memory_limit, bool) or not isinstance(memory_limit, (int, float, np.integer,
-                                                                        np.floating)):
-        raise TypeError("memory_limit must be a number of bytes; got "
-                        f"{type(memory_limit).__name__}")
-    if not memory_limit > 0:
-        raise ValueError(f"memory_limit must be a positive number of bytes; got {memory_limit}")
+    check_model(model)
+    check_params(_PARAMS, method=method, memory_limit=memory_limit)
     n_states = math.prod(int(c) for c in model.card)
     if method == "auto":
         return "bruteforce" if n_states <= AUTO_BRUTEFORCE_STATES else "elimination"

@@ -203,7 +203,7 @@ def test_bad_arguments():
         exact_inference(m, method="junction")
     with pytest.raises(TypeError, match="PairwiseMRF"):
         exact_map(np.zeros(3))
-    with pytest.raises(ValueError, match="memory_limit must be a positive"):
+    with pytest.raises(ValueError, match="memory_limit must be a number > 0"):
         exact_inference(m, memory_limit=0)
     with pytest.raises(TypeError, match="memory_limit"):
         exact_inference(m, memory_limit="2GB")

@@ -21,12 +21,10 @@ from ..checks import TIME, check_model, check_params
 from ..results import Status, proves_optimal
 
 __all__ = ["MapOracle", "LPOracle", "FunctionOracle", "register_oracle", "resolve_oracle",
-           "available_oracles", "exact_choice", "AUTO_BRUTEFORCE_STATES"]
+           "available_oracles", "exact_choice"]
 
 _registry = {}
 
-#: "exact" enumerates models with at most this many joint states
-AUTO_BRUTEFORCE_STATES = 2**12
 #: "exact" uses variable elimination up to this many variables and table bytes
 AUTO_ELIMINATION_VARS = 1000
 AUTO_ELIMINATION_BYTES = 2**26
@@ -135,11 +133,11 @@ def _load_builtin():
 
 def exact_choice(model):
     """The name of the cheapest exact oracle for ``model``: 'tree' on a forest,
-    'bruteforce' up to AUTO_BRUTEFORCE_STATES joint states, 'elimination' when the model
+    'bruteforce' up to `fwcore.exact.AUTO_BRUTEFORCE_STATES` joint states, 'elimination' when the model
     has at most AUTO_ELIMINATION_VARS variables and its tables fit
     AUTO_ELIMINATION_BYTES, else 'toulbar2' when installed (3x faster per call than HiGHS
     on the paper's 5x5 grids), else 'ilp'."""
-    from ..exact import EliminationPlan
+    from ..exact import AUTO_BRUTEFORCE_STATES, EliminationPlan
     _load_builtin()
     if model.n_edges == model.n_vars - model.n_components():
         return "tree"
