@@ -1,0 +1,190 @@
+"""The contracts every task shares (DESIGN.md): every registered oracle through the declared
+`MapOracle` contract, and every public result type through the shared result vocabulary."""
+import dataclasses
+import itertools
+import time
+
+import numpy as np
+import pytest
+
+import fwcore
+from fwcore import PairwiseMRF, random_clique, random_grid
+from fwcore.generators import grid
+from fwcore.oracles import LPOracle, MapOracle, available_oracles, exact_choice, resolve_oracle
+from fwcore.results import Record, Status, Trace
+
+INSTALLED = sorted(name for name, ok in available_oracles().items() if ok)
+
+
+def brute_max(model, scores):
+    best = -np.inf
+    for x in itertools.product(*[range(c) for c in model.card]):
+        best = max(best, float(model.score(np.array(x), scores)))
+    return best
+
+
+def tiny_models():
+    rng = np.random.default_rng(7)
+    cycle = random_grid(2, 3, coupling=2.0, seed=3)                # binary, loopy
+    multi = PairwiseMRF([3, 2, 4], [rng.normal(size=3), rng.normal(size=2), rng.normal(size=4)],
+                        [(0, 1), (1, 2), (0, 2)],
+                        [rng.normal(size=(3, 2)), rng.normal(size=(2, 4)),
+                         rng.normal(size=(3, 4))])
+    chain = grid(1, 4, unary=rng.normal(size=(4, 2)), pairwise=np.eye(2))  # a tree
+    return {"cycle": cycle, "multi": multi, "chain": chain}
+
+
+def make(name, model):
+    if name == "qpbo" and (model.card != 2).any():
+        pytest.skip("qpbo takes binary models only")
+    if name == "tree" and model.n_edges != model.n_vars - model.n_components():
+        pytest.skip("tree takes forests only")
+    return resolve_oracle(name, model, seed=0)
+
+
+@pytest.mark.parametrize("model_name", ["cycle", "multi", "chain"])
+@pytest.mark.parametrize("name", INSTALLED)
+def test_every_oracle_follows_the_contract(name, model_name):
+    model = tiny_models()[model_name]
+    oracle = make(name, model)
+    assert isinstance(oracle, MapOracle) and isinstance(oracle.exact, bool)
+    assert isinstance(oracle.takes_seed, bool)
+    rng = np.random.default_rng(1)
+    for trial in range(3):
+        scores = model.theta + rng.normal(size=model.dim)
+        init = np.array([rng.integers(c) for c in model.card], dtype=np.int32)
+        x = oracle.argmax(scores, init=init if trial else None, time_limit=30.0)
+        assert x.dtype == np.int32 and x.shape == (model.n_vars,)
+        assert ((x >= 0) & (x < model.card)).all()
+        assert isinstance(oracle.status, Status)
+        score, best = float(model.score(x, scores)), brute_max(model, scores)
+        assert score <= best + 1e-9
+        bound = oracle.upper_bound()
+        if bound is not None:  # a certified bound is at or above the optimum
+            assert bound >= best - 1e-7
+        if oracle.exact:  # exact ones against brute force
+            assert oracle.status is Status.CONVERGED and score == pytest.approx(best, abs=1e-9)
+        if oracle.status is Status.CONVERGED and not oracle.exact:  # converged means proven
+            assert bound is not None and bound <= score + 1e-6 * max(1.0, abs(score))
+    assert oracle.n_calls == 3
+    if isinstance(oracle, LPOracle):
+        mu = oracle.argmax_marginals(model.theta)
+        assert mu.shape == (model.dim,) and oracle.upper_bound() >= brute_max(model, model.theta) - 1e-7
+
+
+@pytest.mark.parametrize("name", INSTALLED)
+def test_every_oracle_honours_a_time_limit(name):
+    model = random_grid(12, 12, coupling=3.0, seed=0)
+    if name in ("bruteforce", "tree"):
+        pytest.skip(f"{name} refuses this model at construction")
+    oracle = resolve_oracle(name, model, seed=0)
+    t0 = time.perf_counter()
+    x = oracle.argmax(model.theta, time_limit=0.5)
+    elapsed = time.perf_counter() - t0
+    assert x.shape == (model.n_vars,)
+    # one second for the solvers' own granularity (toulbar2 counts whole CPU seconds)
+    assert elapsed < 0.5 + 1.5
+    if oracle.status is Status.MAX_TIME:
+        assert not (oracle.exact and oracle.upper_bound() is not None
+                    and oracle.upper_bound() < float(model.score(x)) - 1e-9)
+
+
+def test_a_user_oracle_object_is_used_and_left_unchanged():
+    model = random_clique(6, coupling=2.0, seed=1)
+    mine = resolve_oracle("trws", model, time_limit=50.0)
+    before = {k: v for k, v in vars(mine).items() if isinstance(v, (int, float, str, type(None)))
+              and k not in ("n_calls", "status", "_bound", "n_iter")}
+    res = fwcore.infer(model, oracle=mine, max_time=5.0, rho_updates=1)
+    after = {k: v for k, v in vars(mine).items() if k in before}
+    assert after == before and mine.time_limit == 50.0
+    assert res.n_oracle_calls == mine.n_calls > 0
+
+
+def test_functions_are_wrapped_and_objects_without_the_contract_refused():
+    model = random_clique(5, seed=2)
+    calls = []
+
+    def greedy(scores):
+        calls.append(1)
+        return np.zeros(model.n_vars, dtype=int)
+
+    oracle = resolve_oracle(greedy, model)
+    assert not oracle.exact and oracle.upper_bound() is None
+    oracle.argmax(model.theta, init=np.ones(model.n_vars, dtype=int), time_limit=1.0)
+    assert calls == [1] and oracle.status is Status.STALLED
+    with pytest.raises(TypeError, match="MapOracle or a function"):
+        resolve_oracle(object(), model)
+    with pytest.raises(ValueError, match="another model"):
+        resolve_oracle(resolve_oracle("icm", random_clique(4, seed=0)), model)
+    with pytest.raises(ValueError, match="unknown oracle 'nope'.*exact.*auto"):
+        resolve_oracle("nope", model)
+
+
+def test_exact_and_auto_are_resolved_in_one_place():
+    chain = tiny_models()["chain"]
+    assert exact_choice(chain) == "tree"
+    assert exact_choice(random_grid(3, 3, seed=0)) == "bruteforce"
+    assert exact_choice(random_grid(6, 6, seed=0)) == "elimination"
+    big = random_grid(40, 40, seed=0)
+    assert exact_choice(big) in ("toulbar2", "ilp")
+    assert resolve_oracle("auto", big).name == "portfolio"
+    assert resolve_oracle("exact", big).name == exact_choice(big)
+    assert fwcore.infer_map(chain, "exact").method == "tree"
+
+
+# -- the result vocabulary ----------------------------------------------------------------
+
+SHARED = ("status", "time", "n_iter", "n_oracle_calls", "method", "gap", "certified", "trace")
+
+
+TASKS = ("infer", "trbp", "loopy_bp", "exact_inference", "exact_map", "infer_map", "infer_lp",
+         "matching_marginals", "frank_wolfe")
+
+
+@pytest.fixture(scope="module")
+def all_results():
+    from fwcore.fw import Quadratic, Simplex
+    model = random_grid(3, 3, coupling=1.0, seed=0)
+    rng = np.random.default_rng(0)
+    A, b = rng.normal(size=(6, 4)), rng.normal(size=6)
+    W = rng.normal(size=(4, 4))
+    return {
+        "infer": (fwcore.infer(model, rho_updates=1), "log_z_upper"),
+        "trbp": (fwcore.trbp(model, rho_updates=1), "log_z_upper"),
+        "loopy_bp": (fwcore.loopy_bp(model), "log_z_upper"),
+        "exact_inference": (fwcore.exact_inference(model), "log_z_upper"),
+        "exact_map": (fwcore.exact_map(model), "upper_bound"),
+        "infer_map": (fwcore.infer_map(model, "trws"), "upper_bound"),
+        "infer_lp": (fwcore.infer_lp(model, max_iter=20), "upper_bound"),
+        "matching_marginals": (fwcore.matching_marginals(W), "log_z_upper"),
+        "frank_wolfe": (fwcore.frank_wolfe(Quadratic.least_squares(A, b), Simplex(4)),
+                        "lower_bound"),
+    }
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_every_result_carries_the_shared_fields(task, all_results):
+    res, bound = all_results[task]
+    assert dataclasses.is_dataclass(res)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        res.status = Status.CONVERGED
+    for name in SHARED + (bound,):
+        assert hasattr(res, name), f"{type(res).__name__} lacks {name}"
+    assert isinstance(res.status, Status) and isinstance(res.certified, bool)
+    assert isinstance(res.method, str) and res.time >= 0 and res.n_iter >= 0
+    assert isinstance(res.trace, Trace) and all(isinstance(r, Record) for r in res.trace)
+    cols = res.trace.columns()
+    assert set(cols) == {f.name for f in dataclasses.fields(Record)}
+    assert all(len(c) == len(res.trace) for c in cols.values())
+    assert cols["time"].dtype == float and np.all(np.diff(cols["time"]) >= 0)
+
+
+def test_learners_carry_the_shared_fitted_attributes():
+    from fwcore.learn.datasets import synthetic_segmentation
+    X, Y = synthetic_segmentation(3, size=5, seed=0)
+    for learner in (fwcore.MLEStruct(max_iter=3), fwcore.SSVM(max_iter=3)):
+        learner.fit(X, Y)
+        for name in ("status_", "n_iter_", "n_oracle_calls_", "trace_"):
+            assert hasattr(learner, name)
+        assert isinstance(learner.status_, Status)
+        assert len(learner.trace_.columns()["gap"]) == len(learner.trace_)
