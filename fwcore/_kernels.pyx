@@ -23,6 +23,8 @@ from libc.math cimport INFINITY, exp, fabs, log
 from libc.stdint cimport int8_t, uint64_t
 from libc.stdlib cimport qsort
 
+from ._graph cimport Graph
+
 cnp.import_array()
 
 cdef double LOG_FLOOR = log(4.9406564584124654e-324)
@@ -122,34 +124,16 @@ cdef inline double _score(const double[::1] theta, const int[::1] card, const in
     return s
 
 
-def score_assignments(const double[::1] theta, const int[::1] card, const int[:, ::1] edges,
-                      const long long[::1] node_off, const long long[::1] edge_off,
-                      const int[:, ::1] atoms, double[::1] out):
+def score_assignments(const double[::1] theta, Graph graph, const int[:, ::1] atoms,
+                      double[::1] out):
     """out[a] = <theta, mu(atoms[a])> for each assignment row, without dense vertices."""
     cdef Py_ssize_t a
+    cdef const int[::1] card = graph.card
+    cdef const int[:, ::1] edges = graph.edges
+    cdef const long long[::1] node_off = graph.node_off, edge_off = graph.edge_off
     with nogil:
         for a in range(atoms.shape[0]):
             out[a] = _score(theta, card, edges, node_off, edge_off, atoms[a])
-
-
-def axpy_vertex(double[::1] mu, const int[::1] x, double gamma, double delta,
-                const int[::1] card, const int[:, ::1] edges,
-                const long long[::1] node_off, const long long[::1] edge_off):
-    """In place: mu <- (1 - gamma) mu + gamma ((1 - delta) mu(x) + delta u0), the FW update
-    towards a vertex of M_delta (Barrier FW, Alg. 2 line 14), without building mu(x)."""
-    cdef Py_ssize_t i, e, k
-    cdef double keep = 1.0 - gamma, hit = gamma * (1.0 - delta), spread = gamma * delta, add
-    with nogil:
-        for i in range(card.shape[0]):
-            add = spread / card[i]
-            for k in range(node_off[i], node_off[i + 1]):
-                mu[k] = keep * mu[k] + add
-            mu[node_off[i] + x[i]] += hit
-        for e in range(edges.shape[0]):
-            add = spread / (edge_off[e + 1] - edge_off[e])
-            for k in range(edge_off[e], edge_off[e + 1]):
-                mu[k] = keep * mu[k] + add
-            mu[edge_off[e] + x[edges[e, 0]] * card[edges[e, 1]] + x[edges[e, 1]]] += hit
 
 
 # -- TRW objective (Barrier FW eq. 1-2; f = -TRW as in DESIGN.md) -----------------------
@@ -188,13 +172,14 @@ def block_entropies(const double[::1] mu, const long long[::1] off, double[::1] 
     return np.asarray(out)
 
 
-def edge_mutual_information(const double[::1] mu, const int[::1] card,
-                            const int[:, ::1] edges, const long long[::1] edge_off,
-                            double[::1] out):
+def edge_mutual_information(const double[::1] mu, Graph graph, double[::1] out):
     """out[e] = MI_e = H(r) + H(s) - H(mu_e), with r, s the row and column sums of the edge
     block itself (Barrier FW, Alg. 2 footnote 2; equal to H(mu_i) + H(mu_j) - H(mu_e) on
     the local polytope). Computed as sum mu_e (log mu_e - log r - log s), so MI >= 0 up to
     rounding even when mu drifts off local consistency."""
+    cdef const int[::1] card = graph.card
+    cdef const int[:, ::1] edges = graph.edges
+    cdef const long long[::1] edge_off = graph.edge_off
     cdef Py_ssize_t e, a, b, ci, cj, base
     cdef double mi, m, r, lr
     cdef int max_card = 1 if card.shape[0] == 0 else max(1, int(np.max(card)))
@@ -319,10 +304,8 @@ cdef inline Py_ssize_t _randint(uint64_t* state, Py_ssize_t m) noexcept nogil:
     return <Py_ssize_t>(((_splitmix64(state) >> 32) * <uint64_t>m) >> 32)
 
 
-def icm(const double[::1] theta, const int[::1] card, const int[:, ::1] edges,
-        const long long[::1] node_off, const long long[::1] edge_off,
-        const long long[::1] adj_start, const int[::1] adj_var, const int[::1] adj_edge,
-        const int8_t[::1] adj_first, int[::1] x, int max_sweeps=100, order=None, seed=None):
+def icm(const double[::1] theta, Graph graph, int[::1] x, int max_sweeps=100, order=None,
+        seed=None):
     """Iterated conditional modes (maximising <theta, mu(x)>), in place on x (warm start).
 
     A sweep visits the variables listed in `order` (int32, default 0..n-1: all of them;
@@ -333,6 +316,11 @@ def icm(const double[::1] theta, const int[::1] card, const int[:, ::1] edges,
     that changes nothing, or after max_sweeps sweeps.
     Returns (score of x, sweeps done, converged: the last sweep changed nothing).
     """
+    cdef const int[::1] card = graph.card, adj_var = graph.adj_var, adj_edge = graph.adj_edge
+    cdef const int[:, ::1] edges = graph.edges
+    cdef const long long[::1] node_off = graph.node_off, edge_off = graph.edge_off
+    cdef const long long[::1] adj_start = graph.adj_start
+    cdef const int8_t[::1] adj_first = graph.adj_first
     cdef Py_ssize_t n = card.shape[0], t, v, u, a, slot, e, best_a, xv
     cdef int[::1] ord_ = (np.arange(n, dtype=np.int32) if order is None
                           else np.array(order, dtype=np.int32).ravel())
@@ -499,10 +487,7 @@ cdef inline void _normalise(double* a, Py_ssize_t k) noexcept nogil:
             a[x] -= z
 
 
-def trbp_sweeps(const double[::1] theta, const int[::1] card, const int[:, ::1] edges,
-                const long long[::1] node_off, const long long[::1] edge_off,
-                const long long[::1] adj_start, const int[::1] adj_edge,
-                const int8_t[::1] adj_first, const long long[::1] msg_off,
+def trbp_sweeps(const double[::1] theta, Graph graph, const long long[::1] msg_off,
                 const double[::1] rho, double damping, double tol, Py_ssize_t n_sweeps,
                 double[::1] logm, double[::1] new, double[::1] node_sum, double[::1] work):
     """Up to n_sweeps damped parallel TRBP sweeps in the log domain, in place on logm
@@ -517,6 +502,11 @@ def trbp_sweeps(const double[::1] theta, const int[::1] card, const int[:, ::1] 
     Stops after a sweep whose largest change of a finite entry is < tol.
     Returns (sweeps done, that largest change).
     """
+    cdef const int[::1] card = graph.card, adj_edge = graph.adj_edge
+    cdef const int[:, ::1] edges = graph.edges
+    cdef const long long[::1] node_off = graph.node_off, edge_off = graph.edge_off
+    cdef const long long[::1] adj_start = graph.adj_start
+    cdef const int8_t[::1] adj_first = graph.adj_first
     cdef Py_ssize_t n = card.shape[0], n_edges = edges.shape[0], kmax = work.shape[0] // 2
     cdef Py_ssize_t sweep = 0, t, s, a, e, m, rev, d, x, xt, xs, ct, cs, cj, o, orev
     cdef long long eo, ot, os_

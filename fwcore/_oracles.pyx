@@ -18,6 +18,8 @@ cimport numpy as cnp
 from libc.math cimport INFINITY, fabs
 from libc.stdint cimport int8_t
 
+from ._graph cimport Graph
+
 cnp.import_array()
 
 
@@ -501,13 +503,9 @@ cdef inline double _belief(const double[::1] theta, const int[::1] card,
     return top
 
 
-def message_sweeps(const double[::1] theta, const int[::1] card,
-                   const long long[::1] node_off, const long long[::1] edge_off,
-                   const long long[::1] adj_start, const int[::1] adj_var,
-                   const int[::1] adj_edge, const int8_t[::1] adj_first,
-                   const long long[::1] msg_off, double[::1] msg, const double[::1] gamma,
-                   const double[::1] node_weight, double damping, double[::1] hat,
-                   double[::1] buf):
+def message_sweeps(const double[::1] theta, Graph graph, const long long[::1] msg_off,
+                   double[::1] msg, const double[::1] gamma, const double[::1] node_weight,
+                   double damping, double[::1] hat, double[::1] buf):
     """One forward pass (s = 0..n-1, messages to later neighbours) and one backward pass
     (s = n-1..0, messages to earlier neighbours) of sequential max-sum message passing.
 
@@ -522,6 +520,10 @@ def message_sweeps(const double[::1] theta, const int[::1] card,
     with node_weight[s] = 1 - n_in(s) gamma[s] >= 0. change is the largest change of a
     message entry (inf when an entry became or stopped being -inf).
     """
+    cdef const int[::1] card = graph.card, adj_var = graph.adj_var, adj_edge = graph.adj_edge
+    cdef const long long[::1] node_off = graph.node_off, edge_off = graph.edge_off
+    cdef const long long[::1] adj_start = graph.adj_start
+    cdef const int8_t[::1] adj_first = graph.adj_first
     cdef int n = card.shape[0], s, t
     cdef Py_ssize_t slot
     cdef double bound = 0.0, top, change = 0.0
@@ -548,14 +550,15 @@ def message_sweeps(const double[::1] theta, const int[::1] card,
     return bound, change
 
 
-def decode(const double[::1] theta, const int[::1] card, const long long[::1] node_off,
-           const long long[::1] edge_off, const long long[::1] adj_start,
-           const int[::1] adj_var, const int[::1] adj_edge, const int8_t[::1] adj_first,
-           const long long[::1] msg_off, const double[::1] msg, bint sequential,
-           int[::1] x, double[::1] hat):
+def decode(const double[::1] theta, Graph graph, const long long[::1] msg_off,
+           const double[::1] msg, bint sequential, int[::1] x, double[::1] hat):
     """x_s = argmax of θ_s + Σ_{t>s} M_ts + (sequential: Σ_{t<s} θ_ts(x_t, ·), the
     labelling of TRW-S, Kolmogorov 2006 Sec. 3.4; otherwise Σ_{t<s} M_ts, the
     max-marginal decoding of max-product), for s = 0..n-1; first maximiser on ties."""
+    cdef const int[::1] card = graph.card, adj_var = graph.adj_var, adj_edge = graph.adj_edge
+    cdef const long long[::1] node_off = graph.node_off, edge_off = graph.edge_off
+    cdef const long long[::1] adj_start = graph.adj_start
+    cdef const int8_t[::1] adj_first = graph.adj_first
     cdef int n = card.shape[0], s, t, xs, cs, best_x
     cdef Py_ssize_t slot, e, base
     cdef double best

@@ -97,9 +97,8 @@ class MarginalPolytope(Domain):
         return self._last
 
     def inner(self, g, atoms):
-        m = self.model
         out = np.empty(atoms.shape[0])
-        _kernels.score_assignments(np.ascontiguousarray(g), m.card, m.edges, m.node_off, m.edge_off,
+        _kernels.score_assignments(np.ascontiguousarray(g), self.model.graph,
                                    np.ascontiguousarray(atoms, dtype=np.int32), out)
         return out
 
@@ -109,11 +108,9 @@ class MarginalPolytope(Domain):
         x[m.edge_off[:-1] + atom[m.edges[:, 0]] * m.card[m.edges[:, 1]] + atom[m.edges[:, 1]]] += w
 
     def local_lmo(self, g, atom):
-        m = self.model
         x = np.array(atom, dtype=np.int32)
         self.n_icm_calls += 1
-        _kernels.icm(np.ascontiguousarray(-g), m.card, m.edges, m.node_off, m.edge_off,
-                     m.adj_start, m.adj_var, m.adj_edge, m.adj_first, x, _ICM_SWEEPS, None,
+        _kernels.icm(np.ascontiguousarray(-g), self.model.graph, x, _ICM_SWEEPS, None,
                      int(self._rng.integers(2**62)))
         return x
 

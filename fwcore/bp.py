@@ -90,9 +90,7 @@ def _messages(model, rho, damping, max_iter, tol, deadline):
                np.empty(2 * (int(model.card.max()) if model.n_vars else 1)))
     it, change, converged = 0, np.inf, False
     while it < max_iter:
-        done, change = trbp_sweeps(model.theta, model.card, model.edges, model.node_off,
-                                   model.edge_off, model.adj_start, model.adj_edge,
-                                   model.adj_first, msg_off, rho, damping, tol,
+        done, change = trbp_sweeps(model.theta, model.graph, msg_off, rho, damping, tol,
                                    min(_CHUNK, max_iter - it), logm, *scratch)
         it += done
         if change < tol:

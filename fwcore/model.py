@@ -8,6 +8,8 @@ vector μ has the same layout. Every array is read-only after construction.
 """
 import numpy as np
 
+from ._graph import Graph
+
 __all__ = ["PairwiseMRF"]
 
 
@@ -36,7 +38,7 @@ class PairwiseMRF:
     """
 
     __slots__ = ("card", "edges", "node_off", "edge_off", "theta",
-                 "adj_start", "adj_var", "adj_edge", "adj_first", "__weakref__")
+                 "adj_start", "adj_var", "adj_edge", "adj_first", "graph", "__weakref__")
 
     def __init__(self, card, unary=None, edges=(), pairwise=None):
         card = _check_card(card)
@@ -128,6 +130,9 @@ class PairwiseMRF:
         self.adj_var = _readonly(other.astype(np.int32))
         self.adj_edge = _readonly(eid.astype(np.int32))
         self.adj_first = _readonly(first.astype(np.int8))
+        #: the graph arrays as one unit for the kernels
+        self.graph = Graph(self.card, self.edges, self.node_off, self.edge_off, self.adj_start,
+                           self.adj_var, self.adj_edge, self.adj_first)
 
     def __setattr__(self, name, value):
         if hasattr(self, name):  # a slot already set: read-only

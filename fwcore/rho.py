@@ -184,7 +184,7 @@ def initial_rho(model, rho):
 def edge_mutual_information(model, mu):
     """I(μ_e) of every edge's block of the flat marginal vector ``mu`` (float64[E])."""
     mi = np.empty(model.n_edges)
-    _kernels.edge_mutual_information(mu, model.card, model.edges, model.edge_off, mi)
+    _kernels.edge_mutual_information(mu, model.graph, mi)
     return mi
 
 

@@ -132,14 +132,6 @@ def twin_project(v, offsets, z=1.0):
     return out
 
 
-def model_args(m):
-    return m.card, m.edges, m.node_off, m.edge_off
-
-
-def adj_args(m):
-    return m.adj_start, m.adj_var, m.adj_edge, m.adj_first
-
-
 # -- TRW value, gradient, entropies, mutual information --------------------------------
 
 @SETTINGS
@@ -211,7 +203,7 @@ def test_entropies_and_mutual_information_match_twins(seed):
           twin_entropies(mu, m.node_off), atol=1e-13)
     close(K.block_entropies(mu, m.edge_off, np.empty(m.n_edges)),
           twin_entropies(mu, m.edge_off), atol=1e-13)
-    mi = K.edge_mutual_information(mu, m.card, m.edges, m.edge_off, np.empty(m.n_edges))
+    mi = K.edge_mutual_information(mu, m.graph, np.empty(m.n_edges))
     close(mi, twin_mutual_information(m, mu), atol=1e-12)
     assert (mi >= -1e-12).all()
 
@@ -222,9 +214,9 @@ def test_mutual_information_of_consistent_marginals():
     p, q = np.array([0.3, 0.7]), np.array([0.6, 0.4])
     mu = np.concatenate([p, q, np.outer(p, q).ravel()])
     out = np.empty(1)
-    close(K.edge_mutual_information(mu, m.card, m.edges, m.edge_off, out), [0.0], atol=1e-15)
+    close(K.edge_mutual_information(mu, m.graph, out), [0.0], atol=1e-15)
     mu = np.concatenate([[0.5, 0.5], [0.5, 0.5], [0.5, 0.0, 0.0, 0.5]])
-    close(K.edge_mutual_information(mu, m.card, m.edges, m.edge_off, out), [np.log(2)])
+    close(K.edge_mutual_information(mu, m.graph, out), [np.log(2)])
 
 
 # -- line search -----------------------------------------------------------------------
@@ -329,23 +321,17 @@ def test_line_search_boundary_cases():
     assert 0.0 < gamma < 1.0 and passes < 60
 
 
-# -- scores and vertex updates ---------------------------------------------------------
+# -- scores of assignments -------------------------------------------------------------
 
 @SETTINGS
 @given(seeds)
-def test_score_assignments_and_axpy_vertex_match_twins(seed):
+def test_score_assignments_matches_its_twin(seed):
     rng = np.random.default_rng(seed)
     m = random_model(rng)
     atoms = np.ascontiguousarray(rng.integers(0, m.card, (4, m.n_vars)), dtype=np.int32)
     out = np.empty(4)
-    K.score_assignments(m.theta, *model_args(m), atoms, out)
+    K.score_assignments(m.theta, m.graph, atoms, out)
     close(out, m.score(atoms))
-    mu = random_marginals(rng, m)
-    gamma, delta = float(rng.random()), float(rng.choice([0.0, 1e-3, 0.5]))
-    want = (1 - gamma) * mu + gamma * ((1 - delta) * m.marginal_vector(atoms[0])
-                                       + delta * m.uniform_marginals())
-    K.axpy_vertex(mu, atoms[0], gamma, delta, *model_args(m))
-    close(mu, want, atol=1e-16)
 
 
 # -- ICM -------------------------------------------------------------------------------
@@ -385,7 +371,7 @@ def test_icm_matches_twin(seed):
     x0 = rng.integers(0, m.card).astype(np.int32)
     order = rng.permutation(m.n_vars).astype(np.int32)
     x = x0.copy()
-    score, sweeps, converged = K.icm(m.theta, *model_args(m), *adj_args(m), x, 50, order)
+    score, sweeps, converged = K.icm(m.theta, m.graph, x, 50, order)
     want, want_sweeps, want_conv = twin_icm(m, x0, order, 50)
     np.testing.assert_array_equal(x, want)
     assert (sweeps, converged) == (want_sweeps, want_conv)
@@ -402,7 +388,7 @@ def test_icm_seeded_order_is_reproducible_and_matches_twin():
     runs = []
     for _ in range(2):
         x = x0.copy()
-        runs.append((K.icm(m.theta, *model_args(m), *adj_args(m), x, 20, None, 12345), x))
+        runs.append((K.icm(m.theta, m.graph, x, 20, None, 12345), x))
     assert runs[0][0] == runs[1][0]
     np.testing.assert_array_equal(runs[0][1], runs[1][1])
     (score, sweeps, converged), x = runs[0]
@@ -417,11 +403,11 @@ def test_icm_seeded_order_is_reproducible_and_matches_twin():
 def test_icm_keeps_state_on_all_minus_inf_rows_and_respects_max_sweeps():
     m = PairwiseMRF([3, 2], [[-np.inf] * 3, [0.0, 1.0]], [(0, 1)], [np.full((3, 2), -np.inf)])
     x = np.array([1, 0], dtype=np.int32)
-    score, sweeps, converged = K.icm(m.theta, *model_args(m), *adj_args(m), x, 10)
+    score, sweeps, converged = K.icm(m.theta, m.graph, x, 10)
     assert np.isneginf(score) and list(x) == [1, 0] and converged and sweeps == 1
     m = random_grid(4, coupling=3.0, seed=5)
     x = np.zeros(16, dtype=np.int32)
-    assert K.icm(m.theta, *model_args(m), *adj_args(m), x, 1)[1:] == (1, False)
+    assert K.icm(m.theta, m.graph, x, 1)[1:] == (1, False)
 
 
 # -- simplex projection ----------------------------------------------------------------
@@ -472,10 +458,8 @@ def test_icm_order_subset_moves_only_listed_variables():
     m = random_grid(5, seed=3)
     x = np.zeros(m.n_vars, dtype=np.int32)
     listed = np.array([2, 7, 11], dtype=np.int32)
-    K.icm(m.theta, m.card, m.edges, m.node_off, m.edge_off, m.adj_start, m.adj_var,
-          m.adj_edge, m.adj_first, x, order=listed)
+    K.icm(m.theta, m.graph, x, order=listed)
     others = np.setdiff1d(np.arange(m.n_vars), listed)
     assert (x[others] == 0).all()
     with pytest.raises(ValueError, match="order"):
-        K.icm(m.theta, m.card, m.edges, m.node_off, m.edge_off, m.adj_start, m.adj_var,
-              m.adj_edge, m.adj_first, x, order=np.array([m.n_vars], dtype=np.int32))
+        K.icm(m.theta, m.graph, x, order=np.array([m.n_vars], dtype=np.int32))

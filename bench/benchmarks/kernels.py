@@ -146,13 +146,12 @@ class LineSearch:
         self.passes = []
         for _ in range(self.n_steps):
             K.trw_value_grad(m.theta, mu, self.weight, grad)
-            K.icm(-grad, m.card, m.edges, m.node_off, m.edge_off, m.adj_start, m.adj_var,
-                  m.adj_edge, m.adj_first, s, 20)
+            K.icm(-grad, m.graph, s, 20)
             d = (1 - self.delta) * m.marginal_vector(s) + self.delta * u0 - mu
             gamma, passes = K.trw_line_search(m.theta, mu, d, self.weight, 1.0)
             self.passes.append(passes)
             self.mu, self.d = mu.copy(), d
-            K.axpy_vertex(mu, s, gamma, self.delta, m.card, m.edges, m.node_off, m.edge_off)
+            mu += gamma * d
 
     def time_line_search(self, name):
         K.trw_line_search(self.m.theta, self.mu, self.d, self.weight, 1.0)
@@ -186,8 +185,7 @@ class ICMSweep:
 
     def time_cython_sweep(self, name):
         m = self.m
-        K.icm(m.theta, m.card, m.edges, m.node_off, m.edge_off, m.adj_start, m.adj_var,
-              m.adj_edge, m.adj_first, self.x0.copy(), 1)
+        K.icm(m.theta, m.graph, self.x0.copy(), 1)
 
     def time_python_sweep(self, name):
         icm_sweep_python(*self.lists, self.x0.tolist())

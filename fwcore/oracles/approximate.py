@@ -22,9 +22,7 @@ _SWEEPS = {"max_sweeps": Interval(1, integer=True)}
 
 def _run_icm(model, scores, x, max_sweeps, order=None, seed=None):
     """The ICM kernel of fwcore._kernels, in place on the int32 assignment x."""
-    m = model
-    return _kernels.icm(scores, m.card, m.edges, m.node_off, m.edge_off, m.adj_start,
-                        m.adj_var, m.adj_edge, m.adj_first, x, max_sweeps, order, seed)
+    return _kernels.icm(scores, model.graph, x, max_sweeps, order, seed)
 
 
 @register_oracle
@@ -151,16 +149,13 @@ class _MessagePassing(MapOracle):
 
     def _sweep(self, scores, gamma, node_weight, damping):
         m = self.model
-        return _oracles.message_sweeps(scores, m.card, m.node_off, m.edge_off, m.adj_start,
-                                       m.adj_var, m.adj_edge, m.adj_first, self._msg_off,
-                                       self._msg, gamma, node_weight, damping, self._hat,
-                                       self._buf)
+        return _oracles.message_sweeps(scores, m.graph, self._msg_off, self._msg, gamma,
+                                       node_weight, damping, self._hat, self._buf)
 
     def _decode(self, scores, sequential):
         m = self.model
-        _oracles.decode(scores, m.card, m.node_off, m.edge_off, m.adj_start, m.adj_var,
-                        m.adj_edge, m.adj_first, self._msg_off, self._msg, sequential,
-                        self._x, self._hat)
+        _oracles.decode(scores, m.graph, self._msg_off, self._msg, sequential, self._x,
+                        self._hat)
         return self._x.copy(), float(m.score(self._x, scores))
 
 
