@@ -7,17 +7,20 @@ map x ∈ {0, 1} to s = 2x − 1: a field θ_i s_i is the table [−θ_i, θ_i] 
 """
 import numpy as np
 
+from .checks import Interval, check_params
 from .model import PairwiseMRF
 
 __all__ = ["grid_edges", "grid", "complete", "bipartite", "random_clique", "random_grid",
            "random_rbm", "potts_grid", "frustrated_clique"]
 
+_SIZES = {name: Interval(1, integer=True) for name in ("h", "w", "n", "n_left", "n_right",
+                                                        "n_labels")}
+
 
 def grid_edges(h, w):
     """Edges of an h × w 4-connected grid, variable r*w + c; for each cell in row-major
     order its right neighbour, then its down neighbour."""
-    _check_size("h", h)
-    _check_size("w", w)
+    check_params(_SIZES, h=h, w=w)
     edges = []
     for r in range(h):
         for c in range(w):
@@ -36,7 +39,7 @@ def grid(h, w, unary=None, pairwise=None, card=2):
 
 def complete(n, unary=None, pairwise=None, card=2):
     """The complete graph K_n; edges (i, j), i < j, in lexicographic order."""
-    _check_size("n", n)
+    check_params(_SIZES, n=n)
     i, j = np.triu_indices(n, k=1)
     return _build(n, np.stack([i, j], axis=1), unary, pairwise, card)
 
@@ -44,8 +47,7 @@ def complete(n, unary=None, pairwise=None, card=2):
 def bipartite(n_left, n_right, unary=None, pairwise=None, card=2):
     """The complete bipartite graph: variables 0..n_left-1 on the left, the rest on the
     right; edges (i, n_left + j) in row-major order of (i, j)."""
-    _check_size("n_left", n_left)
-    _check_size("n_right", n_right)
+    check_params(_SIZES, n_left=n_left, n_right=n_right)
     i, j = np.meshgrid(np.arange(n_left), np.arange(n_right), indexing="ij")
     edges = np.stack([i.ravel(), n_left + j.ravel()], axis=1)
     return _build(n_left + n_right, edges, unary, pairwise, card)
@@ -109,7 +111,7 @@ def potts_grid(h, w=None, n_labels=3, coupling=1.0, field=1.0, seed=None):
     """A multi-label Potts grid: θ_i(k) ~ U[−field, field], θ_ij(k, l) = β_ij [k = l] with
     β_ij ~ U[−coupling, coupling] (mixed attractive and repulsive edges)."""
     w = h if w is None else w
-    _check_size("n_labels", n_labels)
+    check_params(_SIZES, n_labels=n_labels)
     rng = np.random.default_rng(seed)
     unary = rng.uniform(-field, field, (h * w, n_labels))
     edges = grid_edges(h, w)
@@ -125,7 +127,3 @@ def frustrated_clique(n=10, coupling=2.0, field=0.1, seed=None):
     c = -rng.uniform(0.0, coupling, n * (n - 1) // 2)
     return complete(n, _spin_unary(f), _spin_pairwise(c))
 
-
-def _check_size(name, v):
-    if not isinstance(v, (int, np.integer)) or v < 1:
-        raise ValueError(f"{name} must be a positive integer; got {v!r}")

@@ -17,6 +17,7 @@ from numbers import Integral
 
 import numpy as np
 
+from .checks import check_model
 from .model import PairwiseMRF
 
 __all__ = ["read_uai", "write_uai", "read_mar", "write_mar", "read_pr", "write_pr",
@@ -204,8 +205,7 @@ def write_uai(model, path):
     overflows or loses precision, and rather than shift a factor by a constant (which
     would silently change log Z) this raises ValueError naming the factor.
     """
-    if not isinstance(model, PairwiseMRF):
-        raise TypeError(f"model must be a PairwiseMRF; got {type(model).__name__}")
+    check_model(model)
     theta = model.theta
     bad = np.isfinite(theta) & ((theta > _LOG_MAX) | (theta < _LOG_TINY))
     if bad.any():
@@ -359,8 +359,7 @@ def write_evid(path, evidence):
 def apply_evidence(model, evidence):
     """Clamp variables: a new PairwiseMRF, same indices and layout, in which each observed
     variable's other states have θ_i = −inf."""
-    if not isinstance(model, PairwiseMRF):
-        raise TypeError(f"model must be a PairwiseMRF; got {type(model).__name__}")
+    check_model(model)
     theta = model.theta.copy()
     for v, s in _evidence_pairs(evidence):
         if v >= model.n_vars:

@@ -99,5 +99,5 @@ def test_bad_inputs_raise_clear_errors():
     with pytest.raises(ValueError, match="Q must have shape"):
         matching_features(P, P[:, 0])
     for kw in ({"n_radial": 0}, {"n_angular": 2.5}, {"n_quantiles": True}):
-        with pytest.raises(ValueError, match=next(iter(kw)) + " must be a positive integer"):
+        with pytest.raises(ValueError, match=next(iter(kw)) + " must be an integer >= 1"):
             matching_features(P, P, **kw)

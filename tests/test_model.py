@@ -135,5 +135,5 @@ def test_structural_builders_accept_shared_tables():
     m = fwcore.grid(2, 2, unary=np.zeros((4, 3)), pairwise=np.eye(3), card=3)
     assert m.n_edges == 4 and np.allclose(m.pairwise(3), np.eye(3))
     assert len(list(itertools.combinations(range(5), 2))) == fwcore.complete(5).n_edges
-    with pytest.raises(ValueError, match="positive integer"):
+    with pytest.raises(ValueError, match="must be an integer >= 1"):
         fwcore.grid(0, 3)

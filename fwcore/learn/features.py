@@ -16,9 +16,10 @@ feature per ring, −χ²(ring of SC_i, ring of SC_j), then one per quantile,
 −|d_i(q) − d_j(q)|, so F = n_radial + n_quantiles and every feature is 0 for identical
 descriptors.
 """
-import numbers
 
 import numpy as np
+
+from ..checks import Interval, check_params
 
 __all__ = ["shape_context", "distance_profile", "matching_features"]
 
@@ -39,10 +40,7 @@ def _check_points(points, name):
     return p
 
 
-def _check_count(name, value):
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive integer; got {value!r}")
-    return int(value)
+_COUNTS = {name: Interval(1, integer=True) for name in ("n_radial", "n_angular", "n_quantiles")}
 
 
 def _normalised_offsets(p, name):
@@ -60,7 +58,8 @@ def shape_context(points, n_radial=5, n_angular=12):
     """Log-polar histograms [n, n_radial, n_angular] of the other points' positions relative
     to each point (fractions of the n − 1 others, rows sum to 1)."""
     p = _check_points(points, "points")
-    n_radial, n_angular = _check_count("n_radial", n_radial), _check_count("n_angular", n_angular)
+    counts = check_params(_COUNTS, n_radial=n_radial, n_angular=n_angular)
+    n_radial, n_angular = counts["n_radial"], counts["n_angular"]
     diff, dist = _normalised_offsets(p, "points")
     n = len(p)
     inner = np.geomspace(R_INNER, R_OUTER, n_radial + 1)[1:-1]  # ring boundaries
@@ -77,7 +76,7 @@ def distance_profile(points, n_quantiles=5):
     """Quantiles [n, n_quantiles] at levels 0, 1/(q−1), ..., 1 (0.5 if q = 1) of each point's
     distances to the others, in mean pairwise distances."""
     p = _check_points(points, "points")
-    n_quantiles = _check_count("n_quantiles", n_quantiles)
+    n_quantiles = check_params(_COUNTS, n_quantiles=n_quantiles)["n_quantiles"]
     _, dist = _normalised_offsets(p, "points")
     n = len(p)
     others = dist[~np.eye(n, dtype=bool)].reshape(n, n - 1)
