@@ -98,6 +98,7 @@ def test_bad_inputs_raise_clear_errors():
         matching_features(P.astype(str), P)
     with pytest.raises(ValueError, match="Q must have shape"):
         matching_features(P, P[:, 0])
-    for kw in ({"n_radial": 0}, {"n_angular": 2.5}, {"n_quantiles": True}):
-        with pytest.raises(ValueError, match=next(iter(kw)) + " must be an integer >= 1"):
+    for kw, error in (({"n_radial": 0}, ValueError), ({"n_angular": 2.5}, ValueError),
+                      ({"n_quantiles": True}, TypeError)):
+        with pytest.raises(error, match=next(iter(kw)) + " must be an integer >= 1"):
             matching_features(P, P, **kw)
