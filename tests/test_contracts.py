@@ -82,8 +82,9 @@ def test_every_oracle_honours_a_time_limit(name):
     x = oracle.argmax(model.theta, time_limit=0.5)
     elapsed = time.perf_counter() - t0
     assert x.shape == (model.n_vars,)
-    # one second for the solvers' own granularity (toulbar2 counts whole CPU seconds)
-    assert elapsed < 0.5 + 1.5
+    # slack for the solvers' granularity (toulbar2 counts whole CPU seconds) and a busy
+    # machine; an oracle that ignored the limit would run for minutes on this model
+    assert elapsed < 0.5 + 5.0
     if oracle.status is Status.MAX_TIME:
         assert not (oracle.exact and oracle.upper_bound() is not None
                     and oracle.upper_bound() < float(model.score(x)) - 1e-9)

@@ -276,7 +276,9 @@ def test_infer_map_fields_and_auto():
         assert isinstance(res, MapResult) and res.method == expected
         assert res.assignment.shape == (model.n_vars,) and res.time >= 0
         assert same(res.score, float(model.score(res.assignment)))
-        assert res.status is Status.CONVERGED and res.optimal
+        assert res.status is Status.CONVERGED
+        # toulbar2 solves integer costs: its bound is widened by the rounding, (n + E) / scale
+        assert res.optimal or (expected == "toulbar2" and res.gap <= 1e-6 * abs(res.score))
     assert same(infer_map(small, "toulbar2" if HAVE_TB2 else "ilp").score, res.score)
     lp = infer_map(small, "lp")
     assert lp.upper_bound >= res.score - 1e-7 and lp.score <= res.score + 1e-9

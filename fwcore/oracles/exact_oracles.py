@@ -12,7 +12,7 @@ import time
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 
-from ..checks import Interval, TIME, check_params
+from ..checks import Interval, TIME, check_params, finite_penalty
 from ..results import Status
 from .base import MapOracle, register_oracle
 from ._common import local_polytope_constraints, lp_objective, node_argmax
@@ -199,10 +199,10 @@ class Toulbar2Oracle(MapOracle):
     """toulbar2 (optional extra ``fwcore[toulbar2]``) through pytoulbar2's in-memory API.
 
     Scores become non-negative integer costs, energy = scale · (max θ_f − θ_f(x)) per factor
-    rounded to integers (toulbar2 minimises integer costs); −inf scores become a hard
-    cost above the sum of all finite costs (soft, not toulbar2's ``top``: a Solve that
-    proves infeasibility against ``top`` leaves toulbar2's global options changed, and
-    later searches crawl). Rounding moves each assignment's score by at most
+    rounded to integers (toulbar2 minimises integer costs); −inf scores first get the
+    finite penalty of `fwcore.checks.finite_penalty` (soft, not toulbar2's ``top``: a
+    Solve that proves infeasibility against ``top`` leaves toulbar2's global options
+    changed, and later searches crawl). Rounding moves each assignment's score by at most
     (n + E) / (2 scale), so the returned assignment is optimal to within (n + E) / scale, its score is recomputed
     exactly from θ, and the bound is the solver's dual bound widened by (n + E) / scale.
     ``scale`` defaults to 2**52 / ((n + E + 1) max(1, Σ_f range of θ_f)), so that no sum
@@ -232,17 +232,14 @@ class Toulbar2Oracle(MapOracle):
     def _argmax(self, scores, init, time_limit):
         import pytoulbar2
         model = self.model
-        blocks = ([model.unary(i, scores) for i in range(model.n_vars)]
-                  + [model.pairwise(e, scores).ravel() for e in range(model.n_edges)])
+        finite = finite_penalty(model, scores, margin=1.0)
+        blocks = ([model.unary(i, finite) for i in range(model.n_vars)]
+                  + [model.pairwise(e, finite).ravel() for e in range(model.n_edges)])
         scopes = [[i] for i in range(model.n_vars)] + [list(map(int, ij)) for ij in model.edges]
-        tops, ranges = [], []
-        for b in blocks:
-            fin = b[np.isfinite(b)]
-            tops.append(fin.max() if fin.size else 0.0)
-            ranges.append(fin.max() - fin.min() if fin.size else 0.0)
+        tops = [b.max() if b.size else 0.0 for b in blocks]
+        ranges = [b.max() - b.min() if b.size else 0.0 for b in blocks]
         scale = self.scale or 2.0**52 / ((len(blocks) + 1) * max(sum(ranges), 1.0))
         costs = [np.rint(scale * (t - b)) for t, b in zip(tops, blocks)]
-        hard = sum(float(np.max(c[np.isfinite(c)], initial=0.0)) for c in costs) + 1.0
         slack = len(blocks) / scale
         time_limit = 0 if time_limit is None else math.ceil(time_limit)
         with _TB2_LOCK:
@@ -250,7 +247,7 @@ class Toulbar2Oracle(MapOracle):
             for i, c in enumerate(model.card):
                 cfn.AddVariable(f"x{i}", list(range(int(c))))
             for scope, c in zip(scopes, costs):
-                cfn.AddFunction(scope, np.where(np.isfinite(c), c, hard).tolist())
+                cfn.AddFunction(scope, c.tolist())
             start = time.process_time(), time.perf_counter()
             sol = cfn.Solve(timeLimit=time_limit)
             used = max(time.process_time() - start[0], time.perf_counter() - start[1])
@@ -265,6 +262,6 @@ class Toulbar2Oracle(MapOracle):
         x = np.asarray(sol[0], dtype=np.int64)
         if not timed_out:                       # x is optimal for the rounded costs
             dual_cost = float(np.concatenate(costs)[model.flat_index(x)].sum())
-            if dual_cost >= hard:               # the optimum uses a forbidden entry
+            if model.score(x, scores) == -np.inf:  # the optimum is forbidden: none is feasible
                 return x, -np.inf, status
         return x, max(const - dual_cost / scale + slack, float(model.score(x, scores))), status
