@@ -16,7 +16,7 @@ from .barrier_fw import infer
 from .batch import infer_many
 from .lp_relax import CardinalityFactor, Factor, LPResult, infer_lp
 from .learn import MLEStruct, SSVM, CRFExample
-from .matching_inference import (MatchingMarginals, bethe_bp, exact_matching_marginals, log_permanent,
-                       matching_marginals, permanent)
+from .matching_inference import (MatchingMarginals, bethe_bp, exact_matching_marginals,
+                                 log_permanent, matching_marginals, permanent)
 
 __version__ = "0.1.0"
