@@ -1,4 +1,4 @@
-"""Barrier FW marginal inference (fwcore.marginals) on the paper's instances.
+"""Barrier FW marginal inference (fwcore.barrier_fw) on the paper's instances.
 
 `InferFamily` is the Done-when table of issue 5: per family of /shared/instances/fw-inference
 (clique theta = 0.5 / 2 / 8, 5x5 grids), mean zeta_mu = mean |mu_i(1) - p_i(1)|, mean
