@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.sparse import csr_matrix
 
-from fwcore.bp import _beliefs, _logsumexp, _message_offsets, _messages, _padded, trbp_beliefs
+from fwcore.bp import _beliefs, _logsumexp, _message_offsets, _messages, trbp_beliefs
 from fwcore.exact import exact_inference
 from fwcore.generators import random_clique, random_grid
 from fwcore.model import PairwiseMRF
@@ -21,7 +21,7 @@ def numpy_sweeps(model, rho, damping, n_sweeps):
     """Twin of `trbp_sweeps`: n_sweeps damped parallel TRBP sweeps on padded (2E, K)
     log-messages; returns them flat in the kernel's layout."""
     n, n_edges = model.n_vars, model.n_edges
-    node, pair, _, _ = _padded(model)
+    node, pair, _, _ = model.padded_tables()
     k = node.shape[1]
     src = np.concatenate([model.edges[:, 0], model.edges[:, 1]]).astype(np.int64)  # t
     dst = np.concatenate([model.edges[:, 1], model.edges[:, 0]]).astype(np.int64)  # s
