@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp, xlogy
 
-from .fw import adaptive_delta, frank_wolfe
+from .fw import adaptive_delta, frank_wolfe, safeguarded_newton
 from .oracles.matching_oracles import max_weight_bipartite_matching, max_weight_perfect_matching
 from .results import Status
 
@@ -310,33 +310,8 @@ class MatchingFreeEnergy:
         nz = d != 0.0
         x, d = x[nz], d[nz]
         wd = -float(self.w[nz] @ d)
-        return _newton_bisection(lambda t: self._phi(x, d, wd, t), gamma_max)
-
-
-def _newton_bisection(dphi, gamma_max, tol=1e-12, max_iter=200):
-    """Root of the non-decreasing phi' on [0, gamma_max]: Newton steps inside the bracket,
-    bisection otherwise. (fw.safeguarded_newton's regula falsi stalls when phi' is very
-    steep near 0, as here near the faces of the polytope, and then returns 0.)"""
-    t, lo, hi = 0.0, 0.0, float(gamma_max)
-    d1, d2 = dphi(0.0)
-    slope0 = d1
-    if not slope0 < 0.0 or hi <= 0.0:
-        return 0.0
-    if dphi(hi)[0] <= 0.0:
-        return hi
-    for _ in range(max_iter):
-        if abs(d1) <= tol * abs(slope0):
-            return t
-        if hi - lo <= tol * gamma_max:
-            break
-        if d1 <= 0.0:
-            lo = t
-        else:
-            hi = t
-        step = t - d1 / d2 if d2 is not None and d2 > 0.0 and math.isfinite(d1) else math.nan
-        t = step if lo < step < hi else 0.5 * (lo + hi)
-        d1, d2 = dphi(t)
-    return lo  # phi decreases on [0, lo]
+        dphi = lambda t: self._phi(x, d, wd, t)  # noqa: E731
+        return safeguarded_newton(dphi, dphi(0.0)[0], gamma_max, tol=1e-12, max_iter=200)
 
 
 # -- matching polytopes as FW domains ----------------------------------------------------

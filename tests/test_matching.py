@@ -329,3 +329,24 @@ def test_single_item():
     res = matching_marginals(np.array([[2.5]]))
     assert res.log_z == 2.5 and res.marginals[0, 0] == 1.0
     assert exact_matching_marginals(np.array([[2.5]]))[1] == pytest.approx(2.5)
+
+
+def test_safeguarded_newton_finds_a_root_next_to_zero():
+    """A line search of the Bethe free energy met by FW on a 3 x 3 W (7.5 N(0, 1)): three
+    entries at 3.2e-14 grow and three at 1 - 6.5e-14 shrink along d, so phi' rises from
+    -2.1 to 0 within 4e-14 and phi'' there is ~1e25 times larger than at gamma = 0.2. A stop on
+    an absolute bracket width (tol * gamma_max) returned 0, a step that does not move and
+    stalls FW; the root is 3.4e-14."""
+    from scipy.optimize import brentq
+    from fwcore.fw.linesearch import safeguarded_newton
+    x = np.array([3.240764175572323e-14, 0.9999999999999352, 0.9999999999999353,
+                  3.240764175572431e-14, 3.240764175572404e-14, 0.9999999999999352])
+    d = np.array([1.0, -1.0, -1.0, 1.0, 1.0, -1.0]) * 0.9999999999999029
+    energy = MatchingFreeEnergy(-1.191851204829213 / (d @ d) * d, rho=1.0)
+    dphi = lambda t: energy.phi_derivatives(x, d, t)  # noqa: E731
+    root = brentq(lambda t: dphi(t)[0], 0.0, 0.5, xtol=1e-30, rtol=1e-14)
+    assert 1e-14 < root < 1e-13
+    for tol, max_iter in [(1e-12, 200), (1e-10, 100)]:
+        t = safeguarded_newton(dphi, dphi(0.0)[0], 1.0, tol=tol, max_iter=max_iter)
+        assert 0 < t and t == pytest.approx(root, rel=1e-6)
+    assert energy.line_search(x, d, 1.0) == pytest.approx(root, rel=1e-6)
