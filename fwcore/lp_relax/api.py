@@ -64,6 +64,8 @@ class LPResult:
     assignment: np.ndarray
     score: float
     upper_bound: Optional[float]
+    gap: Optional[float]
+    certified: bool
     objective: float
     measure: float
     status: Status
@@ -73,15 +75,6 @@ class LPResult:
     trace: Trace = Trace()
     n_oracle_calls: int = 0
     info: dict = field(default_factory=dict)
-
-    @property
-    def gap(self):
-        """upper_bound − score: certified distance of the decoded score from the MAP."""
-        return None if self.upper_bound is None else self.upper_bound - self.score
-
-    @property
-    def certified(self):
-        return self.upper_bound is not None
 
 
 def infer_lp(model, method="mplp", gamma=0.01, reg=0.01, max_iter=1000, tol=1e-6,
@@ -155,8 +148,8 @@ def infer_lp(model, method="mplp", gamma=0.01, reg=0.01, max_iter=1000, tol=1e-6
                             primal=float(objective), gap=float(bound - score),
                             bound=float(bound), score=float(score))
             records.append(record)
-            certified = math.isfinite(score) and bound - score <= tol * max(1.0, abs(score))
-            if certified or measure <= tol:
+            within_tol = math.isfinite(score) and bound - score <= tol * max(1.0, abs(score))
+            if within_tol or measure <= tol:
                 status = Status.CONVERGED
             elif callback is not None and callback(record) is False:
                 status = Status.INTERRUPTED
@@ -170,9 +163,11 @@ def infer_lp(model, method="mplp", gamma=0.01, reg=0.01, max_iter=1000, tol=1e-6
         score_of(regions.node_theta.argmax(axis=1))
     if status is Status.CONVERGED and method == "mplp" and bound - best["score"] > tol * max(1.0, abs(best["score"])):
         status = Status.STALLED   # coordinate descent on eq. 2 stopped at a non-optimal point
+    certified = math.isfinite(bound)
     return LPResult(
         assignment=best["x"].astype(np.int64), score=float(best["score"]),
-        upper_bound=float(bound) if math.isfinite(bound) else None,
+        upper_bound=float(bound) if certified else None,
+        gap=float(bound - best["score"]) if certified else None, certified=certified,
         objective=float(objective), measure=float(measure), status=status,
         time=time.perf_counter() - start, n_iter=len(records), method=method,
         trace=Trace(records),
