@@ -46,21 +46,25 @@ def numpy_sweeps(model, rho, damping, n_sweeps):
 
 
 def mixed_model(n, p_edge, p_inf, seed):
-    """Random graph, cardinalities 2..4, theta ~ N(0, 1.5), a fraction p_inf of -inf entries
-    (each variable keeps a possible state)."""
+    """Random graph, cardinalities 2..4, theta ~ N(0, 1.5), a fraction p_inf of -inf entries,
+    and a planted assignment that stays possible (every node and edge entry it uses is
+    finite: without it an edge could rule out every state its ends allow, and no
+    assignment would have a finite score)."""
     rng = np.random.default_rng(seed)
     cards = rng.integers(2, 5, n)
     edges = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < p_edge]
+    planted = rng.integers(cards)
     unary = []
-    for c in cards:
+    for c, x in zip(cards, planted):
         u = rng.normal(0, 1, c)
         u[rng.random(c) < p_inf] = -np.inf
-        u[rng.integers(c)] = rng.normal()
+        u[x] = rng.normal()
         unary.append(u)
     pair = []
     for i, j in edges:
         t = rng.normal(0, 1.5, (cards[i], cards[j]))
         t[rng.random(t.shape) < p_inf] = -np.inf
+        t[planted[i], planted[j]] = rng.normal(0, 1.5)
         pair.append(t)
     return PairwiseMRF(cards, unary, edges, pair)
 
