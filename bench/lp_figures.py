@@ -34,9 +34,9 @@ def main(outdir="."):
             except NotImplementedError as skip:   # instance file absent
                 print(f"skipping {name}: {skip}")
                 break
-            iters = range(1, res.n_iter + 1)
-            line, = ax.plot(iters, res.trace, label=config)
-            ax.plot(iters, res.score_trace, "--", color=line.get_color())
+            cols = res.trace.columns()
+            line, = ax.plot(cols["iteration"], cols["primal"], label=config)
+            ax.plot(cols["iteration"], cols["score"], "--", color=line.get_color())
         else:
             if reference is not None:
                 ax.axhline(reference, color="k", lw=0.8, ls=":", label="LP optimum")

@@ -30,22 +30,6 @@ def _logsumexp(a, axis):
         return np.log(np.sum(np.exp(a - m), axis=axis)) + np.squeeze(m, axis=axis)
 
 
-def _padded(model):
-    """Node potentials (n, K) and edge tables (E, K, K), −inf outside each variable's
-    states, with K the largest cardinality, and the masks of the real entries (whose
-    row-major order is the flat layout's)."""
-    k = int(model.card.max()) if model.n_vars else 1
-    states = np.arange(k)
-    node_mask = states < model.card[:, None]
-    ci, cj = model.card[model.edges[:, 0]], model.card[model.edges[:, 1]]
-    pair_mask = (states[:, None] < ci[:, None, None]) & (states < cj[:, None, None])
-    node = np.full(node_mask.shape, -np.inf)
-    pair = np.full(pair_mask.shape, -np.inf)
-    node[node_mask] = model.theta[:model.node_off[-1]]
-    pair[pair_mask] = model.theta[model.node_off[-1]:]
-    return node, pair, node_mask, pair_mask
-
-
 def _message_offsets(model):
     """Offsets of the 2E flat messages: message e (edge e = (i, j)) is i→j over x_j,
     message E + e is j→i over x_i."""
@@ -104,7 +88,7 @@ def _messages(model, rho, damping, max_iter, tol, deadline):
 def _beliefs(model, rho, logm, msg_off):
     """Node and edge beliefs (module docstring) from the flat messages, as flat mu."""
     n, n_edges = model.n_vars, model.n_edges
-    node, pair, node_mask, pair_mask = _padded(model)
+    node, pair, node_mask, pair_mask = model.padded_tables()
     k = node.shape[1]
     dst = np.concatenate([model.edges[:, 1], model.edges[:, 0]])
     pad = np.full((2 * n_edges, k), -np.inf)

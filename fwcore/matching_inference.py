@@ -31,9 +31,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp, xlogy
 
-from .fw import adaptive_delta, frank_wolfe
+from .fw import adaptive_delta, frank_wolfe, safeguarded_newton
 from .oracles.matching_oracles import max_weight_bipartite_matching, max_weight_perfect_matching
-from .results import Status
+from .checks import TIME, Interval, Options, check_params
+from .results import Record, Status, StepType, Trace
 
 __all__ = ["permanent", "log_permanent", "exact_matching_marginals",
            "exact_perfect_matching_marginals", "reweighted_entropy", "entropy_line_derivatives",
@@ -68,11 +69,24 @@ def _square(W, name, allow_neg_inf):
     return W
 
 
+_ENTROPIES = {"bethe": 1.0, "rw": 0.5}
+_RHO = Interval(0.0, 1.0)   # 1: Bethe, 0.5: RW
+_PARAMS = {
+    "method": Options("fw", "bp"),
+    "graph": Options("bipartite", "general"),
+    "entropy": Options(*_ENTROPIES),
+    "rho": [_RHO, None],                    # None: from entropy
+    "tol": Interval(0.0),
+    "max_iter": Interval(0, integer=True),
+    "max_time": TIME,
+    "delta": Interval(0.0, 0.5, lo_open=True),
+    "n": Interval(1, integer=True),
+}
+
+
 def _check_rho(rho):
-    if isinstance(rho, bool) or not isinstance(rho, (int, float, np.floating, np.integer)) \
-            or not 0.0 <= rho <= 1.0:
-        raise ValueError(f"rho must be a number in [0, 1] (1: Bethe, 0.5: RW); got {rho!r}")
-    return float(rho)
+    """rho in [0, 1] (1: Bethe, 0.5: RW) as a float."""
+    return check_params({"rho": _RHO}, rho=rho)["rho"]
 
 
 # -- exact permanents (Ryser's formula) ---------------------------------------------------
@@ -310,33 +324,8 @@ class MatchingFreeEnergy:
         nz = d != 0.0
         x, d = x[nz], d[nz]
         wd = -float(self.w[nz] @ d)
-        return _newton_bisection(lambda t: self._phi(x, d, wd, t), gamma_max)
-
-
-def _newton_bisection(dphi, gamma_max, tol=1e-12, max_iter=200):
-    """Root of the non-decreasing phi' on [0, gamma_max]: Newton steps inside the bracket,
-    bisection otherwise. (fw.safeguarded_newton's regula falsi stalls when phi' is very
-    steep near 0, as here near the faces of the polytope, and then returns 0.)"""
-    t, lo, hi = 0.0, 0.0, float(gamma_max)
-    d1, d2 = dphi(0.0)
-    slope0 = d1
-    if not slope0 < 0.0 or hi <= 0.0:
-        return 0.0
-    if dphi(hi)[0] <= 0.0:
-        return hi
-    for _ in range(max_iter):
-        if abs(d1) <= tol * abs(slope0):
-            return t
-        if hi - lo <= tol * gamma_max:
-            break
-        if d1 <= 0.0:
-            lo = t
-        else:
-            hi = t
-        step = t - d1 / d2 if d2 is not None and d2 > 0.0 and math.isfinite(d1) else math.nan
-        t = step if lo < step < hi else 0.5 * (lo + hi)
-        d1, d2 = dphi(t)
-    return lo  # phi decreases on [0, lo]
+        dphi = lambda t: self._phi(x, d, wd, t)  # noqa: E731
+        return safeguarded_newton(dphi, dphi(0.0)[0], gamma_max, tol=1e-12, max_iter=200)
 
 
 # -- matching polytopes as FW domains ----------------------------------------------------
@@ -347,9 +336,7 @@ class BipartiteMatchingPolytope:
     Hungarian method (`max_weight_bipartite_matching`); u0: the uniform matrix 1/N."""
 
     def __init__(self, n):
-        if isinstance(n, bool) or int(n) != n or n < 1:
-            raise ValueError(f"n must be an integer >= 1; got {n!r}")
-        self.n = int(n)
+        self.n = check_params(_PARAMS, n=n)["n"]
         self.dim = self.n * self.n
         self.atom_size = self.n
         self.u0 = np.full(self.dim, 1.0 / self.n)
@@ -381,9 +368,9 @@ class PerfectMatchingPolytope:
     average of all perfect matchings)."""
 
     def __init__(self, n):
-        if isinstance(n, bool) or int(n) != n or n < 4 or n % 2:
-            raise ValueError(f"n must be an even integer >= 4; got {n!r}")
-        self.n = int(n)
+        self.n = check_params({"n": Interval(4, integer=True)}, n=n)["n"]
+        if self.n % 2:
+            raise ValueError(f"n must be even (a perfect matching pairs every vertex); got {n!r}")
         self.iu = np.triu_indices(self.n, 1)
         self.dim = len(self.iu[0])
         self.atom_size = self.n
@@ -423,13 +410,19 @@ class MatchingMarginals:
 
     ``marginals``: N x N doubly-stochastic matrix P(i matched to j) (symmetric, zero diagonal
     for graph='general'). ``log_z`` = -F_rho(marginals) <= log Z_rho; ``gap`` the FW gap at
-    the marginals, so log Z_rho <= log_z + gap (certified; also computed for BP's output).
-    With rho = 1 on a bipartite graph log_z is a certified lower bound on log Z (Gurvits);
-    with rho <= 1/2, log_z + gap is a certified upper bound (MLE-Struct eq. 12)."""
+    the marginals (also computed for BP's output), so ``log_z_upper`` = log_z + gap is a
+    certified upper bound on log Z_rho. ``certified``: log_z_upper is also a proof of an
+    upper bound on log Z itself, which holds for rho <= 1/2 (MLE-Struct eq. 12; on any
+    graph); with rho = 1 on a bipartite graph log_z is instead a certified lower bound on
+    log Z (Gurvits). ``n_oracle_calls``: Hungarian / blossom calls (FW's LMO; BP makes one,
+    for its gap). ``trace``: the FW engine's `Record`s (method 'fw'; one per iteration),
+    or BP's final one (``primal`` = F_rho, the minimised free energy, in both)."""
 
     marginals: np.ndarray
     log_z: float
     gap: float
+    log_z_upper: float
+    certified: bool
     status: Status
     n_iter: int
     n_oracle_calls: int
@@ -437,16 +430,21 @@ class MatchingMarginals:
     method: str
     rho: float
     graph: str
-
-    @property
-    def log_z_upper(self):
-        """log_z + gap, an upper bound on log Z_rho (the optimum of the free energy)."""
-        return self.log_z + self.gap
+    trace: Trace = Trace()
 
 
-_ENTROPIES = {"bethe": 1.0, "rw": 0.5}
-_METHODS = ("fw", "bp")
-_GRAPHS = ("bipartite", "general")
+def _result(marginals, log_z, gap, status, n_iter, n_oracle_calls, t, method, rho, graph,
+            trace):
+    return MatchingMarginals(marginals, float(log_z), float(gap), float(log_z + gap), rho <= 0.5,
+                             status, int(n_iter), int(n_oracle_calls), t, method, rho, graph,
+                             Trace(trace))
+
+
+def _engine_record(r):
+    """A `Record` of an engine's per-iteration record."""
+    return Record(iteration=r.iteration, time=r.time, primal=r.primal, gap=r.gap,
+                  n_oracle_calls=r.n_oracle_calls, delta=r.delta, n_active=r.n_active,
+                  step=StepType(r.step.value))
 
 
 def matching_marginals(W, *, method="fw", entropy="bethe", rho=None, graph="bipartite",
@@ -466,18 +464,11 @@ def matching_marginals(W, *, method="fw", entropy="bethe", rho=None, graph="bipa
     delta : initial contraction for 'fw' (Barrier FW: delta_init <= 1/4; its code used 1e-3).
     Returns `MatchingMarginals`.
     """
-    if method not in _METHODS:
-        raise ValueError(f"unknown method {method!r}; valid methods: {', '.join(_METHODS)}")
-    if graph not in _GRAPHS:
-        raise ValueError(f"unknown graph {graph!r}; valid graphs: {', '.join(_GRAPHS)}")
+    args = check_params(_PARAMS, method=method, graph=graph, rho=rho, tol=tol,
+                        max_iter=max_iter, max_time=max_time, delta=delta)
+    rho = args["rho"]
     if rho is None:
-        if entropy not in _ENTROPIES:
-            raise ValueError(f"unknown entropy {entropy!r}; valid entropies: "
-                             f"{', '.join(_ENTROPIES)} (or pass rho in [0, 1])")
-        rho = _ENTROPIES[entropy]
-    rho = _check_rho(rho)
-    if not (isinstance(delta, (int, float)) and 0.0 < delta <= 0.5):
-        raise ValueError(f"delta must be a number in (0, 0.5]; got {delta!r}")
+        rho = _ENTROPIES[check_params(_PARAMS, entropy=entropy)["entropy"]]
     if graph == "general":
         W = _check_general(W, allow_neg_inf=False)
         if W.shape[0] < 4:
@@ -495,17 +486,20 @@ def matching_marginals(W, *, method="fw", entropy="bethe", rho=None, graph="bipa
     if W.shape[0] == 1:
         return _trivial(W, rho)
     t0 = time.perf_counter()
-    res = frank_wolfe(objective, domain, variant=variant, step="exact", tol=tol,
-                      max_iter=max_iter, max_time=max_time, delta=float(delta),
-                      delta_rule=adaptive_delta, trace=False)
-    return MatchingMarginals(domain.to_matrix(res.x).copy(), -res.primal, res.gap, res.status,
-                             res.n_iter, res.n_oracle_calls, time.perf_counter() - t0, "fw", rho,
-                             graph)
+    res = frank_wolfe(objective, domain, variant=variant, step="exact", tol=args["tol"],
+                      max_iter=args["max_iter"], max_time=args["max_time"],
+                      delta=args["delta"], delta_rule=adaptive_delta, trace=True)
+    return _result(domain.to_matrix(res.x).copy(), -res.primal, res.gap, res.status,
+                   res.n_iter, res.n_oracle_calls, time.perf_counter() - t0, "fw", rho, graph,
+                   [_engine_record(r) for r in res.trace])
 
 
 def _trivial(W, rho):
-    return MatchingMarginals(np.ones((1, 1)), float(W[0, 0]), 0.0, Status.CONVERGED, 0, 0, 0.0,
-                             "exact", rho, "bipartite")
+    """N = 1: one matching, exact (certified whatever rho)."""
+    log_z = float(W[0, 0])
+    return MatchingMarginals(np.ones((1, 1)), log_z, 0.0, log_z, True, Status.CONVERGED, 0, 0,
+                             0.0, "exact", rho, "bipartite",
+                             Trace([Record(iteration=0, time=0.0, primal=-log_z, gap=0.0)]))
 
 
 # -- Huang & Jebara belief propagation (the baseline of App. F) ----------------------------
@@ -550,6 +544,8 @@ def bethe_bp(W, *, tol=1e-10, max_iter=10000, max_time=None):
     the remaining residual); the returned gap is the certified FW gap of that point (one
     Hungarian call)."""
     W = _square(W, "W", allow_neg_inf=False)
+    args = check_params(_PARAMS, tol=tol, max_iter=max_iter, max_time=max_time)
+    tol, max_iter, max_time = args["tol"], args["max_iter"], args["max_time"]
     n = W.shape[0]
     if n == 1:
         return _trivial(W, 1.0)
@@ -578,5 +574,6 @@ def bethe_bp(W, *, tol=1e-10, max_iter=10000, max_time=None):
     f, g = objective.value_grad(tau)
     s = domain.lmo(g)
     gap = float(g @ tau) - float(domain.inner(g, s[None, :])[0])
-    return MatchingMarginals(tau.reshape(n, n), -f, gap, status, k, 1,
-                             time.perf_counter() - t0, "bp", 1.0, "bipartite")
+    elapsed = time.perf_counter() - t0
+    return _result(tau.reshape(n, n), -f, gap, status, k, 1, elapsed, "bp", 1.0, "bipartite",
+                   [Record(iteration=k, time=elapsed, primal=float(f), gap=gap, n_oracle_calls=1)])

@@ -172,6 +172,22 @@ class PairwiseMRF:
         i, j = self.edges[e]
         return vec[self.edge_off[e]:self.edge_off[e + 1]].reshape(self.card[i], self.card[j])
 
+    def padded_tables(self, scores=None):
+        """Node tables (n, K) and edge tables (E, K, K) of ``scores`` (flat layout; default
+        θ), K the largest cardinality, −inf outside each variable's states; with the
+        masks of the real entries (node (n, K), pair (E, K, K)), whose row-major order is
+        the flat layout's: ``node[node_mask]`` is the node part of ``scores``."""
+        scores = self.theta if scores is None else np.asarray(scores, dtype=np.float64)
+        k = int(self.card.max()) if self.n_vars else 1
+        states = np.arange(k)
+        node_mask = states < self.card[:, None]
+        pair_mask = node_mask[self.edges[:, 0]][:, :, None] & node_mask[self.edges[:, 1]][:, None, :]
+        node = np.full(node_mask.shape, -np.inf)
+        pair = np.full(pair_mask.shape, -np.inf)
+        node[node_mask] = scores[:self.node_off[-1]]
+        pair[pair_mask] = scores[self.node_off[-1]:self.dim]
+        return node, pair, node_mask, pair_mask
+
     # -- assignments and vertices ----------------------------------------------------
 
     def check_assignment(self, x, name="assignment"):

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.sparse import csr_matrix
 
-from fwcore.bp import _beliefs, _logsumexp, _message_offsets, _messages, _padded, trbp_beliefs
+from fwcore.bp import _beliefs, _logsumexp, _message_offsets, _messages, trbp_beliefs
 from fwcore.exact import exact_inference
 from fwcore.generators import random_clique, random_grid
 from fwcore.model import PairwiseMRF
@@ -21,7 +21,7 @@ def numpy_sweeps(model, rho, damping, n_sweeps):
     """Twin of `trbp_sweeps`: n_sweeps damped parallel TRBP sweeps on padded (2E, K)
     log-messages; returns them flat in the kernel's layout."""
     n, n_edges = model.n_vars, model.n_edges
-    node, pair, _, _ = _padded(model)
+    node, pair, _, _ = model.padded_tables()
     k = node.shape[1]
     src = np.concatenate([model.edges[:, 0], model.edges[:, 1]]).astype(np.int64)  # t
     dst = np.concatenate([model.edges[:, 1], model.edges[:, 0]]).astype(np.int64)  # s
@@ -46,21 +46,25 @@ def numpy_sweeps(model, rho, damping, n_sweeps):
 
 
 def mixed_model(n, p_edge, p_inf, seed):
-    """Random graph, cardinalities 2..4, theta ~ N(0, 1.5), a fraction p_inf of -inf entries
-    (each variable keeps a possible state)."""
+    """Random graph, cardinalities 2..4, theta ~ N(0, 1.5), a fraction p_inf of -inf entries,
+    and a planted assignment that stays possible (every node and edge entry it uses is
+    finite: without it an edge could rule out every state its ends allow, and no
+    assignment would have a finite score)."""
     rng = np.random.default_rng(seed)
     cards = rng.integers(2, 5, n)
     edges = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < p_edge]
+    planted = rng.integers(cards)
     unary = []
-    for c in cards:
+    for c, x in zip(cards, planted):
         u = rng.normal(0, 1, c)
         u[rng.random(c) < p_inf] = -np.inf
-        u[rng.integers(c)] = rng.normal()
+        u[x] = rng.normal()
         unary.append(u)
     pair = []
     for i, j in edges:
         t = rng.normal(0, 1.5, (cards[i], cards[j]))
         t[rng.random(t.shape) < p_inf] = -np.inf
+        t[planted[i], planted[j]] = rng.normal(0, 1.5)
         pair.append(t)
     return PairwiseMRF(cards, unary, edges, pair)
 

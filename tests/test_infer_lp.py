@@ -9,14 +9,14 @@ from scipy.optimize import linprog, minimize
 from fwcore import generators
 from fwcore.exact import exact_map
 from fwcore.lp_relax import METHODS, CardinalityFactor, Factor, infer_lp
-from fwcore.lp_relax.dual import _l2max
+from fwcore.lp_relax.local import l2max
 from fwcore.lp_relax.examples import kolmogorov_example
 from fwcore.lp_relax.regions import Regions
 from fwcore.model import PairwiseMRF
 from fwcore.oracles.lp import LocalPolytopeLP
 from fwcore.results import Status
 
-# (gamma, lam, max_iter, bound tolerance) per method on trees
+# (gamma, reg, max_iter, bound tolerance) per method on trees
 TREE_SETTINGS = {
     "subgradient": (None, None, 300, 1e-6),
     "mplp": (None, None, 50, 1e-9),
@@ -52,17 +52,20 @@ def test_methods_table_is_complete():
 
 @pytest.mark.parametrize("method", list(TREE_SETTINGS))
 def test_tree_decodes_exact_map_and_bound_converges(method):
-    gamma, lam, max_iter, bound_tol = TREE_SETTINGS[method]
-    kw = {k: v for k, v in (("gamma", gamma), ("lam", lam)) if v is not None}
+    gamma, reg, max_iter, bound_tol = TREE_SETTINGS[method]
+    kw = {k: v for k, v in (("gamma", gamma), ("reg", reg)) if v is not None}
     for seed in range(2):
         model = random_tree(seed)
         opt = exact_map(model)
         res = infer_lp(model, method=method, max_iter=max_iter, tol=1e-9, **kw)
         assert res.score == pytest.approx(opt.score, abs=1e-9)
         assert res.score == pytest.approx(model.score(res.assignment))
-        assert opt.score - 1e-9 <= res.bound <= opt.score + bound_tol * max(1.0, abs(opt.score))
-        assert res.trace.shape == res.bound_trace.shape == res.score_trace.shape == (res.n_iter,)
-        assert np.all(np.diff(res.bound_trace) <= 0) and np.all(np.diff(res.score_trace) >= 0)
+        assert opt.score - 1e-9 <= res.upper_bound <= opt.score + bound_tol * max(1.0, abs(opt.score))
+        cols = res.trace.columns()
+        assert cols["primal"].shape == cols["bound"].shape == cols["score"].shape == (res.n_iter,)
+        assert np.all(np.diff(cols["bound"]) <= 0) and np.all(np.diff(cols["score"]) >= 0)
+        np.testing.assert_array_equal(cols["gap"], cols["bound"] - cols["score"])
+        assert cols["bound"][-1] == res.upper_bound and cols["score"][-1] == res.score
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -86,7 +89,7 @@ def test_smoothed_optima_respect_sandwich_bounds(seed):
     agd = infer_lp(model, method="softmax-agd", gamma=gamma, max_iter=3000, tol=1e-10)
     assert agd.objective == pytest.approx(soft.objective, abs=1e-5)
     for res in (l2, soft, agd):
-        assert lp - 1e-7 <= res.bound_trace.min() and res.score <= lp + 1e-7
+        assert lp - 1e-7 <= res.trace.columns()["bound"].min() and res.score <= lp + 1e-7
 
 
 def test_smooth_and_strong_primal_meets_dual():
@@ -94,24 +97,24 @@ def test_smooth_and_strong_primal_meets_dual():
     and the BCFW duality gap closes (Alg. 1)."""
     model = generators.random_grid(3, 3, coupling=1.0, seed=4)
     lp = lp_optimum(model)
-    agd = infer_lp(model, method="smooth-strong-agd", gamma=0.5, lam=0.5, max_iter=4000, tol=1e-11)
-    sdca = infer_lp(model, method="sdca", gamma=0.5, lam=0.5, max_iter=4000, tol=1e-9)
+    agd = infer_lp(model, method="smooth-strong-agd", gamma=0.5, reg=0.5, max_iter=4000, tol=1e-11)
+    sdca = infer_lp(model, method="sdca", gamma=0.5, reg=0.5, max_iter=4000, tol=1e-9)
     assert sdca.objective == pytest.approx(agd.objective, abs=1e-4)
     assert sdca.measure <= 1e-6
-    short = infer_lp(model, method="bcfw", lam=0.1, max_iter=100, tol=0.0)
-    bcfw = infer_lp(model, method="bcfw", lam=0.1, max_iter=2000, tol=0.0)
+    short = infer_lp(model, method="bcfw", reg=0.1, max_iter=100, tol=0.0)
+    bcfw = infer_lp(model, method="bcfw", reg=0.1, max_iter=2000, tol=0.0)
     assert bcfw.measure <= 1e-2 and bcfw.measure < 0.2 * short.measure
     # eq. 9: the strongly convex optimum (between f(μ) and f(μ) + gap) lies above the LP's
     assert bcfw.objective * (1 + bcfw.measure) >= lp - 1e-9
     for res in (agd, sdca, bcfw):
-        assert res.bound >= lp - 1e-7
+        assert res.upper_bound >= lp - 1e-7
 
 
 def test_pivot_and_sort_projection_agree():
     model = generators.potts_grid(3, 3, n_labels=3, seed=5)
     a = infer_lp(model, method="l2-agd", gamma=0.1, max_iter=60, projection="sort")
     b = infer_lp(model, method="l2-agd", gamma=0.1, max_iter=60, projection="pivot")
-    np.testing.assert_allclose(a.trace, b.trace, rtol=1e-10)
+    np.testing.assert_allclose(a.trace.columns()["primal"], b.trace.columns()["primal"], rtol=1e-10)
 
 
 def test_simplex_projection_matches_qp():
@@ -120,7 +123,7 @@ def test_simplex_projection_matches_qp():
     for projection in ("sort", "pivot"):
         for width, scale, gamma in [(1, 1.0, 1.0), (4, 1.0, 0.5), (7, 10.0, 0.1), (9, 0.01, 2.0)]:
             h = scale * rng.normal(size=(3, width))
-            value, u = _l2max(h, gamma, projection)
+            value, u = l2max(h, gamma, projection)
             for r in range(3):
                 qp = minimize(lambda v: -(v @ h[r] - 0.5 * gamma * v @ v), np.full(width, 1 / width),
                               jac=lambda v: -(h[r] - gamma * v), bounds=[(0, None)] * width,
@@ -129,7 +132,7 @@ def test_simplex_projection_matches_qp():
                 np.testing.assert_allclose(u[r], qp.x, atol=1e-6)
                 assert value[r] == pytest.approx(-qp.fun, abs=1e-8)
         h = np.array([[0.3, -np.inf, 0.1, -np.inf]])
-        value, u = _l2max(h, 0.5, projection)
+        value, u = l2max(h, 0.5, projection)
         np.testing.assert_allclose(u, [[0.7, 0.0, 0.3, 0.0]], atol=1e-12)
         assert np.isfinite(value).all()
 
@@ -186,12 +189,12 @@ def test_global_cardinality_factor_methods():
     model = generators.random_grid(2, 4, coupling=1.5, field=1.0, seed=7)
     f = CardinalityFactor(np.arange(8), s0=2.0, t=0.5, weight=2.0)
     lp, best = _lp_with_factor(model, f)
-    for method, kw, tol in [("subgradient", {}, 2e-2), ("mplp", {}, None), ("bcfw", {"lam": 0.01}, 5e-2)]:
+    for method, kw, tol in [("subgradient", {}, 2e-2), ("mplp", {}, None), ("bcfw", {"reg": 0.01}, 5e-2)]:
         res = infer_lp(model, method=method, factors=[f], max_iter=2000, tol=1e-9, **kw)
         assert res.score == pytest.approx(model.score(res.assignment) + f.potential(res.assignment))
-        assert res.score <= best + 1e-9 and res.bound >= lp - 1e-7
+        assert res.score <= best + 1e-9 and res.upper_bound >= lp - 1e-7
         if tol is not None:
-            assert res.bound <= lp + tol * max(1.0, abs(lp))
+            assert res.upper_bound <= lp + tol * max(1.0, abs(lp))
 
 
 def test_kolmogorov_example_mplp_stalls_smoothing_converges():
@@ -200,9 +203,9 @@ def test_kolmogorov_example_mplp_stalls_smoothing_converges():
     model = kolmogorov_example(1)
     lp = lp_optimum(model)
     mplp = infer_lp(model, method="mplp", max_iter=50)
-    assert mplp.status is Status.STALLED and mplp.bound > lp + 0.5
+    assert mplp.status is Status.STALLED and mplp.upper_bound > lp + 0.5
     soft = infer_lp(model, method="softmax-agd", gamma=0.01, max_iter=2000)
-    assert soft.bound < lp + 0.05
+    assert soft.upper_bound < lp + 0.05
 
 
 def test_stops_on_callback_and_time_with_best_assignment():
@@ -211,23 +214,25 @@ def test_stops_on_callback_and_time_with_best_assignment():
     res = infer_lp(model, method="subgradient", max_iter=100, tol=0.0,
                    callback=lambda it: seen.append(it) or it.iteration < 3)
     assert res.status is Status.INTERRUPTED and res.n_iter == 3 and len(seen) == 3
-    assert res.score == res.score_trace.max() == pytest.approx(model.score(res.assignment))
-    assert seen[-1].bound == res.bound
+    assert res.score == res.trace.columns()["score"].max() == pytest.approx(model.score(res.assignment))
+    assert seen == list(res.trace) and seen[-1].bound == res.upper_bound
     res = infer_lp(model, method="bcfw", max_iter=10**6, tol=0.0, max_time=0.05)
     assert res.status is Status.MAX_TIME and res.n_iter >= 1
     assert res.score == pytest.approx(model.score(res.assignment))
 
 
 @pytest.mark.parametrize("kwargs, exc, match", [
-    ({"method": "trws"}, ValueError, "method must be one of subgradient, mplp"),
-    ({"method": "l2-agd", "gamma": 0.0}, ValueError, "gamma must be a finite number > 0"),
-    ({"method": "bcfw", "lam": -1.0}, ValueError, "lam must be"),
-    ({"method": "sdca", "gamma": "1"}, TypeError, "gamma must be a number"),
+    ({"method": "trws"}, ValueError, "method must be one of 'subgradient', 'mplp'"),
+    ({"method": "l2-agd", "gamma": 0.0}, ValueError, "gamma must be a number > 0"),
+    ({"method": "bcfw", "reg": -1.0}, ValueError, "reg must be a number > 0"),
+    ({"method": "sdca", "gamma": "1"}, ValueError, "gamma must be a number > 0; got '1'"),
     ({"max_iter": 0}, ValueError, "max_iter must be an integer >= 1"),
-    ({"tol": np.nan}, ValueError, "tol must be"),
-    ({"max_time": 0}, ValueError, "max_time must be"),
-    ({"callback": 3}, TypeError, "callback must be callable"),
-    ({"projection": "fast"}, ValueError, "projection must be 'sort' or 'pivot'"),
+    ({"max_iter": 2.5}, ValueError, "max_iter must be an integer >= 1"),
+    ({"tol": np.nan}, ValueError, "tol must be a number >= 0"),
+    ({"max_time": 0}, ValueError, "max_time must be a number > 0 or None"),
+    ({"callback": 3}, TypeError, "callback must be a callable or None"),
+    ({"projection": "fast"}, ValueError, "projection must be one of 'sort', 'pivot'"),
+    ({"seed": "x"}, TypeError, "seed must be an int or None"),
     ({"method": "l2-agd", "factors": [CardinalityFactor([0, 1], 1)]}, ValueError,
      "with factors use one of subgradient, mplp, bcfw"),
     ({"factors": [object()]}, TypeError, "factors\\[0\\] must be a fwcore Factor"),
@@ -240,7 +245,7 @@ def test_bad_arguments(kwargs, exc, match):
 
 
 def test_bad_models_and_factors():
-    with pytest.raises(TypeError, match="model must be a PairwiseMRF"):
+    with pytest.raises(TypeError, match="model must be a fwcore.PairwiseMRF"):
         infer_lp(np.zeros(3))
     ternary = generators.potts_grid(2, 2, n_labels=3, seed=0)
     with pytest.raises(ValueError, match="scope must hold binary variables"):
@@ -263,7 +268,7 @@ def test_impossible_states_are_never_decoded():
     for method in METHODS:
         res = infer_lp(model, method=method, max_iter=200)
         assert np.isfinite(res.score) and res.assignment[4] != 0
-        assert res.bound >= opt.score - 1e-9 and np.isfinite(res.trace).all()
+        assert res.upper_bound >= opt.score - 1e-9 and np.isfinite(res.trace.columns()["primal"]).all()
 
 
 def test_protein_instance(instances):
@@ -275,19 +280,19 @@ def test_protein_instance(instances):
     ref = model.score(read_map(str(path) + ".MAP"))
     res = infer_lp(model, method="mplp", max_iter=200)
     # a forest: the LP is tight, so coordinate descent certifies the MAP
-    assert res.score == pytest.approx(ref, abs=1e-6) and res.bound == pytest.approx(ref, abs=1e-6)
+    assert res.score == pytest.approx(ref, abs=1e-6) and res.upper_bound == pytest.approx(ref, abs=1e-6)
 
 
 def test_regions_reparameterisation_keeps_scores():
     """Σ_r θ̂_r(x_r) = score(x) for any δ (eq. 2 reparameterises)."""
     rng = np.random.default_rng(3)
     model = generators.potts_grid(3, 3, n_labels=3, seed=3)
-    reg = Regions(model)
-    d = rng.normal(size=(2, model.n_edges, reg.k)) * reg.msg_valid
-    hn, he = reg.node_hat(d), reg.edge_hat(d)
+    regions = Regions(model)
+    d = rng.normal(size=(2, model.n_edges, regions.k)) * regions.msg_valid
+    hn, he = regions.node_hat(d), regions.edge_hat(d)
     for _ in range(5):
         x = rng.integers(0, 3, size=model.n_vars)
-        total = hn[np.arange(model.n_vars), x].sum() + he[np.arange(model.n_edges), x[reg.ends[0]], x[reg.ends[1]]].sum()
+        total = hn[np.arange(model.n_vars), x].sum() + he[np.arange(model.n_edges), x[regions.ends[0]], x[regions.ends[1]]].sum()
         assert total == pytest.approx(model.score(x))
 
 
@@ -295,5 +300,18 @@ def test_regions_reparameterisation_keeps_scores():
 def test_edgeless_model_is_solved_exactly(method):
     model = PairwiseMRF([2, 3], [[0.0, 1.0], [2.0, 0.0, 1.0]])
     res = infer_lp(model, method=method, max_iter=20)
-    assert res.status is Status.CONVERGED and res.score == res.bound == 3.0
+    assert res.status is Status.CONVERGED and res.score == res.upper_bound == 3.0
     np.testing.assert_array_equal(res.assignment, [1, 0])
+
+
+def test_result_carries_the_shared_fields():
+    model = generators.random_grid(3, 3, coupling=1.0, seed=1)
+    res = infer_lp(model, method="bcfw", reg=0.1, max_iter=7, tol=0.0)
+    assert res.status is Status.MAX_ITER and res.n_iter == len(res.trace) == 7
+    assert res.method == "bcfw" and res.n_oracle_calls == 0 and res.time > 0
+    assert res.certified and res.gap == res.upper_bound - res.score >= -1e-9
+    assert res.info["reg"] == 0.1 and res.info["gamma"] is None
+    cols = res.trace.columns()
+    np.testing.assert_array_equal(cols["iteration"], np.arange(1, 8))
+    assert np.all(np.diff(cols["time"]) >= 0) and cols["primal"][-1] == res.objective
+    assert np.isnan(cols["delta"]).all()

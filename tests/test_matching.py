@@ -307,21 +307,31 @@ def test_bad_arguments():
         log_permanent(np.ones((21, 21)))
     with pytest.raises(ValueError, match="nonnegative"):
         log_permanent(-np.ones((2, 2)))
-    with pytest.raises(ValueError, match="valid methods"):
+    with pytest.raises(ValueError, match="method must be one of 'fw', 'bp'; got 'mcmc'"):
         matching_marginals(W, method="mcmc")
-    with pytest.raises(ValueError, match="valid entropies"):
+    with pytest.raises(ValueError, match="entropy must be one of 'bethe', 'rw'"):
         matching_marginals(W, entropy="trw2")
-    with pytest.raises(ValueError, match="rho"):
+    with pytest.raises(ValueError, match="rho must be a number >= 0 and <= 1 or None; got 1.5"):
         matching_marginals(W, rho=1.5)
+    with pytest.raises(ValueError, match="rho must be a number >= 0 and <= 1; got -0.1"):
+        reweighted_entropy(np.full(4, 0.5), rho=-0.1)
+    with pytest.raises(ValueError, match="tol must be a number >= 0"):
+        bethe_bp(W, tol=-1.0)
+    with pytest.raises(ValueError, match="max_iter must be an integer >= 0"):
+        matching_marginals(W, max_iter=1.5)
+    with pytest.raises(ValueError, match="n must be an integer >= 4"):
+        PerfectMatchingPolytope(2)
+    with pytest.raises(ValueError, match="n must be even"):
+        PerfectMatchingPolytope(5)
     with pytest.raises(ValueError, match="Bethe"):
         matching_marginals(W, method="bp", entropy="rw")
     with pytest.raises(ValueError, match="even"):
         matching_marginals(W, graph="general")
     with pytest.raises(ValueError, match="symmetric"):
         matching_marginals(np.arange(16.0).reshape(4, 4), graph="general")
-    with pytest.raises(ValueError, match="delta"):
+    with pytest.raises(ValueError, match="delta must be a number > 0 and <= 0.5"):
         matching_marginals(W, delta=0.0)
-    with pytest.raises(ValueError, match="valid graphs"):
+    with pytest.raises(ValueError, match="graph must be one of 'bipartite', 'general'"):
         matching_marginals(W, graph="tree")
 
 
@@ -329,3 +339,45 @@ def test_single_item():
     res = matching_marginals(np.array([[2.5]]))
     assert res.log_z == 2.5 and res.marginals[0, 0] == 1.0
     assert exact_matching_marginals(np.array([[2.5]]))[1] == pytest.approx(2.5)
+
+
+def test_safeguarded_newton_finds_a_root_next_to_zero():
+    """A line search of the Bethe free energy met by FW on a 3 x 3 W (7.5 N(0, 1)): three
+    entries at 3.2e-14 grow and three at 1 - 6.5e-14 shrink along d, so phi' rises from
+    -2.1 to 0 within 4e-14 and phi'' there is ~1e25 times larger than at gamma = 0.2. A stop on
+    an absolute bracket width (tol * gamma_max) returned 0, a step that does not move and
+    stalls FW; the root is 3.4e-14."""
+    from scipy.optimize import brentq
+    from fwcore.fw.linesearch import safeguarded_newton
+    x = np.array([3.240764175572323e-14, 0.9999999999999352, 0.9999999999999353,
+                  3.240764175572431e-14, 3.240764175572404e-14, 0.9999999999999352])
+    d = np.array([1.0, -1.0, -1.0, 1.0, 1.0, -1.0]) * 0.9999999999999029
+    energy = MatchingFreeEnergy(-1.191851204829213 / (d @ d) * d, rho=1.0)
+    dphi = lambda t: energy.phi_derivatives(x, d, t)  # noqa: E731
+    root = brentq(lambda t: dphi(t)[0], 0.0, 0.5, xtol=1e-30, rtol=1e-14)
+    assert 1e-14 < root < 1e-13
+    for tol, max_iter in [(1e-12, 200), (1e-10, 100)]:
+        t = safeguarded_newton(dphi, dphi(0.0)[0], 1.0, tol=tol, max_iter=max_iter)
+        assert 0 < t and t == pytest.approx(root, rel=1e-6)
+    assert energy.line_search(x, d, 1.0) == pytest.approx(root, rel=1e-6)
+
+
+def test_results_carry_the_shared_fields():
+    W = np.random.default_rng(2).normal(size=(5, 5))
+    for res, method in [(matching_marginals(W, tol=1e-6), "fw"),
+                        (matching_marginals(W, entropy="rw", tol=1e-6), "fw"),
+                        (bethe_bp(W, tol=1e-10), "bp"),
+                        (matching_marginals(np.array([[1.0]])), "exact")]:
+        assert res.method == method and res.status is Status.CONVERGED and res.time >= 0
+        assert res.log_z_upper == res.log_z + res.gap and res.gap >= -1e-12
+        assert res.certified == (res.rho <= 0.5 or method == "exact")
+        cols = res.trace.columns()
+        assert set(cols) >= {"iteration", "time", "primal", "gap", "n_oracle_calls"}
+        assert cols["iteration"][-1] == res.n_iter
+        if method == "fw":
+            assert len(res.trace) == res.n_iter + 1                # the start and every step
+            assert cols["n_oracle_calls"][-1] <= res.n_oracle_calls
+            assert np.all(np.diff(cols["primal"]) <= 1e-12)        # exact line search descends
+        if method == "bp":
+            assert len(res.trace) == 1 and res.n_oracle_calls == 1
+            assert cols["primal"][-1] == pytest.approx(-res.log_z) and cols["gap"][-1] == res.gap

@@ -137,3 +137,29 @@ def test_structural_builders_accept_shared_tables():
     assert len(list(itertools.combinations(range(5), 2))) == fwcore.complete(5).n_edges
     with pytest.raises(ValueError, match="must be an integer >= 1"):
         fwcore.grid(0, 3)
+
+
+def test_padded_tables_match_a_loop():
+    """padded_tables against the flat layout's views, one block at a time."""
+    rng = np.random.default_rng(0)
+    card = [2, 4, 1, 3]
+    edges = [(0, 1), (1, 3), (2, 3), (0, 3)]
+    model = PairwiseMRF(card, [rng.normal(size=c) for c in card], edges,
+                        [rng.normal(size=(card[i], card[j])) for i, j in edges])
+    scores = rng.normal(size=model.dim)
+    scores[3] = -np.inf
+    for vec in (None, scores):
+        node, pair, node_mask, pair_mask = model.padded_tables(vec)
+        flat = model.theta if vec is None else scores
+        assert node.shape == node_mask.shape == (4, 4) and pair.shape == pair_mask.shape == (4, 4, 4)
+        for i, c in enumerate(card):
+            np.testing.assert_array_equal(node[i, :c], model.unary(i, flat))
+            assert np.isneginf(node[i, c:]).all() and node_mask[i].sum() == c
+        for e, (i, j) in enumerate(model.edges):
+            np.testing.assert_array_equal(pair[e, :card[i], :card[j]], model.pairwise(e, flat))
+            assert pair_mask[e].sum() == card[i] * card[j]
+            assert np.isneginf(pair[e][~pair_mask[e]]).all()
+        np.testing.assert_array_equal(np.concatenate([node[node_mask], pair[pair_mask]]), flat)
+    empty = PairwiseMRF([3, 2])
+    node, pair, _, _ = empty.padded_tables()
+    assert node.shape == (2, 3) and pair.shape == (0, 3, 3)

@@ -30,11 +30,11 @@ CONFIGS = {
     "l2-gd g=0.01": {"method": "l2-gd", "gamma": 0.01},
     "l2-agd g=0.01": {"method": "l2-agd", "gamma": 0.01},
     "l2-agd g=0.001": {"method": "l2-agd", "gamma": 0.001, "projection": "pivot"},
-    "bcfw l=0.1": {"method": "bcfw", "lam": 0.1},
-    "bcfw l=0.01": {"method": "bcfw", "lam": 0.01},
-    "bcfw l=0.001": {"method": "bcfw", "lam": 0.001},
-    "smooth-strong-agd g=0.01 l=0.01": {"method": "smooth-strong-agd", "gamma": 0.01, "lam": 0.01},
-    "sdca g=0.01 l=0.01": {"method": "sdca", "gamma": 0.01, "lam": 0.01},
+    "bcfw l=0.1": {"method": "bcfw", "reg": 0.1},
+    "bcfw l=0.01": {"method": "bcfw", "reg": 0.01},
+    "bcfw l=0.001": {"method": "bcfw", "reg": 0.001},
+    "smooth-strong-agd g=0.01 l=0.01": {"method": "smooth-strong-agd", "gamma": 0.01, "reg": 0.01},
+    "sdca g=0.01 l=0.01": {"method": "sdca", "gamma": 0.01, "reg": 0.01},
 }
 SEGMENTATION_CONFIGS = ["bcfw l=0.1", "bcfw l=0.01", "mplp", "subgradient"]
 REL = 1e-3
@@ -65,10 +65,11 @@ def problem(name):
 
 def first_within(result, reference, rel=REL):
     """(iterations, seconds) until the bound is within rel of reference, or (-1, -1)."""
-    hit = np.flatnonzero(result.bound_trace - reference <= rel * max(1.0, abs(reference)))
+    cols = result.trace.columns()
+    hit = np.flatnonzero(cols["bound"] - reference <= rel * max(1.0, abs(reference)))
     if hit.size == 0:
         return -1, -1.0
-    return int(hit[0]) + 1, float(result.time_trace[hit[0]])
+    return int(hit[0]) + 1, float(cols["time"][hit[0]])
 
 
 def run(name, config, max_iter=None):
@@ -102,7 +103,7 @@ def _problem_class(name, doc, configs, reference_from_runs=False):
 
     def track_final_rel_gap(self, config):
         """(bound - reference) / |reference| after the last pass."""
-        return (self.result.bound - self.reference) / max(1.0, abs(self.reference))
+        return (self.result.upper_bound - self.reference) / max(1.0, abs(self.reference))
 
     def track_best_score(self, config):
         return self.result.score
@@ -110,7 +111,7 @@ def _problem_class(name, doc, configs, reference_from_runs=False):
     def track_iters_to_best_score(self, config):
         """First pass whose best decoded score is within 1e-3 of the reference (the LP
         optimum, or the best score of all methods)."""
-        hit = np.flatnonzero(self.reference - self.result.score_trace <= REL * max(1.0, abs(self.reference)))
+        hit = np.flatnonzero(self.reference - self.result.trace.columns()["score"] <= REL * max(1.0, abs(self.reference)))
         return int(hit[0]) + 1 if hit.size else -1
 
     def track_iters_run(self, config):

@@ -23,10 +23,14 @@ class ExactLineSearch:
 
 def safeguarded_newton(dphi, slope0, gamma_max, tol=1e-10, max_iter=100):
     """Root of the non-decreasing phi' on [0, gamma_max]: Newton steps while they stay inside
-    the bracket and phi'' > 0, else regula falsi, and a bisection
-    whenever a step failed to halve the bracket. ``dphi(t)`` returns
-    (phi'(t), phi''(t) or None); ``slope0`` = phi'(0). Stops when |phi'| <= tol |phi'(0)| or
-    the bracket is shorter than tol * gamma_max; never leaves [0, gamma_max]."""
+    the bracket, phi'' > 0 and each is at most half the last (Numerical Recipes' rtsafe),
+    else regula falsi, or a bisection when the last step failed to halve the bracket.
+    ``dphi(t)`` returns (phi'(t), phi''(t) or None; phi' = +inf outside phi's domain);
+    ``slope0`` = phi'(0).
+    Stops when |phi'| <= tol |phi'(0)| or the bracket [lo, hi] is shorter than tol * hi
+    (relative to where it lies: a root next to 0, as a barrier's near a face of a polytope,
+    is still found, where a width of tol * gamma_max returned 0, a step that does not move);
+    returns the last point with phi' <= 0 then. Never leaves [0, gamma_max]."""
     if not slope0 < 0.0 or gamma_max <= 0.0:
         return 0.0
     lo, d_lo = 0.0, slope0
@@ -37,7 +41,7 @@ def safeguarded_newton(dphi, slope0, gamma_max, tol=1e-10, max_iter=100):
     if math.isnan(d_hi):
         d_hi = math.inf
     t = hi * d_lo / (d_lo - d_hi) if math.isfinite(d_hi) else 0.5 * hi
-    width = hi
+    width, newton_step = hi, math.inf
     for _ in range(max_iter):
         d1, d2 = dphi(t)
         if abs(d1) <= tol * abs(slope0):
@@ -46,14 +50,15 @@ def safeguarded_newton(dphi, slope0, gamma_max, tol=1e-10, max_iter=100):
             lo, d_lo = t, d1
         else:
             hi, d_hi = t, (d1 if math.isfinite(d1) else math.inf)
-        if hi - lo <= tol * gamma_max:
+        if hi - lo <= tol * hi:
             break
-        if hi - lo > 0.5 * width:  # the last step did not halve the bracket: bisect
-            t = 0.5 * (lo + hi)
+        step = t - d1 / d2 if d2 is not None and d2 > 0.0 and math.isfinite(d1) else math.nan
+        if lo < step < hi and abs(step - t) <= 0.5 * newton_step:
+            newton_step, t = abs(step - t), step  # Newton, at least halving its last step
         else:
-            step = t - d1 / d2 if d2 is not None and d2 > 0.0 and math.isfinite(d1) else math.nan
-            if lo < step < hi:
-                t = step
+            newton_step = hi - lo
+            if hi - lo > 0.5 * width:  # the last step did not halve the bracket: bisect
+                t = 0.5 * (lo + hi)
             elif math.isfinite(d_hi):
                 t = (lo * d_hi - hi * d_lo) / (d_hi - d_lo)
                 if not lo < t < hi:

@@ -14,7 +14,7 @@ a global factor's messages are an (m, K) array.
 """
 import numpy as np
 
-from ..model import PairwiseMRF
+from ..checks import check_model, finite_penalty
 from .factors import CardinalityFactor, Factor
 
 __all__ = ["Regions"]
@@ -24,52 +24,32 @@ class Regions:
     """The region graph of a pairwise model plus global factors."""
 
     def __init__(self, model, factors=()):
-        if not isinstance(model, PairwiseMRF):
-            raise TypeError(f"model must be a PairwiseMRF; got {type(model).__name__}")
+        check_model(model)
         if model.n_vars == 0:
             raise ValueError("model has no variables")
         self.model = model
         n, n_edges = model.n_vars, model.n_edges
         card = model.card.astype(np.int64)
-        k = int(card.max())
-        self.n, self.n_edges, self.k, self.card = n, n_edges, k, card
+        self.n, self.n_edges, self.card = n, n_edges, card
         self.ends = model.edges.astype(np.int64).T.copy()            # (2, E)
-        self.node_valid = np.arange(k)[None, :] < card[:, None]       # (n, K)
-        self.node_theta = np.full((n, k), -np.inf)
-        self.node_theta[self.node_valid] = model.theta[:model.node_off[-1]]
-        self.edge_valid = self.node_valid[self.ends[0]][:, :, None] & \
-            self.node_valid[self.ends[1]][:, None, :]
-        self.edge_theta = np.full((n_edges, k, k), -np.inf)
-        self.edge_theta[self.edge_valid] = model.theta[model.node_off[-1]:]
+        self.node_theta, self.edge_theta, self.node_valid, self.edge_valid = model.padded_tables()
+        self.k = self.node_theta.shape[1]
         self.msg_valid = self.node_valid[self.ends]                   # (2, E, K)
         if not np.isfinite(self.node_theta.max(axis=1)).all() or \
                 (n_edges and not np.isfinite(self.edge_theta.reshape(n_edges, -1).max(axis=1)).all()):
             raise ValueError("model has a node or edge whose every state is -inf: no "
                              "assignment has a finite score")
-        self._penalise_impossible_states()
+        # θ = -inf on a real state becomes a finite penalty (`fwcore.checks.finite_penalty`,
+        # margin 1): every assignment using one scores at least 1 below every possible
+        # assignment, so the MAP and every dual bound stay valid (decoded scores are always
+        # taken from the model itself). Padding stays -inf.
+        self.node_theta, self.edge_theta = model.padded_tables(finite_penalty(model, model.theta, 1.0))[:2]
         self.factors = _check_factors(factors, card)
         self.n_parents = np.bincount(self.ends.ravel(), minlength=n) + sum(
             np.bincount(f.scope, minlength=n) for f in self.factors)
         self.n_regions = n + n_edges + len(self.factors)              # q in the paper
         # Σ_r log W_r: the soft-max sandwich width (eq. 5) per unit γ (pairwise part)
         self.log_states = float(np.log(card).sum() + np.log(card[self.ends[0]] * card[self.ends[1]]).sum())
-
-    def _penalise_impossible_states(self):
-        """Replace θ = -inf on real states by (the region's finite minimum) - M, with
-        M = 1 + Σ_r (range of finite θ_r): every assignment using such a state scores at
-        least 1 below every possible assignment, so the MAP and every dual bound stay valid
-        (decoded scores are always taken from the model itself). Padding stays -inf."""
-        tables = [(self.node_theta, self.node_valid), (self.edge_theta, self.edge_valid)]
-        flat = [(t.reshape(len(t), t[0].size if len(t) else 0), v.reshape(len(v), v[0].size if len(v) else 0))
-                for t, v in tables]
-        finite = [np.where(np.isfinite(t), t, np.nan) for t, _ in flat]
-        spread = 1.0 + sum(float(np.nansum(np.nanmax(f, axis=1) - np.nanmin(f, axis=1)))
-                           for f in finite if f.size)
-        for (t, valid), f in zip(flat, finite):
-            if f.size:
-                low = np.nanmin(f, axis=1, keepdims=True) - spread
-                bad = valid & ~np.isfinite(t)
-                t[bad] = np.broadcast_to(low, t.shape)[bad]
 
     # -- reparameterisation (eq. 2) ------------------------------------------------------
 
