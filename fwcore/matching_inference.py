@@ -31,10 +31,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp, xlogy
 
-from .fw import adaptive_delta, frank_wolfe, safeguarded_newton
+from .fw import Domain, Objective, adaptive_delta, frank_wolfe, safeguarded_newton
 from .oracles.matching_oracles import max_weight_bipartite_matching, max_weight_perfect_matching
 from .checks import TIME, Interval, Options, check_params
-from .results import Record, Status, StepType, Trace
+from .results import Record, Status, Trace
 
 __all__ = ["permanent", "log_permanent", "exact_matching_marginals",
            "exact_perfect_matching_marginals", "reweighted_entropy", "entropy_line_derivatives",
@@ -294,7 +294,7 @@ def _line_derivs(tau, d, gamma, c):
     return float(first), float(second)
 
 
-class MatchingFreeEnergy:
+class MatchingFreeEnergy(Objective):
     """F_rho(tau) = -<w, tau> - H_rho(tau) on flat edge marginals (an FW objective:
     ``value_grad``, ``phi_derivatives``, ``line_search``). Its minimum over the matching
     polytope is -log Z_rho."""
@@ -330,7 +330,7 @@ class MatchingFreeEnergy:
 
 # -- matching polytopes as FW domains ----------------------------------------------------
 
-class BipartiteMatchingPolytope:
+class BipartiteMatchingPolytope(Domain):
     """The Birkhoff polytope of N x N doubly-stochastic matrices as an FW domain (flat
     row-major, dim N^2). Atom: a permutation int32[N] (row i -> column atom[i]); LMO: the
     Hungarian method (`max_weight_bipartite_matching`); u0: the uniform matrix 1/N."""
@@ -361,7 +361,7 @@ class BipartiteMatchingPolytope:
         return np.ascontiguousarray(W, dtype=np.float64).ravel()
 
 
-class PerfectMatchingPolytope:
+class PerfectMatchingPolytope(Domain):
     """The perfect-matching polytope of the complete graph K_n (n even, n >= 4) as an FW
     domain: flat edge marginals over i < j (dim n(n-1)/2). Atom: the mate array int32[n];
     LMO: Edmonds' blossom (`max_weight_perfect_matching`); u0: 1/(n-1) on every edge (the
@@ -440,15 +440,9 @@ def _result(marginals, log_z, gap, status, n_iter, n_oracle_calls, t, method, rh
                              Trace(trace))
 
 
-def _engine_record(r):
-    """A `Record` of an engine's per-iteration record."""
-    return Record(iteration=r.iteration, time=r.time, primal=r.primal, gap=r.gap,
-                  n_oracle_calls=r.n_oracle_calls, delta=r.delta, n_active=r.n_active,
-                  step=StepType(r.step.value))
-
-
 def matching_marginals(W, *, method="fw", entropy="bethe", rho=None, graph="bipartite",
-                       tol=1e-6, max_iter=10000, max_time=None, variant="pairwise", delta=1e-3):
+                       tol=1e-6, max_iter=10000, max_time=None, fw_method="pairwise",
+                       delta=1e-3):
     """Approximate marginals and log partition function of p(M) ∝ exp(<W, M>) over perfect
     matchings, by minimising the reweighted free energy F_rho over the matching polytope.
 
@@ -460,7 +454,7 @@ def matching_marginals(W, *, method="fw", entropy="bethe", rho=None, graph="bipa
     entropy, rho : 'bethe' (rho = 1) or 'rw' (rho = 1/2), or any rho in [0, 1] (overrides).
     tol : FW gap (over M, certified) for 'fw'; largest change of a log message for 'bp'.
     max_iter, max_time : budgets; unless converged the best iterate is returned.
-    variant : FW variant of `frank_wolfe` ('fw', 'away', 'pairwise', 'fcfw').
+    fw_method : the `frank_wolfe` method for 'fw' ('fw', 'away', 'pairwise', 'fcfw').
     delta : initial contraction for 'fw' (Barrier FW: delta_init <= 1/4; its code used 1e-3).
     Returns `MatchingMarginals`.
     """
@@ -486,12 +480,12 @@ def matching_marginals(W, *, method="fw", entropy="bethe", rho=None, graph="bipa
     if W.shape[0] == 1:
         return _trivial(W, rho)
     t0 = time.perf_counter()
-    res = frank_wolfe(objective, domain, variant=variant, step="exact", tol=args["tol"],
+    res = frank_wolfe(objective, domain, method=fw_method, step="exact", tol=args["tol"],
                       max_iter=args["max_iter"], max_time=args["max_time"],
                       delta=args["delta"], delta_rule=adaptive_delta, trace=True)
     return _result(domain.to_matrix(res.x).copy(), -res.primal, res.gap, res.status,
                    res.n_iter, res.n_oracle_calls, time.perf_counter() - t0, "fw", rho, graph,
-                   [_engine_record(r) for r in res.trace])
+                   res.trace)
 
 
 def _trivial(W, rho):

@@ -77,7 +77,7 @@ class Trace(tuple):
     def columns(self):
         out = {}
         for f in dataclasses.fields(Record):
-            values = [getattr(r, f.name) for r in self]
+            values = [vars(r)[f.name] for r in self]
             if f.name in _NUMERIC:
                 out[f.name] = np.array([np.nan if v is None else v for v in values], dtype=float)
             else:

@@ -225,7 +225,7 @@ def test_stops_on_callback_and_time_with_best_assignment():
     ({"method": "trws"}, ValueError, "method must be one of 'subgradient', 'mplp'"),
     ({"method": "l2-agd", "gamma": 0.0}, ValueError, "gamma must be a number > 0"),
     ({"method": "bcfw", "reg": -1.0}, ValueError, "reg must be a number > 0"),
-    ({"method": "sdca", "gamma": "1"}, ValueError, "gamma must be a number > 0; got '1'"),
+    ({"method": "sdca", "gamma": "1"}, TypeError, "gamma must be a number > 0; got str"),
     ({"max_iter": 0}, ValueError, "max_iter must be an integer >= 1"),
     ({"max_iter": 2.5}, ValueError, "max_iter must be an integer >= 1"),
     ({"tol": np.nan}, ValueError, "tol must be a number >= 0"),

@@ -224,11 +224,11 @@ def test_fw_bethe_equals_bp_and_gurvits_sandwich(n, seed):
     assert rw.log_z >= fw.log_z  # H_RW >= H_B pointwise
 
 
-@pytest.mark.parametrize("variant", ["fw", "away", "fcfw"])
-def test_fw_variants_reach_the_bethe_optimum(variant):
+@pytest.mark.parametrize("fw_method", ["fw", "away", "fcfw"])
+def test_fw_variants_reach_the_bethe_optimum(fw_method):
     W = np.random.default_rng(9).normal(size=(4, 4))
     ref = bethe_bp(W, tol=1e-12)
-    res = matching_marginals(W, variant=variant, tol=1e-5, max_iter=3000)
+    res = matching_marginals(W, fw_method=fw_method, tol=1e-5, max_iter=3000)
     assert ref.log_z - 1e-9 <= res.log_z_upper and res.log_z <= ref.log_z + 1e-9
     assert res.log_z == pytest.approx(ref.log_z, abs=1e-4)
 

@@ -15,6 +15,7 @@ a MAP oracle as `CRFDecoder`, the TRW entropy (`TRWEntropy`, edge weights by `cr
 the Hamming loss and marginals by FW with MAP calls (`fw_marginals`).
 """
 import numbers
+from collections.abc import Sized
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,7 +82,7 @@ def _finite_matrix(a, name):
 
 
 def check_nonempty(X):
-    if isinstance(X, (CRFExample, np.ndarray)) or not hasattr(X, "__len__") or len(X) == 0:
+    if isinstance(X, (CRFExample, np.ndarray)) or not isinstance(X, Sized) or len(X) == 0:
         raise ValueError("X must be a non-empty list of examples (CRFExample or tuples)")
 
 
@@ -120,9 +121,9 @@ def check_examples(X, n_labels, dims=None):
 
 def check_labels(Y, examples, n_labels):
     """Validate labellings: one int array of length n per example, values in 0..L-1."""
-    if not hasattr(Y, "__len__") or len(Y) != len(examples):
+    if not isinstance(Y, Sized) or len(Y) != len(examples):
         raise ValueError(f"Y must hold one label array per example ({len(examples)}); "
-                         f"got {len(Y) if hasattr(Y, '__len__') else type(Y).__name__}")
+                         f"got {len(Y) if isinstance(Y, Sized) else type(Y).__name__}")
     out = []
     for k, (y, ex) in enumerate(zip(Y, examples)):
         y = np.asarray(y)

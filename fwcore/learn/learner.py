@@ -88,7 +88,7 @@ class StructuredLearner(abc.ABC):
 
     def _check_params(self):
         table = self._constraints()
-        return check_params(table, **{name: getattr(self, name) for name in table})
+        return check_params(table, **{name: vars(self)[name] for name in table})
 
     def fit(self, X, Y):
         """Learn ``coef_`` from inputs X and labellings Y (see `fwcore.learn.crf` and
@@ -142,7 +142,7 @@ class StructuredLearner(abc.ABC):
         self.primal_ = None if last is None else last.primal
 
     def _check_fitted(self, X):
-        if not hasattr(self, "coef_"):
+        if "coef_" not in vars(self):
             raise ValueError(f"this {type(self).__name__} is not fitted yet; call fit(X, Y) first")
         return self.features_.check(X)
 

@@ -13,6 +13,8 @@ in ``np.triu_indices`` order. The reweighted entropy is `fwcore.matching_inferen
 clamped at 0 and those in every perfect matching at 1, and τ starts at the average of
 matchings found by the oracle, one with and one without each remaining edge (App. D.3).
 """
+from collections.abc import Sized
+
 import numpy as np
 
 from ..checks import Interval, Options, check_params
@@ -103,7 +105,7 @@ class _Example:
 
 
 def _check_nonempty(X):
-    if isinstance(X, np.ndarray) or not hasattr(X, "__len__") or len(X) == 0:
+    if isinstance(X, np.ndarray) or not isinstance(X, Sized) or len(X) == 0:
         raise ValueError("X must be a non-empty list of feature arrays [n, n, F] (or "
                          "(features, allowed) tuples)")
 
@@ -133,9 +135,9 @@ class MatchingModel(LearnerModel):
         first = np.asarray(_as_pair(X[0], 0)[0])
         model = cls(graph, first.shape[-1] if first.ndim == 3 else 0)
         examples = model.check(X)
-        if not hasattr(Y, "__len__") or len(Y) != len(examples):
+        if not isinstance(Y, Sized) or len(Y) != len(examples):
             raise ValueError(f"Y must hold one matching per example ({len(examples)}); got "
-                             f"{len(Y) if hasattr(Y, '__len__') else type(Y).__name__}")
+                             f"{len(Y) if isinstance(Y, Sized) else type(Y).__name__}")
         labels = [model._check_label(y, ex, k) for k, (y, ex) in enumerate(zip(Y, examples))]
         for ex in examples:
             model._clamp(ex)
