@@ -382,6 +382,15 @@ cdef inline void _shift_clip(double[::1] v, Py_ssize_t start, Py_ssize_t stop,
         v[k] = v[k] - tau if v[k] > tau else 0.0
 
 
+cdef inline Py_ssize_t _load_block(const double[::1] v, const long long[::1] offsets,
+                                   Py_ssize_t b, double[::1] out) noexcept nogil:
+    """out[:m] = block b of v; returns m."""
+    cdef Py_ssize_t k, start = offsets[b], m = offsets[b + 1] - offsets[b]
+    for k in range(m):
+        out[k] = v[start + k]
+    return m
+
+
 def _check_radius(double z):
     if not 0.0 < z < INFINITY:
         raise ValueError(f"z must be a positive finite radius; got {z}")
@@ -405,9 +414,7 @@ def project_simplex_sort(double[::1] v, const long long[::1] offsets, double z=1
     with nogil:
         for b in range(offsets.shape[0] - 1):
             start = offsets[b]
-            m = offsets[b + 1] - start
-            for k in range(m):
-                u[k] = v[start + k]
+            m = _load_block(v, offsets, b, u)
             qsort(&u[0], m, sizeof(double), _cmp_desc)
             csum = 0.0
             tau = u[0] - z
@@ -431,9 +438,7 @@ def project_simplex_pivot(double[::1] v, const long long[::1] offsets, double z=
     with nogil:
         for b in range(offsets.shape[0] - 1):
             start = offsets[b]
-            m = offsets[b + 1] - start
-            for k in range(m):
-                w[k] = v[start + k]
+            m = _load_block(v, offsets, b, w)
             s = 0.0
             rho = 0
             lo = 0

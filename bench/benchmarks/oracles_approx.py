@@ -46,6 +46,14 @@ def _thinqpbo_solve(model):
     return seconds, np.array([q.get_label(i) for i in range(n)])
 
 
+def _compared(key, doc):
+    """A track_* method reporting one figure of `QPBOGrid._compare`."""
+    def track(self, side, submodular):
+        return self._compare()[key]
+    track.__doc__ = doc
+    return track
+
+
 class QPBOGrid:
     """fwcore's qpbo (graph build + BK max-flow + persistencies + ICM completion) vs
     thinqpbo's solve + weak persistencies (its Python graph-building loop not timed); the
@@ -85,25 +93,15 @@ class QPBOGrid:
         self.oracle.argmax(self.model.theta)
         return time.perf_counter() - t0
 
-    def track_time_ratio_vs_thinqpbo(self, side, submodular):
-        return self._compare()["ratio"]
-
-    def track_thinqpbo_seconds(self, side, submodular):
-        return self._compare()["theirs"]
-
-    def track_same_labels_fraction(self, side, submodular):
-        """Fraction of thinqpbo's labelled variables where our persistent label agrees."""
-        return self._compare()["same"]
-
-    def track_same_partial_labelling_fraction(self, side, submodular):
-        """Fraction of all variables with the same persistent label or both unlabelled."""
-        return self._compare()["same_partial"]
-
-    def track_unlabelled_ours(self, side, submodular):
-        return self._compare()["unlabelled_ours"]
-
-    def track_unlabelled_thinqpbo(self, side, submodular):
-        return self._compare()["unlabelled_theirs"]
+    track_time_ratio_vs_thinqpbo = _compared("ratio", "our seconds / thinqpbo's")
+    track_thinqpbo_seconds = _compared("theirs", "thinqpbo's seconds")
+    track_same_labels_fraction = _compared(
+        "same", "Fraction of thinqpbo's labelled variables where our persistent label agrees.")
+    track_same_partial_labelling_fraction = _compared(
+        "same_partial", "Fraction of all variables with the same persistent label or both "
+                        "unlabelled.")
+    track_unlabelled_ours = _compared("unlabelled_ours", "our unlabelled variables")
+    track_unlabelled_thinqpbo = _compared("unlabelled_theirs", "thinqpbo's unlabelled variables")
 
 
 class ICMThroughput:

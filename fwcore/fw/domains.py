@@ -34,11 +34,13 @@ class Domain(abc.ABC):
 
     @abc.abstractmethod
     def lmo(self, g):
-        """An atom minimising <g, v(atom)>."""
+        """The linear minimisation oracle: an atom (int32[atom_size]) minimising
+        <g, v(atom)> over the domain's vertices."""
 
     @abc.abstractmethod
     def inner(self, g, atoms):
-        """<g, v(a)> for each row a of ``atoms``."""
+        """<g, v(a)> for each row a of ``atoms`` (int32[m, atom_size]), as float64[m],
+        without building dense vertices."""
 
     @abc.abstractmethod
     def add(self, x, atom, w):

@@ -61,7 +61,8 @@ class LearnerModel(abc.ABC):
 
     @abc.abstractmethod
     def scores(self, ex, w):
-        """θ = Φ w, the flat scores of example ``ex``."""
+        """θ = Φ w, the flat scores of example ``ex`` (float64, its model's layout) for
+        the parameters ``w`` (float64[dim])."""
 
     @abc.abstractmethod
     def features(self, ex, mu):
@@ -69,7 +70,8 @@ class LearnerModel(abc.ABC):
 
     @abc.abstractmethod
     def truth(self, ex, y):
-        """The vertex μ(y) of the labelling y."""
+        """The vertex μ(y) of the labelling (or matching) ``y``: the empirical marginals
+        the learners match in expectation (MLE-Struct eq. 4)."""
 
     @abc.abstractmethod
     def start(self, ex):
@@ -85,7 +87,8 @@ class LearnerModel(abc.ABC):
 
     @abc.abstractmethod
     def hamming(self, ex, y):
-        """a with <a, μ(y')> the normalised Hamming loss of y' against y."""
+        """The flat vector a with <a, μ(y')> the normalised Hamming loss of y' against
+        ``y`` (the SSVM's loss-augmented scores add it)."""
 
     @abc.abstractmethod
     def marginals(self, examples, w, rho, tol, executor=None):
