@@ -24,6 +24,7 @@ __all__ = ["MapOracle", "LPOracle", "FunctionOracle", "register_oracle", "resolv
            "available_oracles", "exact_choice"]
 
 _registry = {}
+_TIME_LIMIT = {"time_limit": TIME}
 
 #: "exact" uses variable elimination up to this many variables and table bytes
 AUTO_ELIMINATION_VARS = 1000
@@ -59,15 +60,18 @@ class MapOracle(abc.ABC):
         scores = self.check_scores(scores)
         if init is not None:
             init = self.model.check_assignment(init, name="init").astype(np.int32)
-        limit = check_params({"time_limit": TIME}, time_limit=time_limit)["time_limit"]
+        limit = time_limit
+        if limit is not None:
+            limit = check_params(_TIME_LIMIT, time_limit=limit)["time_limit"]
         if self.time_limit is not None:
             limit = self.time_limit if limit is None else min(limit, self.time_limit)
         self.n_calls += 1
         x, bound, status = self._argmax(scores, init, limit)
         x = np.ascontiguousarray(x, dtype=np.int32)
         if status is None:
-            status = Status.CONVERGED if self.exact or \
-                proves_optimal(float(self.model.score(x, scores)), bound) else Status.STALLED
+            proven = self.exact or (bound is not None and
+                                    proves_optimal(float(self.model.score(x, scores)), bound))
+            status = Status.CONVERGED if proven else Status.STALLED
         self.status, self._bound = status, None if bound is None else float(bound)
         return x
 
