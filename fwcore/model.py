@@ -24,11 +24,11 @@ class PairwiseMRF:
     Parameters
     ----------
     card : sequence of int, shape (n,)
-        Number of states of each variable (>= 1).
+        Number of states of each variable (>= 1); integers, or floats holding whole numbers.
     unary : sequence of 1-D arrays, or 2-D array of shape (n, k) when all cards equal k
         Node log-potentials θ_i. ``None`` means all zero.
     edges : array-like of int, shape (E, 2)
-        Variable pairs. A pair written (j, i) with j > i is stored as (i, j) and its table
+        Variable pairs: integers, or floats holding whole numbers (2.0, not 0.5). A pair written (j, i) with j > i is stored as (i, j) and its table
         transposed. Self loops and duplicate pairs are rejected.
     pairwise : sequence of 2-D arrays, or 3-D array of shape (E, k, k)
         Edge log-potentials θ_ij, table ``[x_i, x_j]`` for the pair as given in ``edges``.
@@ -43,7 +43,7 @@ class PairwiseMRF:
     def __init__(self, card, unary=None, edges=(), pairwise=None):
         card = _check_card(card)
         n = card.shape[0]
-        edges = np.asarray(edges if len(edges) else np.empty((0, 2)), dtype=np.int64)
+        edges = _int_array("edges", edges if len(edges) else np.empty((0, 2)))
         if edges.ndim != 2 or edges.shape[1] != 2:
             raise ValueError(f"edges must have shape (E, 2); got shape {edges.shape}")
         n_edges = edges.shape[0]
@@ -247,16 +247,28 @@ class PairwiseMRF:
         return int(connected_components(g, directed=False)[0])
 
 
+def _int_array(name, a):
+    """``a`` as an int64 array: integers, or floats holding whole numbers (2.0 is taken,
+    0.5 is a TypeError rather than truncated to 0)."""
+    arr = np.asarray(a)
+    if arr.size and arr.dtype.kind == "f":
+        whole = np.isfinite(arr) & (arr == np.round(arr))
+        if not whole.all():
+            k = tuple(map(int, np.argwhere(~whole)[0]))
+            raise TypeError(f"{name} must hold integers; got {float(arr[k])!r} at index {k} "
+                            "(whole-number floats such as 2.0 are taken)")
+        if (np.abs(arr) >= 2.0**62).any():
+            raise ValueError(f"{name} holds {float(np.abs(arr).max())!r}, too large for an "
+                             "index or a count")
+    elif arr.size and arr.dtype.kind not in "iu":
+        raise TypeError(f"{name} must hold integers; got dtype {arr.dtype}")
+    return arr.astype(np.int64)
+
+
 def _check_card(card):
-    arr = np.asarray(card)
+    arr = _int_array("card", card)
     if arr.ndim != 1:
         raise ValueError(f"card must be a 1-D sequence of state counts; got shape {arr.shape}")
-    if arr.size and arr.dtype.kind not in "iu":
-        if arr.dtype.kind == "f" and np.all(arr == np.round(arr)):
-            arr = arr.astype(np.int64)
-        else:
-            raise TypeError(f"card must hold integers; got dtype {arr.dtype}")
-    arr = arr.astype(np.int64)
     if (arr < 1).any():
         i = int(np.flatnonzero(arr < 1)[0])
         raise ValueError(f"card[{i}] = {arr[i]}: every variable needs at least 1 state")

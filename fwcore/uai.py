@@ -6,8 +6,19 @@ tokens, line breaks carry no meaning. A model file holds potentials, not logs, s
 ``.PR`` (log10 Z), ``.MAP``/``.MPE`` (an assignment); ``.evid`` (clamped variables).
 
 Every reader raises ValueError naming the file, the line and the token where it broke;
-nothing is ever read silently wrong (trailing tokens, wrong counts and out-of-range
-indices are errors).
+nothing is ever read silently wrong (trailing tokens, wrong counts, negative
+probabilities, out-of-range indices and numbers a double cannot hold are errors).
+
+Numbers beyond a double's range: a model file's table entries are read in log space from
+their decimal text, so ``1e-400`` gives θ = −921.03 (a possible state, never −inf; only a
+written zero is an impossible state) and ``1e400`` gives θ = 921.03. A negative entry
+is an error however small (``-1e-400`` too). In answer files a probability or log10 Z
+below the smallest double reads as 0, and one whose value (ln Z for ``.PR``) overflows a
+double is an error.
+
+Memory stays in proportion to the file: every table must be in the file before it is
+stored, and the variables that appear in no factor (which cost θ entries but no file
+tokens) may declare at most `MAX_UNUSED_STATES` states in total.
 """
 import math
 import os
@@ -28,14 +39,21 @@ __all__ = ["read_uai", "write_uai", "read_mar", "write_mar", "read_pr", "write_p
 _INT = re.compile(rb"[+-]?[0-9]+")
 _FLOAT = re.compile(rb"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 _NEG_INF = re.compile(rb"-inf(inity)?", re.IGNORECASE)
+_NEGATIVE = re.compile(rb"-[0.]*[1-9]")  # a number token below zero (not -0 or -0.0e5)
+_LN10 = math.log(10.0)
 
-# Sanity cap on Σ card: an unused variable costs card[i] floats of θ and no file tokens,
-# so one corrupted cardinality could otherwise ask for gigabytes.
-MAX_STATES = 2**27
+#: Cap on the states of the variables in no factor, summed: such a variable costs card[i]
+#: floats of θ and no file tokens, so one corrupted cardinality (the 22-byte file
+#: ``MARKOV 1 134217728 0``) could otherwise ask for gigabytes. Every other state is paid
+#: for by table entries in the file.
+MAX_UNUSED_STATES = 2**20
+#: Largest variable index, state or cardinality: the layout stores them as int32.
+MAX_INDEX = 2**31 - 1
 
 # exp(θ) is a normal double, and log(exp(θ)) returns θ to ~1e-16, only inside this range.
 _LOG_MAX = math.log(np.finfo(np.float64).max)
 _LOG_TINY = math.log(np.finfo(np.float64).tiny)
+_TINY, _MAX = np.finfo(np.float64).tiny, np.finfo(np.float64).max
 
 
 class _Tokens:
@@ -84,8 +102,14 @@ class _Tokens:
             raise self.error(f"{what} must be {rng}; got {v}", self.pos - 1)
         return v
 
-    def floats(self, count, what, allow_neg_inf=False):
-        """The next ``count`` tokens as finite floats (or -inf when allowed)."""
+    def floats(self, count, what, *, allow_neg_inf=False, nonneg=None, log=False):
+        """The next ``count`` tokens as finite floats (or -inf when allowed).
+
+        ``nonneg``: why negatives are wrong here; any number below zero is then an error,
+        however small (``-1e-400``, which float() reads as -0.0). ``log``: the natural log
+        of each entry instead, from its decimal text where a double cannot hold the value
+        (ln 1e-400 = -921.03, not ln 0); -inf for a written zero only.
+        """
         if count > self.left():
             self.pos = len(self.toks)
             raise self.error(f"file ends inside {what} ({count} numbers expected)")
@@ -93,12 +117,17 @@ class _Tokens:
         vals, explicit = np.empty(count), []
         for k, tok in enumerate(self.toks[start:start + count]):
             if _FLOAT.fullmatch(tok):
+                if nonneg and _NEGATIVE.match(tok):
+                    raise self.error(f"negative number in {what}: {nonneg}", start + k)
                 vals[k] = float(tok)
             elif allow_neg_inf and _NEG_INF.fullmatch(tok):
                 vals[k] = -np.inf
                 explicit.append(k)
             else:
                 raise self.error(f"expected a number in {what}", start + k)
+        if log:
+            self.pos += count
+            return self._logs(vals, start, what)
         bad = np.isinf(vals)  # a written number too large for a double, e.g. 1e400
         bad[explicit] = False
         if bad.any():
@@ -106,6 +135,17 @@ class _Tokens:
                              start + int(np.flatnonzero(bad)[0]))
         self.pos += count
         return vals
+
+    def _logs(self, vals, start, what):
+        """ln of the entries ``vals`` (>= 0) read from the tokens at ``start``."""
+        with np.errstate(divide="ignore"):
+            logs = np.log(vals)
+        for k in np.flatnonzero((vals < _TINY) | (vals > _MAX)):  # 0, subnormal, overflow
+            logs[k] = _ln_decimal(self.toks[start + k])
+            if math.isnan(logs[k]):
+                raise self.error(f"number out of range in {what}: its exponent has more "
+                                 "than 15 digits", start + int(k))
+        return logs
 
     def header(self, names, what):
         start = self.pos
@@ -121,13 +161,30 @@ class _Tokens:
                              "last expected item")
 
 
+def _ln_decimal(tok):
+    """ln of a non-negative decimal number token, from its digits and exponent (so also
+    where float() gives 0, a subnormal or inf); -inf for zero, NaN for an exponent of
+    more than 15 digits."""
+    m = _FLOAT.fullmatch(tok)
+    whole, _, frac = m.group(1).partition(b".")
+    digits = (whole + frac).lstrip(b"0")
+    if not digits:
+        return -math.inf
+    exp = m.group(2)[1:] if m.group(2) else b"0"
+    if len(exp.lstrip(b"+-0")) > 15:
+        return math.nan
+    head = digits[:17]  # the value is int(head) * 10**(exponent - len(frac) + dropped)
+    return math.log(int(head)) + (int(exp) - len(frac) + len(digits) - len(head)) * _LN10
+
+
 # -- model files --------------------------------------------------------------------
 
 
 def read_uai(path):
     """Read a UAI MARKOV network with unary and pairwise factors as a PairwiseMRF.
 
-    θ = log(table); zero entries give −inf, negative or non-finite entries are errors.
+    θ = log(table), taken from the decimal text where a double cannot hold the entry;
+    only zero entries give −inf, negative entries and nan/inf tokens are errors.
     Factors on the same scope are summed in log space (tables multiplied); a pairwise
     scope written (j, i) with j > i is transposed; arity-1 factors add to the unary.
     Edges keep the order of their first factor. BAYES files, constant (arity-0) factors
@@ -143,11 +200,7 @@ def read_uai(path):
         raise t.error(f"the file declares {n} variables but has only {t.left()} tokens "
                       "left")
     first = t.pos
-    card = [t.int(f"the cardinality of variable {i}", lo=1, hi=2**31 - 1) for i in range(n)]
-    if sum(card) > MAX_STATES:
-        raise t.error(f"the cardinalities sum to {sum(card)} states, over the reader's "
-                      f"limit fwcore.uai.MAX_STATES = {MAX_STATES}",
-                      first + int(np.argmax(card)))
+    card = [t.int(f"the cardinality of variable {i}", lo=1, hi=MAX_INDEX) for i in range(n)]
     n_factors = t.int("the number of factors")
     if 2 * n_factors > t.left():
         raise t.error(f"the file declares {n_factors} factors but has only {t.left()} "
@@ -167,7 +220,8 @@ def read_uai(path):
             raise t.error(f"factor {f} has the variable {scope[0]} twice in its scope",
                           t.pos - 1)
         scopes.append(scope)
-    unary = [np.zeros(c) for c in card]
+    _check_unused_states(t, card, scopes, first)
+    unary = [None] * n  # θ_i allocated once its table has been read: paid for by the file
     pair = {}  # (i, j), i < j -> summed table; dicts keep first-appearance order
     for f, scope in enumerate(scopes):
         size = math.prod(card[v] for v in scope)
@@ -176,16 +230,11 @@ def read_uai(path):
             raise t.error(f"factor {f} (scope {' '.join(map(str, scope))}, declared at "
                           f"line {t.lines[scope_pos[f]]}) needs {size} table entries; the "
                           f"file says {count}", t.pos - 1)
-        start = t.pos
-        table = t.floats(count, f"the table of factor {f}")
-        if (table < 0).any():
-            raise t.error(f"negative entry in the table of factor {f}; tables hold "
-                          "potentials (>= 0), not log-potentials",
-                          start + int(np.flatnonzero(table < 0)[0]))
-        with np.errstate(divide="ignore"):
-            logt = np.log(table)
+        logt = t.floats(count, f"the table of factor {f}", log=True,
+                        nonneg="tables hold potentials (>= 0), not log-potentials")
         if len(scope) == 1:
-            unary[scope[0]] += logt
+            i = scope[0]
+            unary[i] = logt if unary[i] is None else unary[i] + logt
             continue
         i, j = scope
         logt = logt.reshape(card[i], card[j])
@@ -194,6 +243,22 @@ def read_uai(path):
         pair[i, j] = pair[i, j] + logt if (i, j) in pair else logt
     t.end()
     return PairwiseMRF(card, unary, list(pair), list(pair.values()))
+
+
+def _check_unused_states(t, card, scopes, first):
+    """Refuse more than MAX_UNUSED_STATES states over the variables in no factor
+    (``first``: the position of the first cardinality token)."""
+    used = np.zeros(len(card), dtype=bool)
+    used[[v for scope in scopes for v in scope]] = True
+    unused = np.flatnonzero(~used)
+    states = sum(card[v] for v in unused)
+    if states > MAX_UNUSED_STATES:
+        v = int(unused[np.argmax([card[v] for v in unused])])
+        raise t.error(f"variable {v} has {card[v]} states but is in no factor; the "
+                      f"variables in no factor have {states} states in all, over the "
+                      f"reader's limit fwcore.uai.MAX_UNUSED_STATES = {MAX_UNUSED_STATES} "
+                      "(a wrong cardinality? otherwise give the variable a unary factor)",
+                      first + v)
 
 
 def write_uai(model, path):
@@ -239,7 +304,8 @@ def read_mar(path):
 
     Format: ``MAR``, n, then per variable its cardinality and that many probabilities.
     The older form with a leading solution count of 1 is accepted. Entries must be in
-    [0, 1] and each variable's must sum to 1 within 1e-2 (files print few digits).
+    [0, 1] (one below the smallest double, e.g. 1e-400, reads as 0) and each variable's
+    must sum to 1 within 1e-2 (files print few digits).
     """
     t = _Tokens(path)
     t.header(("MAR",), "a marginals file")
@@ -254,7 +320,8 @@ def _parse_mar(t):
     for i in range(n):
         c = t.int(f"the cardinality of variable {i}", lo=1)
         start = t.pos
-        p = t.floats(c, f"the marginal of variable {i}")
+        p = t.floats(c, f"the marginal of variable {i}",
+                     nonneg="marginals are probabilities in [0, 1]")
         if (p < 0).any() or (p > 1).any():
             raise t.error(f"marginal of variable {i} has an entry outside [0, 1]",
                           start + int(np.flatnonzero((p < 0) | (p > 1))[0]))
@@ -281,7 +348,8 @@ def write_mar(path, node_marginals):
 
 def read_pr(path):
     """Natural log Z from a ``.PR`` file (which holds log10 Z; ln Z = value · ln 10).
-    A value of -inf (Z = 0) is accepted; so is the older form with a leading count 1."""
+    A value of -inf (Z = 0) is accepted; so is the older form with a leading count 1.
+    A value whose ln Z a double cannot hold (|log10 Z| > 7.8e307) is an error."""
     t = _Tokens(path)
     t.header(("PR",), "a partition-function file")
     return _optional_count(t, lambda: _parse_pr(t))
@@ -289,8 +357,11 @@ def read_pr(path):
 
 def _parse_pr(t):
     v = float(t.floats(1, "log10 Z", allow_neg_inf=True)[0])
+    if math.isfinite(v) and not math.isfinite(v * _LN10):
+        raise t.error("log10 Z is too large in magnitude: ln Z = log10 Z · ln 10 overflows "
+                      "a double", t.pos - 1)
     t.end()
-    return v * math.log(10.0)
+    return v * _LN10
 
 
 def write_pr(path, log_z):
@@ -298,7 +369,7 @@ def write_pr(path, log_z):
     log_z = float(log_z)
     if math.isnan(log_z) or log_z == math.inf:
         raise ValueError(f"log_z must be finite or -inf; got {log_z}")
-    _write(path, ["PR", "-inf" if log_z == -math.inf else "%.17g" % (log_z / math.log(10.0))])
+    _write(path, ["PR", "-inf" if log_z == -math.inf else "%.17g" % (log_z / _LN10)])
 
 
 def read_map(path):
@@ -313,7 +384,8 @@ def _parse_map(t):
     n = t.int("the number of variables")
     if n > t.left():
         raise t.error(f"the file declares {n} variables but has only {t.left()} tokens left")
-    x = np.array([t.int(f"the state of variable {i}") for i in range(n)], dtype=np.int64)
+    x = np.array([t.int(f"the state of variable {i}", hi=MAX_INDEX - 1) for i in range(n)],
+                 dtype=np.int64)
     t.end()
     return x
 
@@ -341,8 +413,8 @@ def _parse_evid(t):
                       "tokens left")
     evid = {}
     for m in range(k):
-        v = t.int(f"the variable of evidence pair {m}")
-        s = t.int(f"the state of evidence pair {m}")
+        v = t.int(f"the variable of evidence pair {m}", hi=MAX_INDEX - 1)
+        s = t.int(f"the state of evidence pair {m}", hi=MAX_INDEX - 1)
         if v in evid:
             raise t.error(f"variable {v} is given evidence twice", t.pos - 2)
         evid[v] = s

@@ -92,10 +92,20 @@ def test_read_only():
     (dict(card=[2, 2], unary=[np.zeros(2), [np.inf, 0]]), "\\+inf"),
     (dict(card=[2, 3], edges=[(0, 1)], pairwise=[np.zeros((3, 2))]), "pairwise\\[0\\] has shape"),
     (dict(card=[2, 2], edges=[(0, 1)], pairwise=[]), "one table per edge"),
+    (dict(card=[2, 2, 2], edges=[(0.5, 1.7), (1, 2)]), "edges must hold integers; got 0.5"),
+    (dict(card=[2, 2], edges=[(0, np.nan)]), "edges must hold integers; got nan"),
+    (dict(card=[2, 2], edges=[(0, 1e30)]), "too large"),
+    (dict(card=[2, 2.5]), "card must hold integers; got 2.5"),
 ])
 def test_bad_input_raises_clear_errors(kwargs, match):
     with pytest.raises((ValueError, TypeError), match=match):
         PairwiseMRF(**kwargs)
+
+
+def test_whole_number_floats_are_taken_as_indices():
+    m = PairwiseMRF([2.0, 3.0, 2.0], None, np.array([[0.0, 1.0], [2.0, 1.0]]))
+    np.testing.assert_array_equal(m.card, [2, 3, 2])
+    np.testing.assert_array_equal(m.edges, [[0, 1], [1, 2]])
 
 
 def test_minus_inf_allowed_and_bad_assignments_rejected():
