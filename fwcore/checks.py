@@ -31,9 +31,9 @@ MAX_ABS_THETA = 1e100
 #: default cap (bytes) on the memory HiGHS may need for an LP or ILP over the local polytope
 HIGHS_MEMORY_LIMIT = 2**31
 #: peak bytes per nonzero of the local-polytope constraint matrix, HiGHS and scipy's copies
-#: together (measured on chains and single edges of 10 to 500 labels: LP 270-340, ILP
-#: 530-930; rounded up)
-_HIGHS_BYTES_PER_NONZERO = {"lp": 400, "ilp": 1000}
+#: together (measured on chains and single edges of 10 to 500 labels: LP 370-490, ILP
+#: 770-1400; rounded up)
+_HIGHS_BYTES_PER_NONZERO = {"lp": 600, "ilp": 1500}
 _HIGHS_INSTEAD = {
     "lp": "use 'trws' (its bound is one on the same LP) or fwcore.infer_lp",
     "ilp": "use 'exact' (tree or elimination when they fit), 'toulbar2', or an approximate "
