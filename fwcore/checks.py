@@ -18,7 +18,7 @@ from .model import PairwiseMRF, concat_ranges
 
 __all__ = ["Interval", "Options", "Kind", "check_params", "check_model", "check_seed",
            "finite_penalty", "check_feasible", "check_bound_feasible", "check_lp_size",
-           "INFEASIBLE", "MAX_ABS_THETA", "HIGHS_MEMORY_LIMIT", "CALLABLE", "EXECUTOR",
+           "INFEASIBLE", "MAX_ABS_THETA", "AC_ROUNDS", "HIGHS_MEMORY_LIMIT", "CALLABLE", "EXECUTOR",
            "TIME", "SEED"]
 
 #: the one message for a model with no feasible assignment (log Z = -inf), from every entry
@@ -28,6 +28,8 @@ INFEASIBLE = ("the model has no feasible assignment: every joint state scores -i
 #: largest |finite log-potential| a model may hold: sums over up to 10^100 factors cannot
 #: overflow, and neither can the penalties, TRW weights and LP costs derived from them
 MAX_ABS_THETA = 1e100
+#: most propagation rounds of the arc-consistency check (`check_feasible`)
+AC_ROUNDS = 1000
 #: default cap (bytes) on the memory HiGHS may need for an LP or ILP over the local polytope
 HIGHS_MEMORY_LIMIT = 2**31
 #: peak bytes per nonzero of the local-polytope constraint matrix, HiGHS and scipy's copies
@@ -203,13 +205,16 @@ def check_feasible(model):
 
     A state is deleted when its unary entry is -inf, or when some edge at its variable
     gives it -inf with every remaining state of the neighbour (AC-3 over the -inf pattern
-    of the unary and pairwise tables, repeated until nothing changes); a variable left
-    with no state proves the model infeasible. Detected: a factor that is -inf in every
-    state, and any chain of such deletions that empties a variable. Not detected (NP-hard
+    of the unary and pairwise tables, repeated until nothing changes or `AC_ROUNDS`
+    times); a variable left with no state proves the model infeasible. Detected: a factor
+    that is -inf in every state, and any chain of such deletions that empties a variable
+    within `AC_ROUNDS` rounds. Not detected (NP-hard
     in general): infeasibility that needs search over cycles, e.g. two labels that must
-    differ around a triangle. There every variable keeps states; the exact methods find
-    log Z = -inf and raise the same message (`check_bound_feasible`). Cost: the tables
-    that hold a -inf, once, then only those at variables that lost a state."""
+    differ around a triangle, where every variable keeps states; nor deletions that
+    propagate for more than `AC_ROUNDS` rounds (a chain of thousands of forced variables;
+    a round costs about a millisecond). There the exact methods find log Z = -inf and raise
+    the same message (`check_bound_feasible`). Cost: the tables that hold a -inf, once,
+    then only those at variables that lost a state."""
     theta = model.theta
     n_node = int(model.node_off[-1])
     if not np.isneginf(theta).any():
@@ -224,7 +229,9 @@ def check_feasible(model):
     if model.n_edges:
         hard = np.logical_or.reduceat(np.isneginf(theta[n_node:]), model.edge_off[:-1] - n_node)
     active = np.flatnonzero(hard)
-    while active.size:
+    for _ in range(AC_ROUNDS):
+        if not active.size:
+            break
         ends = model.edges[active].astype(np.int64)
         ci, cj = card[ends[:, 0]], card[ends[:, 1]]
         entry, k, a, b = model.edge_entries(active)

@@ -224,3 +224,20 @@ def test_m2_infer_lp_refuses_before_padding(method):
     assert code == 0, err
     assert out.startswith("refused: infer_lp pads every table to the largest cardinality K = 5000")
     assert "method='lp'" in out
+
+
+def test_check_feasible_stops_propagating_after_ac_rounds(monkeypatch):
+    """A chain forced for longer than AC_ROUNDS rounds is left to the exact methods."""
+    import fwcore.checks
+    n, step = 12, np.full((3, 3), -inf)
+    step[0, 1] = step[1, 2] = step[2, 0] = 0.0          # x_{i+1} = x_i + 1 mod 3
+    last = np.zeros(3)
+    last[(n - 1) % 3] = -inf                             # forbids the state forced there
+    m = PairwiseMRF([3] * n, [[0.0, -inf, -inf]] + [None] * (n - 2) + [last],
+                    [(i, i + 1) for i in range(n - 1)], [step] * (n - 1))
+    with pytest.raises(ValueError, match=NO_FEASIBLE):
+        check_feasible(m)
+    monkeypatch.setattr(fwcore.checks, "AC_ROUNDS", 2)
+    assert check_feasible(m) is m
+    with pytest.raises(ValueError, match=NO_FEASIBLE):
+        exact_inference(m)
