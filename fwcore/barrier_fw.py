@@ -25,8 +25,8 @@ import time
 import numpy as np
 
 from . import _kernels
-from .checks import CALLABLE, SEED, TIME, Interval, Options, check_model, check_params, \
-    finite_penalty
+from .checks import CALLABLE, SEED, TIME, Interval, Options, check_bound_feasible, \
+    check_feasible, check_model, check_params, finite_penalty
 from .fw import (Domain, LocalSearch, MFWCorrection, adaptive_delta, correct, frank_wolfe,
                  safeguarded_newton)
 from .marginals import MarginalResult, Recorder
@@ -269,6 +269,9 @@ def infer(model, *, oracle="exact", domain="marginal", delta="adaptive", delta_i
 
     Impossible states (theta = -inf) get a finite penalty that changes log Z by at most
     e^-50 (`fwcore.checks.finite_penalty`), so the bound stays valid for the given model.
+    A model with no feasible assignment raises ValueError: at the start when arc
+    consistency finds it (`fwcore.checks.check_feasible`), at the end when the certified
+    bound proves it (`fwcore.checks.check_bound_feasible`; with an exact oracle always).
 
     The bound: TRW(mu) + kappa - <theta~, mu> with theta~ = -grad f(mu) and kappa the
     oracle's bound on max <theta~, v> (exact oracle: the MAP score, i.e. TRW + gap; Barrier
@@ -287,6 +290,7 @@ def infer(model, *, oracle="exact", domain="marginal", delta="adaptive", delta_i
     adaptive = p["delta"] == "adaptive"
     delta0 = p["delta_init"] if adaptive else p["delta"]
     tol, rho_tol, max_time = p["tol"], max(p["rho_tol"], p["tol"]), p["max_time"]
+    given = check_feasible(model)
     if np.isneginf(model.theta).any():
         log_states = float(np.log(model.card.astype(np.float64)).sum())
         model = model.with_theta(finite_penalty(model, model.theta, 50.0 + log_states))
@@ -339,6 +343,8 @@ def infer(model, *, oracle="exact", domain="marginal", delta="adaptive", delta_i
     bound = primal + gap
     if exact and adaptive:  # every iterate's TRW + gap over M (or L) is a bound: keep the least
         bound = min([bound] + [r.primal + r.gap for r in recorder.records])
+    if certified:  # a bound below every feasible assignment's score: log Z = -inf
+        check_bound_feasible(given, bound)
     return MarginalResult.from_mu(
         model, mu, rho=objective.rho.copy(), primal=float(primal), gap=float(gap),
         log_z_upper=float(bound), certified=bool(certified),

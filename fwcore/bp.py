@@ -13,9 +13,9 @@ At a fixed point they maximise the TRW objective over the local polytope L.
 import time
 
 import numpy as np
-from scipy.sparse import csr_matrix
 
 from ._kernels import trbp_sweeps
+from .model import concat_ranges
 
 __all__ = ["trbp_beliefs"]
 
@@ -23,11 +23,14 @@ _RHO_MIN = 1e-12
 _CHUNK = 10          # sweeps per kernel call between deadline checks
 
 
-def _logsumexp(a, axis):
-    m = np.max(a, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
+def _segment_logsumexp(values, starts):
+    """log Σ exp over each segment values[starts[k]:starts[k+1]] (the last to the end; none
+    empty), repeated over the segment: -inf for an all -inf segment (never NaN)."""
+    sizes = np.diff(np.append(starts, values.size))
+    top = np.maximum.reduceat(values, starts)
+    top = np.repeat(np.where(np.isfinite(top), top, 0.0), sizes)
     with np.errstate(divide="ignore"):
-        return np.log(np.sum(np.exp(a - m), axis=axis)) + np.squeeze(m, axis=axis)
+        return np.repeat(np.log(np.add.reduceat(np.exp(values - top), starts)), sizes) + top
 
 
 def _message_offsets(model):
@@ -86,23 +89,26 @@ def _messages(model, rho, damping, max_iter, tol, deadline):
 
 
 def _beliefs(model, rho, logm, msg_off):
-    """Node and edge beliefs (module docstring) from the flat messages, as flat mu."""
-    n, n_edges = model.n_vars, model.n_edges
-    node, pair, node_mask, pair_mask = model.padded_tables()
-    k = node.shape[1]
+    """Node and edge beliefs (module docstring) from the flat messages, as flat mu: every
+    table at its own size (no padding to the largest cardinality)."""
+    n_node, n_edges = int(model.node_off[-1]), model.n_edges
+    weighted = np.where(np.isfinite(logm), logm, 0.0)
     dst = np.concatenate([model.edges[:, 1], model.edges[:, 0]])
-    pad = np.full((2 * n_edges, k), -np.inf)
-    pad[np.arange(k) < np.diff(msg_off)[:, None]] = logm
-    weighted = np.where(np.isfinite(pad), pad, 0.0)
-    rho2 = np.concatenate([rho, rho])
-    incoming = csr_matrix((rho2, (dst, np.arange(2 * n_edges))), shape=(n, 2 * n_edges))
-    node_sum = node + incoming @ weighted                    # θ_s + Σ_v ρ_vs log m_vs
-    b_node = node_sum - _logsumexp(node_sum, 1)[:, None]
-    # edge e = (i, j): message j→i is row n_edges + e, message i→j is row e
-    i, j = model.edges[:, 0], model.edges[:, 1]
+    slots = concat_ranges(model.node_off[dst], np.diff(msg_off))    # message entry -> state
+    rho2 = np.repeat(np.concatenate([rho, rho]), np.diff(msg_off))
+    node = model.theta[:n_node]
+    node_sum = node + np.bincount(slots, weights=rho2 * weighted, minlength=n_node)
+    b_node = node_sum - _segment_logsumexp(node_sum, model.node_off[:-1]) if n_node else node_sum
+    if not n_edges:
+        return np.exp(b_node)
+    # entry (e, a, b) of edge e = (i, j): remove m_{j→i}(a) (message n_edges + e) from the
+    # sum at x_i = a and m_{i→j}(b) (message e) from the sum at x_j = b
+    pos, e, a, b = model.edge_entries()
+    at_i = model.node_off[model.edges[e, 0]] + a
+    at_j = model.node_off[model.edges[e, 1]] + b
     valid = np.isfinite(node)
-    pre_i = node_sum[i] - np.where(valid[i], weighted[n_edges:], 0.0)   # remove m_{j→i}
-    pre_j = node_sum[j] - np.where(valid[j], weighted[:n_edges], 0.0)   # remove m_{i→j}
-    b_edge = pair / rho[:, None, None] + pre_i[:, :, None] + pre_j[:, None, :]
-    b_edge = b_edge - _logsumexp(b_edge.reshape(n_edges, k * k), 1)[:, None, None]
-    return np.concatenate([np.exp(b_node[node_mask]), np.exp(b_edge[pair_mask])])
+    b_edge = (model.theta[pos] / rho[e]
+              + node_sum[at_i] - np.where(valid[at_i], weighted[msg_off[n_edges + e] + a], 0.0)
+              + node_sum[at_j] - np.where(valid[at_j], weighted[msg_off[e] + b], 0.0))
+    b_edge -= _segment_logsumexp(b_edge, model.edge_off[:-1] - n_node)
+    return np.exp(np.concatenate([b_node, b_edge]))

@@ -4,8 +4,9 @@ Each entry point declares a table ``{argument: constraint}`` (scikit-learn's
 ``_parameter_constraints`` habit) and calls `check_params` once; a constraint is an
 `Interval`, an `Options`, a `Kind`, or a list of them of which one must hold (``None`` in
 the list allows None). Messages name the argument, the allowed values and what was given.
-Also here: the one model check, the seed check and the one finite penalty for impossible
-states.
+Also here: the one model check, the seed check, the one finite penalty for impossible
+states, and the feasibility checks (the one message for a model with no feasible
+assignment: `INFEASIBLE`).
 """
 import math
 import numbers
@@ -13,10 +14,33 @@ from concurrent.futures import Executor
 
 import numpy as np
 
-from .model import PairwiseMRF
+from .model import PairwiseMRF, concat_ranges
 
 __all__ = ["Interval", "Options", "Kind", "check_params", "check_model", "check_seed",
-           "finite_penalty", "CALLABLE", "EXECUTOR", "TIME", "SEED"]
+           "finite_penalty", "check_feasible", "check_bound_feasible", "check_lp_size",
+           "INFEASIBLE", "MAX_ABS_THETA", "AC_ROUNDS", "HIGHS_MEMORY_LIMIT", "CALLABLE", "EXECUTOR",
+           "TIME", "SEED"]
+
+#: the one message for a model with no feasible assignment (log Z = -inf), from every entry
+#: point (`fwcore.exact` words it the same)
+INFEASIBLE = ("the model has no feasible assignment: every joint state scores -inf "
+              "(log Z = -inf); check the -inf entries of theta")
+#: largest |finite log-potential| a model may hold: sums over up to 10^100 factors cannot
+#: overflow, and neither can the penalties, TRW weights and LP costs derived from them
+MAX_ABS_THETA = 1e100
+#: most propagation rounds of the arc-consistency check (`check_feasible`)
+AC_ROUNDS = 1000
+#: default cap (bytes) on the memory HiGHS may need for an LP or ILP over the local polytope
+HIGHS_MEMORY_LIMIT = 2**31
+#: peak bytes per nonzero of the local-polytope constraint matrix, HiGHS and scipy's copies
+#: together (measured on chains and single edges of 10 to 500 labels: LP 370-490, ILP
+#: 770-1400; rounded up)
+_HIGHS_BYTES_PER_NONZERO = {"lp": 600, "ilp": 1500}
+_HIGHS_INSTEAD = {
+    "lp": "use 'trws' (its bound is one on the same LP) or fwcore.infer_lp",
+    "ilp": "use 'exact' (tree or elimination when they fit), 'toulbar2', or an approximate "
+           "oracle ('trws', 'icm', 'portfolio')",
+}
 
 
 class Interval:
@@ -123,11 +147,28 @@ def check_params(table, **values):
 
 
 def check_model(model, name="model"):
-    """The one model check: a `fwcore.PairwiseMRF` (TypeError naming the argument otherwise)."""
+    """The one model check: a `fwcore.PairwiseMRF` (TypeError naming the argument
+    otherwise) whose finite log-potentials are at most `MAX_ABS_THETA` in absolute value
+    (ValueError naming the first block that is not: larger ones overflow when summed)."""
     if not isinstance(model, PairwiseMRF):
         raise TypeError(f"{name} must be a fwcore.PairwiseMRF (build one with "
                         f"fwcore.PairwiseMRF(...) or fwcore.read_uai); got {type(model).__name__}")
+    theta = model.theta
+    big = np.flatnonzero((np.abs(theta) > MAX_ABS_THETA) & (theta != -np.inf))
+    if big.size:
+        raise ValueError(f"{name} has the log-potential {theta[big[0]]:g} in "
+                         f"{_block_name(model, int(big[0]))}; finite log-potentials must be at "
+                         f"most {MAX_ABS_THETA:g} in absolute value (they overflow when "
+                         "summed): rescale them, or use -inf for impossible states")
     return model
+
+
+def _block_name(model, k):
+    """'variable i' or 'edge e (i, j)' for position k of the flat layout."""
+    if k < model.node_off[-1]:
+        return f"variable {int(np.searchsorted(model.node_off, k, side='right')) - 1}"
+    e = int(np.searchsorted(model.edge_off, k, side="right")) - 1
+    return f"edge {e} ({model.edges[e, 0]}, {model.edges[e, 1]})"
 
 
 def check_seed(seed):
@@ -156,3 +197,106 @@ def finite_penalty(model, scores, margin):
         hi = np.where(empty, 0.0, np.fmax.reduceat(np.where(bad, -np.inf, finite), starts))
     spread = float((hi - lo).sum())
     return np.where(bad, (lo - spread - margin)[block], scores)
+
+
+def check_feasible(model):
+    """Raise ValueError(`INFEASIBLE`) when arc consistency proves that ``model`` has no
+    feasible assignment (one whose score is finite); return the model otherwise.
+
+    A state is deleted when its unary entry is -inf, or when some edge at its variable
+    gives it -inf with every remaining state of the neighbour (AC-3 over the -inf pattern
+    of the unary and pairwise tables, repeated until nothing changes or `AC_ROUNDS`
+    times); a variable left with no state proves the model infeasible. Detected: a factor
+    that is -inf in every state, and any chain of such deletions that empties a variable
+    within `AC_ROUNDS` rounds. Not detected (NP-hard
+    in general): infeasibility that needs search over cycles, e.g. two labels that must
+    differ around a triangle, where every variable keeps states; nor deletions that
+    propagate for more than `AC_ROUNDS` rounds (a chain of thousands of forced variables;
+    a round costs about a millisecond). There the exact methods find log Z = -inf and raise
+    the same message (`check_bound_feasible`). Cost: the tables that hold a -inf, once,
+    then only those at variables that lost a state."""
+    theta = model.theta
+    n_node = int(model.node_off[-1])
+    if not np.isneginf(theta).any():
+        return model
+    card, node_off = model.card.astype(np.int64), model.node_off
+    alive = np.isfinite(theta[:n_node])
+    n_alive = np.add.reduceat(alive, node_off[:-1]) if model.n_vars else np.zeros(0)
+    if (n_alive == 0).any():
+        raise ValueError(INFEASIBLE)
+    var_of = np.repeat(np.arange(model.n_vars), card)
+    hard = np.zeros(model.n_edges, dtype=bool)
+    if model.n_edges:
+        hard = np.logical_or.reduceat(np.isneginf(theta[n_node:]), model.edge_off[:-1] - n_node)
+    active = np.flatnonzero(hard)
+    for _ in range(AC_ROUNDS):
+        if not active.size:
+            break
+        ends = model.edges[active].astype(np.int64)
+        ci, cj = card[ends[:, 0]], card[ends[:, 1]]
+        entry, k, a, b = model.edge_entries(active)
+        ok = (theta[entry] != -np.inf) & alive[node_off[ends[k, 0]] + a] & \
+            alive[node_off[ends[k, 1]] + b]
+        rows = np.bincount((np.cumsum(ci) - ci)[k] + a, weights=ok, minlength=int(ci.sum()))
+        cols = np.bincount((np.cumsum(cj) - cj)[k] + b, weights=ok, minlength=int(cj.sum()))
+        dead = np.concatenate([concat_ranges(node_off[ends[:, 0]], ci)[rows == 0],
+                               concat_ranges(node_off[ends[:, 1]], cj)[cols == 0]])
+        dead = np.unique(dead[alive[dead]])
+        if not dead.size:
+            break
+        alive[dead] = False
+        np.subtract.at(n_alive, var_of[dead], 1)
+        changed = np.unique(var_of[dead])
+        if (n_alive[changed] == 0).any():
+            raise ValueError(INFEASIBLE)
+        slots = concat_ranges(model.adj_start[changed], np.diff(model.adj_start)[changed])
+        touched = model.adj_edge[slots]
+        active = np.unique(touched[hard[touched]])
+    return model
+
+
+def check_bound_feasible(model, bound):
+    """Raise ValueError(`INFEASIBLE`) when ``bound`` proves ``model`` infeasible.
+
+    ``bound`` is a certified upper bound on the maximum score, or on log Z, of ``model``
+    or of it with its -inf entries replaced by `finite_penalty` (any margin), or None (no
+    bound: nothing to check). A feasible assignment uses only finite entries, so it scores at
+    least the sum over factors of their least finite entry: a bound below that sum (less
+    0.5 + 1e-9 relative, for round-off) proves that there is none. With margin m, an
+    infeasible model's penalised maximum is at most that sum minus m, so an exact method
+    (a tight bound) always finds it when m > 0.5 (m > 0.5 + log of the number of joint
+    states for log Z)."""
+    if bound is None:
+        return
+    theta = model.theta
+    starts = np.concatenate([model.node_off[:-1], model.edge_off[:-1]])
+    if starts.size == 0:
+        return
+    finite = np.isfinite(theta)
+    least = np.minimum.reduceat(np.where(finite, theta, np.inf), starts)
+    scale = np.maximum.reduceat(np.where(finite, np.abs(theta), 0.0), starts).sum()
+    if bound < least.sum() - 0.5 - 1e-9 * scale:
+        raise ValueError(INFEASIBLE)
+
+
+def check_lp_size(model, kind, memory_limit):
+    """Refuse, before anything is built, a HiGHS problem over the local polytope of
+    ``model`` (``kind`` "lp" or "ilp") whose memory estimate, bytes per nonzero of its
+    constraint matrix (`_HIGHS_BYTES_PER_NONZERO`) times the nonzeros, exceeds
+    ``memory_limit`` bytes: ValueError naming the size and the alternatives (HiGHS aborts
+    the interpreter when an allocation fails). Returns ``memory_limit`` checked."""
+    memory_limit = check_params({"memory_limit": Interval(1)},
+                                memory_limit=memory_limit)["memory_limit"]
+    card = model.card.astype(np.int64)
+    n_node = int(model.node_off[-1])
+    marginal_rows = int((card[model.edges[:, 0]] + card[model.edges[:, 1]]).sum())
+    rows = model.n_vars + marginal_rows
+    nonzeros = n_node + 2 * (model.dim - n_node) + marginal_rows
+    need = _HIGHS_BYTES_PER_NONZERO[kind] * nonzeros
+    if need > memory_limit:
+        raise ValueError(
+            f"the local-polytope {kind.upper()} has {model.dim} columns, {rows} rows and "
+            f"{nonzeros} nonzeros: HiGHS would need about {need / 2**30:.3g} GiB, more than "
+            f"memory_limit = {memory_limit / 2**30:.3g} GiB; {_HIGHS_INSTEAD[kind]}, or "
+            "raise memory_limit if the machine has the memory")
+    return memory_limit

@@ -1,9 +1,9 @@
 """`infer_map`: MAP inference by any registered oracle, with a result record."""
 import time
 
-from .checks import SEED, TIME, check_model, check_params
+from .checks import SEED, TIME, check_bound_feasible, check_feasible, check_model, check_params
 from .oracles.base import resolve_oracle
-from .results import MapResult, Record, Trace
+from .results import MapResult, Record, Status, Trace
 
 __all__ = ["infer_map"]
 
@@ -25,9 +25,11 @@ def infer_map(model, method="auto", time_limit=None, seed=None, **options):
     Returns a `MapResult`: ``assignment``, ``score``, ``upper_bound`` (None when the method
     has none), ``status`` (the oracle's: ``converged`` only when exact or proven by the
     bound), ``time`` (seconds, oracle construction included) and ``method`` (the oracle
-    used).
+    used). A model with no feasible assignment raises ValueError: before the oracle runs
+    when arc consistency finds it (`fwcore.checks.check_feasible`), after it when an exact
+    oracle's maximum or any certified bound proves it.
     """
-    model = check_model(model)
+    model = check_feasible(check_model(model))
     checked = check_params(_PARAMS, time_limit=time_limit, seed=seed)
     start = time.perf_counter()
     oracle = resolve_oracle(method, model, seed=checked["seed"], **options)
@@ -35,6 +37,9 @@ def infer_map(model, method="auto", time_limit=None, seed=None, **options):
     elapsed = time.perf_counter() - start
     score = float(model.score(x))
     bound = oracle.upper_bound()
+    check_bound_feasible(model, bound)
+    if oracle.exact and oracle.status is Status.CONVERGED:
+        check_bound_feasible(model, score)      # the maximum itself
     trace = Trace([Record(iteration=1, time=elapsed, primal=score, n_oracle_calls=1,
                           bound=bound, score=score)])
     return MapResult(assignment=x, score=score, upper_bound=bound, status=oracle.status,

@@ -10,7 +10,7 @@ from typing import Optional
 import numpy as np
 
 from .bp import trbp_beliefs
-from .checks import CALLABLE, TIME, Interval, check_model, check_params
+from .checks import CALLABLE, TIME, Interval, check_feasible, check_model, check_params
 from .results import Record, Status, Trace
 from .rho import initial_rho, rho_direction
 from .trw import TRWObjective
@@ -126,10 +126,7 @@ def _bp_loop(model, rho, rho_updates, damping, max_iter, tol, max_time, callback
              method):
     p = check_params(_BP_PARAMS, rho_updates=rho_updates, damping=damping, max_iter=max_iter,
                      tol=tol, max_time=max_time, callback=callback)
-    starts = np.concatenate([model.node_off[:-1], model.edge_off[:-1]])
-    if (np.maximum.reduceat(model.theta, starts) == -np.inf).any():
-        raise ValueError("the model has no feasible assignment: a factor is -inf in every "
-                         "state (log Z = -inf)")
+    check_feasible(model)
     deadline = None if p["max_time"] is None else t0 + p["max_time"]
     recorder = Recorder(callback, bool(verbose), t0)
     objective = TRWObjective(model, rho)

@@ -188,6 +188,18 @@ class PairwiseMRF:
         pair[pair_mask] = scores[self.node_off[-1]:self.dim]
         return node, pair, node_mask, pair_mask
 
+    def edge_entries(self, edge_ids=None):
+        """The entries of the edge blocks ``edge_ids`` (default: all), each at its edge's own
+        size, in flat order: (positions in the flat vector, index into ``edge_ids`` of
+        each entry's edge, its state a of x_i, its state b of x_j)."""
+        edge_ids = np.arange(self.n_edges) if edge_ids is None else np.asarray(edge_ids)
+        cj = self.card[self.edges[edge_ids, 1]].astype(np.int64)
+        sizes = self.card[self.edges[edge_ids, 0]].astype(np.int64) * cj
+        pos = concat_ranges(self.edge_off[edge_ids], sizes)
+        k = np.repeat(np.arange(edge_ids.size), sizes)
+        local = pos - self.edge_off[edge_ids][k]
+        return pos, k, local // cj[k], local % cj[k]
+
     # -- assignments and vertices ----------------------------------------------------
 
     def check_assignment(self, x, name="assignment"):
@@ -263,6 +275,13 @@ def _int_array(name, a):
     elif arr.size and arr.dtype.kind not in "iu":
         raise TypeError(f"{name} must hold integers; got dtype {arr.dtype}")
     return arr.astype(np.int64)
+
+
+def concat_ranges(starts, sizes):
+    """The ranges starts[k] .. starts[k] + sizes[k] - 1 one after another, as int64."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    offset = np.repeat(np.asarray(starts, dtype=np.int64) - (np.cumsum(sizes) - sizes), sizes)
+    return offset + np.arange(int(sizes.sum()), dtype=np.int64)
 
 
 def _check_card(card):

@@ -6,10 +6,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.sparse import csr_matrix
 
-from fwcore.bp import _beliefs, _logsumexp, _message_offsets, _messages, trbp_beliefs
+from fwcore.bp import _beliefs, _message_offsets, _messages, trbp_beliefs
 from fwcore.exact import exact_inference
 from fwcore.generators import random_clique, random_grid
 from fwcore.model import PairwiseMRF
+
+
+def _logsumexp(a, axis):
+    m = np.max(a, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.log(np.sum(np.exp(a - m), axis=axis)) + np.squeeze(m, axis=axis)
 
 
 def _normalised(a):
@@ -43,6 +50,28 @@ def numpy_sweeps(model, rho, damping, n_sweeps):
                                    -np.inf))
         logm = new
     return logm[np.arange(k) < model.card[dst][:, None]]
+
+
+def numpy_beliefs(model, rho, logm, msg_off):
+    """Twin of `_beliefs` on padded (n, K) and (E, K, K) tables."""
+    n, n_edges = model.n_vars, model.n_edges
+    node, pair, node_mask, pair_mask = model.padded_tables()
+    k = node.shape[1]
+    dst = np.concatenate([model.edges[:, 1], model.edges[:, 0]])
+    pad = np.full((2 * n_edges, k), -np.inf)
+    pad[np.arange(k) < np.diff(msg_off)[:, None]] = logm
+    weighted = np.where(np.isfinite(pad), pad, 0.0)
+    incoming = csr_matrix((np.concatenate([rho, rho]), (dst, np.arange(2 * n_edges))),
+                          shape=(n, 2 * n_edges))
+    node_sum = node + incoming @ weighted
+    b_node = node_sum - _logsumexp(node_sum, 1)[:, None]
+    i, j = model.edges[:, 0], model.edges[:, 1]
+    valid = np.isfinite(node)
+    pre_i = node_sum[i] - np.where(valid[i], weighted[n_edges:], 0.0)
+    pre_j = node_sum[j] - np.where(valid[j], weighted[:n_edges], 0.0)
+    b_edge = pair / rho[:, None, None] + pre_i[:, :, None] + pre_j[:, None, :]
+    b_edge = b_edge - _logsumexp(b_edge.reshape(n_edges, k * k), 1)[:, None, None]
+    return np.concatenate([np.exp(b_node[node_mask]), np.exp(b_edge[pair_mask])])
 
 
 def mixed_model(n, p_edge, p_inf, seed):
@@ -98,6 +127,8 @@ def test_kernel_equals_numpy_twin(model, damping, uniform, n_sweeps, seed):
     np.testing.assert_array_equal(np.isfinite(logm), np.isfinite(twin))
     fin = np.isfinite(twin)
     np.testing.assert_allclose(logm[fin], twin[fin], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(mu, numpy_beliefs(model, rho, twin, _message_offsets(model)),
+                               rtol=0, atol=1e-10)
     np.testing.assert_allclose(mu, _beliefs(model, rho, twin, _message_offsets(model)),
                                rtol=0, atol=1e-10)
     assert not np.isnan(mu).any()

@@ -6,7 +6,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..checks import CALLABLE, SEED, TIME, Interval, Options, check_params
+from ..checks import CALLABLE, SEED, TIME, Interval, Options, check_bound_feasible, check_params
 from ..results import Record, Status, Trace
 from . import dual, primal
 from .regions import Regions
@@ -113,7 +113,9 @@ def infer_lp(model, method="mplp", gamma=0.01, reg=0.01, max_iter=1000, tol=1e-6
     Returns an `LPResult`. ``status`` is converged (tolerance met), max_iter, max_time,
     interrupted (callback or Ctrl-C), or stalled: "mplp" whose pass no longer lowers the
     bound while the bound does not certify the decoded score (a non-optimal fixed point of
-    coordinate descent, or an LP with an integrality gap).
+    coordinate descent, or an LP with an integrality gap). A model with no feasible
+    assignment raises ValueError: at the start when arc consistency finds it
+    (`fwcore.checks.check_feasible`), at the end when the bound proves it.
     """
     args = check_params(_PARAMS, method=method, max_iter=max_iter, tol=tol, max_time=max_time,
                         callback=callback, projection=projection, seed=seed)
@@ -164,6 +166,7 @@ def infer_lp(model, method="mplp", gamma=0.01, reg=0.01, max_iter=1000, tol=1e-6
     if status is Status.CONVERGED and method == "mplp" and bound - best["score"] > tol * max(1.0, abs(best["score"])):
         status = Status.STALLED   # coordinate descent on eq. 2 stopped at a non-optimal point
     certified = math.isfinite(bound)
+    check_bound_feasible(model, bound if certified else None)
     return LPResult(
         assignment=best["x"].astype(np.int64), score=float(best["score"]),
         upper_bound=float(bound) if certified else None,

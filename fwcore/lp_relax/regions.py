@@ -14,7 +14,7 @@ a global factor's messages are an (m, K) array.
 """
 import numpy as np
 
-from ..checks import check_model, finite_penalty
+from ..checks import check_feasible, check_model, finite_penalty
 from .factors import CardinalityFactor, Factor
 
 __all__ = ["Regions"]
@@ -24,7 +24,7 @@ class Regions:
     """The region graph of a pairwise model plus global factors."""
 
     def __init__(self, model, factors=()):
-        check_model(model)
+        check_feasible(check_model(model))
         if model.n_vars == 0:
             raise ValueError("model has no variables")
         self.model = model
@@ -32,18 +32,15 @@ class Regions:
         card = model.card.astype(np.int64)
         self.n, self.n_edges, self.card = n, n_edges, card
         self.ends = model.edges.astype(np.int64).T.copy()            # (2, E)
-        self.node_theta, self.edge_theta, self.node_valid, self.edge_valid = model.padded_tables()
-        self.k = self.node_theta.shape[1]
-        self.msg_valid = self.node_valid[self.ends]                   # (2, E, K)
-        if not np.isfinite(self.node_theta.max(axis=1)).all() or \
-                (n_edges and not np.isfinite(self.edge_theta.reshape(n_edges, -1).max(axis=1)).all()):
-            raise ValueError("model has a node or edge whose every state is -inf: no "
-                             "assignment has a finite score")
+        _check_padding(model)
         # θ = -inf on a real state becomes a finite penalty (`fwcore.checks.finite_penalty`,
         # margin 1): every assignment using one scores at least 1 below every possible
         # assignment, so the MAP and every dual bound stay valid (decoded scores are always
         # taken from the model itself). Padding stays -inf.
-        self.node_theta, self.edge_theta = model.padded_tables(finite_penalty(model, model.theta, 1.0))[:2]
+        self.node_theta, self.edge_theta, self.node_valid, self.edge_valid = \
+            model.padded_tables(finite_penalty(model, model.theta, 1.0))
+        self.k = self.node_theta.shape[1]
+        self.msg_valid = self.node_valid[self.ends]                   # (2, E, K)
         self.factors = _check_factors(factors, card)
         self.n_parents = np.bincount(self.ends.ravel(), minlength=n) + sum(
             np.bincount(f.scope, minlength=n) for f in self.factors)
@@ -108,6 +105,26 @@ class Regions:
             free[used[(used >= 0) & (used <= used.size)]] = False
             colour[v] = int(np.argmax(free))
         return [np.flatnonzero(colour == c) for c in range(colour.max() + 1)]
+
+
+#: the padded tables may hold this many times the model's entries (plus PADDING_SLACK)
+PADDING_FACTOR = 8
+PADDING_SLACK = 2**20
+
+
+def _check_padding(model):
+    """Refuse, before allocating, a model whose tables padded to the largest cardinality K
+    (n x K and E x K x K, which every solver here works on) would hold more than
+    PADDING_FACTOR times its own entries, plus PADDING_SLACK: very uneven cardinalities,
+    e.g. one variable with 5000 labels among binary ones."""
+    k = int(model.card.max())
+    padded = model.n_vars * k + model.n_edges * k * k
+    if padded > PADDING_FACTOR * model.dim + PADDING_SLACK:
+        raise ValueError(
+            f"infer_lp pads every table to the largest cardinality K = {k}: "
+            f"{model.n_edges} edges x K x K = {padded:.3g} entries ({8 * padded / 2**30:.2g} "
+            f"GiB per table set) against the model's {model.dim}; for such uneven "
+            "cardinalities use fwcore.infer_map(model, method='lp') or 'trws'")
 
 
 def _check_factors(factors, card):

@@ -12,7 +12,8 @@ import time
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 
-from ..checks import Interval, TIME, check_params, finite_penalty
+from ..checks import HIGHS_MEMORY_LIMIT, Interval, TIME, check_lp_size, check_params, \
+    finite_penalty
 from ..results import Status
 from .base import MapOracle, register_oracle
 from ._common import local_polytope_constraints, lp_objective, node_argmax
@@ -150,15 +151,18 @@ class ILPOracle(MapOracle):
     `scipy.optimize.milp`. Integral μ_i force μ_ij = μ_i μ_j, so the optimum is the MAP.
 
     Options: ``time_limit`` (seconds or None), ``mip_rel_gap`` (default 0: prove
-    optimality; HiGHS's absolute gap tolerance 1e-6 still applies). The bound is HiGHS's
-    dual bound (−inf scores: those variables are fixed to 0).
+    optimality; HiGHS's absolute gap tolerance 1e-6 still applies), ``memory_limit``
+    (bytes, default `fwcore.checks.HIGHS_MEMORY_LIMIT`: a larger estimate raises
+    ValueError here, `fwcore.checks.check_lp_size`). The bound is HiGHS's dual bound
+    (−inf scores: those variables are fixed to 0).
     """
 
     name = "ilp"
     exact = True
 
-    def __init__(self, model, time_limit=None, mip_rel_gap=0.0):
+    def __init__(self, model, time_limit=None, mip_rel_gap=0.0, memory_limit=HIGHS_MEMORY_LIMIT):
         super().__init__(model)
+        check_lp_size(model, "ilp", memory_limit)
         checked = check_params({"time_limit": TIME, "mip_rel_gap": Interval(0.0, 1.0, hi_open=True)},
                                time_limit=time_limit, mip_rel_gap=mip_rel_gap)
         self.time_limit, self.mip_rel_gap = checked["time_limit"], checked["mip_rel_gap"]

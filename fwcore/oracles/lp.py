@@ -10,7 +10,9 @@ polytope and the dual simplex returns an integral vertex.
 import numpy as np
 from scipy.optimize import linprog
 
-from ..checks import TIME, Options, check_params
+from .. import _kernels
+from ..checks import HIGHS_MEMORY_LIMIT, TIME, Options, check_lp_size, check_params, \
+    finite_penalty
 from ..results import Status
 from .base import LPOracle, register_oracle
 from ._common import local_polytope_constraints, lp_objective, node_argmax
@@ -18,6 +20,8 @@ from ._common import local_polytope_constraints, lp_objective, node_argmax
 __all__ = ["LocalPolytopeLP"]
 
 _SOLVERS = ("highs-ds", "highs-ipm", "highs")
+#: ICM sweeps that improve the rounded LP optimum
+_REPAIR_SWEEPS = 100
 
 
 @register_oracle
@@ -26,11 +30,16 @@ class LocalPolytopeLP(LPOracle):
 
     Options: ``time_limit`` (seconds or None), ``solver`` — ``"highs-ds"`` (default: the
     dual simplex returns a basic solution, i.e. a vertex of L, which is integral on trees
-    even with ties), ``"highs-ipm"`` or ``"highs"`` (HiGHS chooses).
+    even with ties), ``"highs-ipm"`` or ``"highs"`` (HiGHS chooses), ``memory_limit``
+    (bytes, default `fwcore.checks.HIGHS_MEMORY_LIMIT`: a larger estimate raises
+    ValueError here, `fwcore.checks.check_lp_size`).
 
     `argmax_marginals` returns the LP optimum μ (flat layout) and sets `upper_bound` to the
     LP value, a bound on the MAP score. `argmax` rounds μ to the assignment of the largest
-    node marginals (the protocol's assignment); its bound is still the LP value. When L
+    node marginals, then improves it by ICM on the scores with -inf replaced by
+    `fwcore.checks.finite_penalty` (so that a rounding onto a forbidden state, common
+    where a fractional μ meets hard constraints, moves to a feasible assignment when single
+    changes reach one); its bound is still the LP value. When L
     has no point of finite score (−inf everywhere on some block), μ is the uniform point
     and the bound −inf.
     """
@@ -38,8 +47,9 @@ class LocalPolytopeLP(LPOracle):
     name = "lp"
     exact = False
 
-    def __init__(self, model, time_limit=None, solver="highs-ds"):
+    def __init__(self, model, time_limit=None, solver="highs-ds", memory_limit=HIGHS_MEMORY_LIMIT):
         super().__init__(model)
+        check_lp_size(model, "lp", memory_limit)
         checked = check_params({"time_limit": TIME, "solver": Options(*_SOLVERS)},
                                time_limit=time_limit, solver=solver)
         self.time_limit, self.solver = checked["time_limit"], checked["solver"]
@@ -72,6 +82,8 @@ class LocalPolytopeLP(LPOracle):
 
     def _argmax(self, scores, init, time_limit):
         mu, bound = self._solve(scores, time_limit)
-        x = node_argmax(self.model, mu)
+        x = node_argmax(self.model, mu).astype(np.int32)
+        _kernels.icm(finite_penalty(self.model, scores, 1.0), self.model.graph, x,
+                     _REPAIR_SWEEPS)
         # the rounded point lies in L, so a bound below its score is solver round-off
         return x, max(bound, float(self.model.score(x, scores))), None
