@@ -222,7 +222,8 @@ def _min_fill_order(model, cap=math.inf, budget=math.inf):
 
     Stops early, returning the order so far, when the next variable's clique table would
     exceed ``cap`` entries or when ``budget`` runs out (work counted as deg * (deg + 8) per
-    fill count of a degree-deg variable: its set differences plus the Python loop).
+    fill count of a degree-deg variable, its set differences plus the Python loop, and 16
+    per queued variable).
     Returns the order (a full one has all ``model.n_vars`` variables) and the work done."""
     import heapq
     n = model.n_vars
@@ -260,6 +261,7 @@ def _min_fill_order(model, cap=math.inf, budget=math.inf):
         lost = {a: len(adj[a]) - 1 for a in adj[v]}  # pairs (v, x) each neighbour loses
         nb = _eliminate_vertex(adj, v)
         touched = set(nb).union(*(adj[a] for a in nb)) if nb else ()
+        work += 16 * len(touched)
         for u in touched:  # fill counts change only around the new edges
             fill_lb[u] = max(0, fill_lb[u] - fill - lost.get(u, 0))
             version[u] += 1
@@ -288,7 +290,9 @@ def _eliminate(model, order, cap=math.inf):
     ``sizes`` is shorter than ``order`` or ends with that table."""
     card = model.card.tolist()
     adj = _NeighbourSets(model)
-    pos = {v: k for k, v in enumerate(order)}
+    pos = np.zeros(model.n_vars, dtype=np.int64)
+    pos[order] = np.arange(len(order))
+    pos = pos.tolist()
     sep = [None] * model.n_vars
     sizes = []
     for v in order:
@@ -336,7 +340,7 @@ def _too_large(need, memory_limit, why):
     """The refusal of a model whose elimination tables exceed ``memory_limit``."""
     return ValueError(
         f"exact inference by variable elimination needs {need}, over memory_limit="
-        f"{memory_limit} bytes; {why}. Alternatives: fwcore.infer (Barrier Frank-Wolfe: "
+        f"{memory_limit:.0f} bytes; {why}. Alternatives: fwcore.infer (Barrier Frank-Wolfe: "
         f"certified bounds on log Z and approximate marginals, with an approximate oracle "
         f"such as 'trws' or 'portfolio'), fwcore.infer_map for MAP (oracle 'ilp' or "
         f"'toulbar2'), or a larger memory_limit if the machine has the memory")
