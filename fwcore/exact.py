@@ -28,6 +28,8 @@ __all__ = ["ExactResult", "exact_inference", "exact_map", "AUTO_BRUTEFORCE_STATE
 AUTO_BRUTEFORCE_STATES = 2**12
 MAX_BRUTEFORCE_STATES = 2**40   # beyond this enumeration would run for days
 _CHUNK_ENTRIES = 2**22          # flat indices held per brute-force chunk (32 MiB)
+_CORE_ROUNDS = 100              # k-core peeling rounds before the width proof gives up
+_MIN_FILL_WORK = 5e6            # min-fill's work budget when no order fits the limit yet
 _PARAMS = {"method": Options("auto", "bruteforce", "elimination"),
            "memory_limit": Interval(0.0, lo_open=True)}
 
@@ -110,13 +112,14 @@ def _check_args(model, method, memory_limit):
     """Validate the public arguments; return the concrete method."""
     check_model(model)
     check_params(_PARAMS, method=method, memory_limit=memory_limit)
-    n_states = math.prod(int(c) for c in model.card)
+    # in log2: the exact product of a million cards is a slow million-bit integer
+    log2_states = float(np.log2(model.card.astype(np.float64)).sum())
     if method == "auto":
-        return "bruteforce" if n_states <= AUTO_BRUTEFORCE_STATES else "elimination"
-    if method == "bruteforce" and n_states > MAX_BRUTEFORCE_STATES:
-        raise ValueError(f"method='bruteforce' would enumerate {n_states} joint states (over "
-                         f"fwcore.exact.MAX_BRUTEFORCE_STATES = {MAX_BRUTEFORCE_STATES}); use "
-                         "method='elimination'")
+        return "bruteforce" if log2_states <= math.log2(AUTO_BRUTEFORCE_STATES) else "elimination"
+    if method == "bruteforce" and log2_states > math.log2(MAX_BRUTEFORCE_STATES):
+        raise ValueError(f"method='bruteforce' would enumerate 2**{log2_states:.1f} joint states "
+                         f"(over fwcore.exact.MAX_BRUTEFORCE_STATES = {MAX_BRUTEFORCE_STATES}); "
+                         "use method='elimination'")
     return method
 
 
@@ -185,46 +188,85 @@ def _bruteforce_map(model):
 # -- elimination order and clique tree --------------------------------------------------
 
 
-def _neighbour_sets(model):
-    adj = [set() for _ in range(model.n_vars)]
-    for i, j in model.edges.tolist():
-        adj[i].add(j)
-        adj[j].add(i)
-    return adj
+class _NeighbourSets(dict):
+    """Neighbour sets of the model's variables, each built from the CSR adjacency on first
+    use: a symbolic elimination stopped early touches only the variables it reached."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.start, self.var = model.adj_start, model.adj_var
+
+    def __missing__(self, v):
+        nb = self[v] = set(self.var[self.start[v]:self.start[v + 1]].tolist())
+        return nb
 
 
-def _min_fill_order(model):
+def _eliminate_vertex(adj, v):
+    """Eliminate v from the graph ``adj``: its neighbours become a clique. Returns N(v)."""
+    nb = adj.pop(v)
+    for a in nb:
+        adj[a].discard(v)
+        adj[a] |= nb - {a}
+    return nb
+
+
+def _min_fill_order(model, cap=math.inf, budget=math.inf):
     """Greedy min-fill: eliminate the variable whose elimination adds the fewest edges,
-    ties broken by its clique table size (product of cards), then by index."""
+    ties broken by its clique table size (product of cards), then by index.
+
+    Fill counts are recomputed lazily: after an elimination with fill f, a variable
+    around it is queued with a lower bound on its new fill count (its old one minus f,
+    minus deg - 1 more for a neighbour, whose pairs with the eliminated variable go) and
+    counted exactly only when that bound reaches the front of the queue, so a high-degree
+    variable is not recounted at every touch; the order is that of eager recounting.
+
+    Stops early, returning the order so far, when the next variable's clique table would
+    exceed ``cap`` entries or when ``budget`` runs out (work counted as deg * (deg + 8) per
+    fill count of a degree-deg variable, its set differences plus the Python loop, and 16
+    per queued variable).
+    Returns the order (a full one has all ``model.n_vars`` variables) and the work done."""
     import heapq
+    n = model.n_vars
+    deg = np.diff(model.adj_start)
+    work = int((deg * (deg + 8)).sum())  # the first fill counts
+    if work > budget:
+        return [], work
     card = model.card.tolist()
-    adj = _neighbour_sets(model)
+    adj = _NeighbourSets(model)
+    fill_lb = [0] * n
 
-    def key(v):
+    def key(v):  # (fill, table size, v): the exact priority of v
+        nonlocal work
         nb = adj[v]
-        fill = sum(len(nb - adj[a]) - 1 for a in nb) // 2
-        return (fill, card[v] * math.prod(card[u] for u in nb), v)
+        work += len(nb) * (len(nb) + 8)
+        fill_lb[v] = sum(len(nb - adj[a]) - 1 for a in nb) // 2
+        return (fill_lb[v], card[v] * math.prod(card[u] for u in nb), v)
 
-    version = [0] * model.n_vars
-    heap = [key(v) + (0,) for v in range(model.n_vars)]
+    version = [0] * n
+    heap = [key(v) + (0, True) for v in range(n)]  # + (version, exact)
     heapq.heapify(heap)
-    done = [False] * model.n_vars
+    done = [False] * n
     order = []
-    while heap:
-        *_, v, ver = heapq.heappop(heap)
+    while heap and work <= budget:
+        fill, size, v, ver, exact = heapq.heappop(heap)
         if done[v] or ver != version[v]:
             continue
+        if not exact:
+            heapq.heappush(heap, key(v) + (ver, True))
+            continue
+        if size > cap:
+            break
         done[v] = True
         order.append(v)
-        nb = adj[v]
-        for a in nb:
-            adj[a].discard(v)
-            adj[a] |= nb - {a}
+        lost = {a: len(adj[a]) - 1 for a in adj[v]}  # pairs (v, x) each neighbour loses
+        nb = _eliminate_vertex(adj, v)
         touched = set(nb).union(*(adj[a] for a in nb)) if nb else ()
+        work += 16 * len(touched)
         for u in touched:  # fill counts change only around the new edges
+            fill_lb[u] = max(0, fill_lb[u] - fill - lost.get(u, 0))
             version[u] += 1
-            heapq.heappush(heap, key(u) + (version[u],))
-    return order
+            heapq.heappush(heap, (fill_lb[u], 0, u, version[u], False))
+    return order, work
 
 
 def _bandwidth_order(model):
@@ -241,19 +283,67 @@ def _bandwidth_order(model):
     return reverse_cuthill_mckee(g, symmetric_mode=True).tolist()
 
 
-def _eliminate(model, order):
-    """Symbolic elimination: the separator (neighbours at elimination) of every variable,
-    in elimination order."""
-    adj = _neighbour_sets(model)
-    pos = {v: k for k, v in enumerate(order)}
+def _eliminate(model, order, cap=math.inf):
+    """Symbolic elimination along ``order``: the separator (neighbours at elimination, in
+    elimination order) of every variable, and the clique table sizes card_v * prod(card
+    of S_v), in elimination order. Stops after the first table over ``cap`` entries, so
+    ``sizes`` is shorter than ``order`` or ends with that table."""
+    card = model.card.tolist()
+    adj = _NeighbourSets(model)
+    pos = np.zeros(model.n_vars, dtype=np.int64)
+    pos[order] = np.arange(len(order))
+    pos = pos.tolist()
     sep = [None] * model.n_vars
+    sizes = []
     for v in order:
-        nb = adj[v]
-        sep[v] = tuple(sorted(nb, key=pos.__getitem__))
-        for a in nb:
-            adj[a].discard(v)
-            adj[a] |= nb - {a}
-    return sep
+        sep[v] = tuple(sorted(adj[v], key=pos.__getitem__))
+        sizes.append(card[v] * math.prod(card[u] for u in sep[v]))
+        if sizes[-1] > cap:
+            break
+        _eliminate_vertex(adj, v)
+    return sep, sizes
+
+
+def _core_table(model, cap):
+    """A proof that every elimination order needs a clique table over ``cap`` entries:
+    ``(k, table)``, or None when this bound cannot show it.
+
+    The k-core (the largest subgraph whose degrees are all >= k, found by peeling) bounds
+    the treewidth from below: the first core variable any order eliminates still has its
+    >= k core neighbours, so its clique holds >= k + 1 core variables and its table at
+    least ``table`` = the product of the k + 1 smallest core cards. k is the smallest width
+    whose k + 1 smallest cards exceed ``cap``; peeling stops, inconclusive, after
+    _CORE_ROUNDS rounds."""
+    n = model.n_vars
+    log_card = np.cumsum(np.log2(np.sort(model.card).astype(np.float64)))
+    k = int(np.searchsorted(log_card, math.log2(cap), side="right"))  # log_card[k] > log2 cap
+    if k >= n:
+        return None
+    deg = np.diff(model.adj_start)
+    src, dst = np.repeat(np.arange(n), deg), model.adj_var
+    alive = np.ones(n, dtype=bool)
+    for _ in range(_CORE_ROUNDS):
+        drop = alive & (deg < k)
+        if not drop.any():
+            table = math.prod(sorted(model.card[alive].tolist())[:k + 1])
+            return k, table
+        alive &= ~drop
+        if not alive.any():
+            return None
+        deg = deg - np.bincount(dst[drop[src]], minlength=n)
+        keep = alive[src] & alive[dst]
+        src, dst = src[keep], dst[keep]
+    return None
+
+
+def _too_large(need, memory_limit, why):
+    """The refusal of a model whose elimination tables exceed ``memory_limit``."""
+    return ValueError(
+        f"exact inference by variable elimination needs {need}, over memory_limit="
+        f"{memory_limit:.0f} bytes; {why}. Alternatives: fwcore.infer (Barrier Frank-Wolfe: "
+        f"certified bounds on log Z and approximate marginals, with an approximate oracle "
+        f"such as 'trws' or 'portfolio'), fwcore.infer_map for MAP (oracle 'ilp' or "
+        f"'toulbar2'), or a larger memory_limit if the machine has the memory")
 
 
 class EliminationPlan:
@@ -262,19 +352,48 @@ class EliminationPlan:
     owns (θ_v and the edges whose first-eliminated end is v), whose joint scope is
     ``local[v]``. Chooses the better of min-fill and a bandwidth order (smaller largest
     table, then smaller total); ``bytes`` is the memory its tables take, checked against
-    ``memory_limit`` (None: not checked)."""
+    ``memory_limit`` (None: not checked).
+
+    With a ``memory_limit`` a model too large is refused (ValueError) quickly: at once
+    when its k-core proves every order too large (`_core_table`); else the bandwidth
+    order (O(n + E) to find) is eliminated symbolically up to its first table over the
+    limit, and min-fill runs only until its tables exceed the limit or the bandwidth
+    order's largest table (it would lose), within _MIN_FILL_WORK when no order fits yet.
+    Models that fit get the same order as with no limit."""
 
     def __init__(self, model, memory_limit=None):
         card = model.card.tolist()
-        best = None
-        for order in (_min_fill_order(model), _bandwidth_order(model)):
-            sep = _eliminate(model, order)
-            sizes = [card[v] * math.prod(card[u] for u in sep[v]) for v in order]
-            cost = (max(sizes, default=0), sum(sizes))
-            if best is None or cost < best[0]:
-                best = (cost, order, sep)
-        (self.max_table, _), self.order, self.sep = best
         n = model.n_vars
+        cap = math.inf if memory_limit is None else memory_limit / 8  # table entries
+        if memory_limit is not None:
+            proof = _core_table(model, cap)
+            if proof is not None:
+                k, table = proof
+                raise _too_large(f"a clique table of at least {8 * table} bytes", memory_limit,
+                                 f"every elimination order has a clique of >= {k + 1} "
+                                 f"variables, since the graph's {k}-core is not empty "
+                                 f"(treewidth >= {k})")
+        candidates = []
+        order = _bandwidth_order(model)
+        sep, rcm_sizes = _eliminate(model, order, cap)
+        if len(rcm_sizes) == n and max(rcm_sizes, default=0) <= cap:
+            candidates.append(((max(rcm_sizes, default=0), sum(rcm_sizes)), order, sep))
+        # min-fill stops once it would lose to the bandwidth order or exceed the limit
+        mf_cap = candidates[0][0][0] if candidates else cap
+        budget = math.inf if candidates or memory_limit is None else _MIN_FILL_WORK
+        order, work = _min_fill_order(model, mf_cap, budget)
+        if len(order) == n:
+            sep, sizes = _eliminate(model, order)
+            candidates.insert(0, ((max(sizes, default=0), sum(sizes)), order, sep))  # wins ties
+        if not candidates:
+            raise _too_large(
+                f"a clique table of {8 * rcm_sizes[-1]} bytes with the best order found",
+                memory_limit,
+                f"the bandwidth order reaches it after {len(rcm_sizes)} of {n} variables, and "
+                f"greedy min-fill stopped after {len(order)} at "
+                f"{'its work budget' if work > budget else 'a table over the limit'} (these "
+                f"are heuristic orders: a better one may exist, but none is known cheaply)")
+        (self.max_table, _), self.order, self.sep = min(candidates, key=lambda c: c[0])
         pos = [0] * n
         for k, v in enumerate(self.order):
             pos[v] = k
@@ -298,11 +417,10 @@ class EliminationPlan:
         self.message_entries = sum(math.prod(card[u] for u in s) for s in self.sep)
         self.bytes = 8 * (self.max_table + self.message_entries)
         if memory_limit is not None and self.bytes > memory_limit:
-            raise ValueError(
-                f"variable elimination needs about {self.bytes} bytes: its largest clique table "
-                f"takes {8 * self.max_table} bytes (induced width {self.width}) and the stored "
-                f"messages {8 * self.message_entries} bytes, over memory_limit={memory_limit}; "
-                f"raise memory_limit if the machine has the memory")
+            raise _too_large(
+                f"about {self.bytes} bytes with the best order found", memory_limit,
+                f"its largest clique table takes {8 * self.max_table} bytes (induced width "
+                f"{self.width}) and the stored messages {8 * self.message_entries} bytes")
 
     def map(self, model):
         """A MAP assignment of ``model`` (same graph and cardinalities as the plan's)."""

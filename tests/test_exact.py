@@ -177,12 +177,33 @@ def test_grid_order_keeps_width_near_treewidth():
 # -- errors ----------------------------------------------------------------------------------
 
 def test_memory_limit_error_names_size_width_and_argument():
+    """The three refusals: a k-core proof, heuristic orders over the limit (said to be
+    heuristic), and tables that fit with messages that do not; each names the size, the
+    limit and the alternatives."""
     m = complete(14)
-    with pytest.raises(ValueError, match=r"induced width 13.*memory_limit=1000"):
+    with pytest.raises(ValueError, match=r"at least 1024 bytes.*memory_limit=1000 .*"
+                                         r"6-core.*treewidth >= 6.*fwcore.infer"):
         exact_inference(m, method="elimination", memory_limit=1000)
     with pytest.raises(ValueError, match="memory_limit"):
         exact_map(m, method="elimination", memory_limit=1000)
     assert exact_inference(m, method="elimination", memory_limit=2**20).info["induced_width"] == 13
+    with pytest.raises(ValueError, match=r"of 2048 bytes with the best order found, over "
+                                         r"memory_limit=2000 .*heuristic.*fwcore.infer_map"):
+        exact_inference(grid(12, 12), memory_limit=2000)  # 2-core only: no proof
+    with pytest.raises(ValueError, match=r"about 34296 bytes with the best order found.*"
+                                         r"induced width 5.*stored messages"):
+        exact_inference(grid(5, 40), memory_limit=1000)
+
+
+def test_limit_keeps_the_unlimited_order():
+    """With a memory_limit, models that fit get the order chosen without one."""
+    for m in (grid(8, 30), potts_grid(6, 7, n_labels=3, seed=1), complete(9),
+              random_model(3, n=30, max_card=3, p_edge=0.1)):
+        free = EliminationPlan(m)
+        plan = EliminationPlan(m, memory_limit=free.bytes)
+        assert plan.order == free.order and plan.sep == free.sep
+        with pytest.raises(ValueError, match="over memory_limit"):
+            EliminationPlan(m, memory_limit=free.bytes - 1)
 
 
 @pytest.mark.parametrize("method", ["bruteforce", "elimination"])

@@ -57,3 +57,24 @@ class ExactUAI:
 
     def track_abs_error_log_z(self, instance):
         return abs(exact_inference(self.model).log_z - self.log_z)
+
+
+class ExactRefusal:
+    """Time to refuse a grid far too large for elimination (issue 12: minutes before)."""
+
+    param_names = ["side"]
+    params = [[100, 300] if QUICK else [100, 300, 1000]]
+
+    def setup(self, side):
+        import numpy as np
+        from fwcore.generators import grid_edges
+        e = np.asarray(grid_edges(side, side), dtype=np.int64)
+        self.model = fwcore.PairwiseMRF.from_flat(np.full(side * side, 2), e,
+                                                  np.zeros(2 * side * side + 4 * len(e)))
+
+    def time_refusal(self, side):
+        try:
+            exact_inference(self.model)
+        except ValueError:
+            return
+        raise AssertionError("the grid was not refused")

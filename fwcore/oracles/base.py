@@ -147,9 +147,12 @@ def exact_choice(model):
         return "tree"
     if np.log2(model.card.astype(np.float64)).sum() <= np.log2(AUTO_BRUTEFORCE_STATES):
         return "bruteforce"
-    if model.n_vars <= AUTO_ELIMINATION_VARS and \
-            EliminationPlan(model).bytes <= AUTO_ELIMINATION_BYTES:
-        return "elimination"
+    if model.n_vars <= AUTO_ELIMINATION_VARS:
+        try:  # refuses a model over the limit quickly (`fwcore.exact.EliminationPlan`)
+            EliminationPlan(model, AUTO_ELIMINATION_BYTES)
+            return "elimination"
+        except ValueError:
+            pass
     return "toulbar2" if _registry["toulbar2"].is_available() else "ilp"
 
 
