@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .checks import Interval, Options, check_model, check_params
+from .checks import INFEASIBLE, Interval, Options, check_model, check_params
 from .results import MapResult, Record, Status, Trace
 
 __all__ = ["ExactResult", "exact_inference", "exact_map", "AUTO_BRUTEFORCE_STATES"]
@@ -124,8 +124,7 @@ def _check_args(model, method, memory_limit):
 
 
 def _infeasible():
-    return ValueError("the model has no feasible assignment: every joint state scores -inf "
-                      "(log Z = -inf); check the -inf entries of theta")
+    return ValueError(INFEASIBLE)
 
 
 # -- brute force ------------------------------------------------------------------------
