@@ -159,11 +159,14 @@ class LocalPolytope(Domain):
         x += w * self._vertices[atom[0]]
 
     def last_call_exact(self):
-        return True
+        return self.oracle.status is not Status.MAX_TIME
 
     def max_score(self, scores):
         v = self.oracle.argmax_marginals(scores, time_limit=self.time_left())
-        return max(float(v @ scores), float(self.oracle.upper_bound())), True
+        bound = self.oracle.upper_bound()
+        if bound is None:  # stopped at the time limit
+            return float(v @ scores), False
+        return max(float(v @ scores), bound), True
 
 
 def _make_domain(model, oracle, domain, seed, deadline):

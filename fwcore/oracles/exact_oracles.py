@@ -15,7 +15,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from ..checks import Interval, TIME, check_params, finite_penalty
 from ..results import Status
 from .base import MapOracle, register_oracle
-from ._common import local_polytope_constraints, lp_objective, node_argmax
+from ._common import local_polytope_constraints, lp_objective, node_argmax, run_highs
 
 __all__ = ["BruteForceOracle", "EliminationOracle", "TreeOracle", "ILPOracle", "Toulbar2Oracle"]
 
@@ -170,11 +170,12 @@ class ILPOracle(MapOracle):
     def _argmax(self, scores, init, time_limit):
         model = self.model
         cost, upper = lp_objective(scores)
-        options = {"mip_rel_gap": self.mip_rel_gap}
-        if time_limit is not None:
-            options["time_limit"] = time_limit
-        res = milp(cost, integrality=self._integrality, bounds=Bounds(0.0, upper),
-                   constraints=self._constraints, options=options)
+        res = run_highs(lambda options: milp(
+            cost, integrality=self._integrality, bounds=Bounds(0.0, upper),
+            constraints=self._constraints, options=options),
+            time_limit, {"mip_rel_gap": self.mip_rel_gap})
+        if res is None:   # abandoned past the time limit: the best node scores, no bound
+            return node_argmax(model, scores), None, Status.MAX_TIME
         # without an incumbent (infeasible: all scores −inf; or timed out) the fallback
         # assignment takes the best node scores
         if res.status == 2:
