@@ -29,6 +29,7 @@ from .checks import CALLABLE, SEED, TIME, Interval, Options, check_model, check_
     finite_penalty
 from .fw import (Domain, LocalSearch, MFWCorrection, adaptive_delta, correct, frank_wolfe,
                  safeguarded_newton)
+from .interrupt import Guard
 from .marginals import MarginalResult, Recorder
 from .oracles.base import LPOracle, resolve_oracle
 from .results import Status
@@ -268,7 +269,9 @@ def infer(model, *, oracle="exact", domain="marginal", delta="adaptive", delta_i
         bounds for fewer MAP calls than one tolerance for all). max_iter : FCFW iterations
         per inner run; max_time (seconds; each oracle call gets the time left) and
         ``callback(record)`` returning False stop with the best iterate so far (status
-        max_time / interrupted).
+        max_time / interrupted). Ctrl-C (SIGINT) anywhere in the loop returns the best
+        iterate so far with status interrupted, without another oracle call: ``gap`` is
+        the last one measured there (inf if none) and ``certified`` False.
 
     Impossible states (theta = -inf) get a finite penalty that changes log Z by at most
     e^-50 (`fwcore.checks.finite_penalty`), so the bound stays valid for the given model.
@@ -301,7 +304,10 @@ def infer(model, *, oracle="exact", domain="marginal", delta="adaptive", delta_i
     recorder = Recorder(callback, bool(verbose), t0)
     exact = dom.exact
     objective = TRWObjective(model, rho)
-    res, calls, n_iter, status, i = None, 0, 0, Status.CONVERGED, 0
+    # Ctrl-C anywhere in a step (engine set-up, corrections, line search, oracle calls)
+    # ends the loop with the last inner run that measured a gap (res, at rho res_rho)
+    guard = Guard()
+    res, res_rho, calls, n_iter, status, i = None, rho, 0, 0, Status.CONVERGED, 0
     for i in range(p["rho_updates"] + 1):
         objective.set_rho(rho)
         recorder.outer, recorder.calls_before = i, calls
@@ -313,12 +319,16 @@ def infer(model, *, oracle="exact", domain="marginal", delta="adaptive", delta_i
         # halved it after each inner run: measured, no better marginals and more MAP calls)
         steps = _corrections(dom, correction, local_steps, warm=res is not None)
         last = i == p["rho_updates"]
-        res = frank_wolfe(objective, dom, method="fcfw", tol=tol if last else rho_tol,
-                          max_iter=p["max_iter"], max_time=left, callback=recorder,
-                          init=None if res is None else (res.atoms, res.weights),
-                          delta=delta0 if res is None else res.delta,
-                          delta_rule=_delta_rule(not exact, steps) if adaptive else None,
-                          corrections=steps, trace=False)
+        run = guard(frank_wolfe, objective, dom, method="fcfw", tol=tol if last else rho_tol,
+                    max_iter=p["max_iter"], max_time=left, callback=recorder,
+                    init=None if res is None else (res.atoms, res.weights),
+                    delta=delta0 if res is None else res.delta,
+                    delta_rule=_delta_rule(not exact, steps) if adaptive else None,
+                    corrections=steps, trace=False)
+        if run is None or math.isinf(run.gap):  # Ctrl-C before this run measured a gap
+            status = Status.INTERRUPTED
+            break
+        res, res_rho = run, rho
         calls += res.n_oracle_calls
         n_iter += res.n_iter
         status = res.status
@@ -328,13 +338,21 @@ def infer(model, *, oracle="exact", domain="marginal", delta="adaptive", delta_i
             rho = rho + 2.0 / (i + 3.0) * rho_direction(model, res.x, rho)
         else:
             left = None if max_time is None else max_time - (time.perf_counter() - t0)
-            rho = _rho_line_search(model, objective, dom, res, rho, i, tol, rho_tol, left)
-    mu = dom.u0.copy() if res is None else res.x  # res is None: out of time at once
+            rho = guard(_rho_line_search, model, objective, dom, res, rho, i, tol, rho_tol,
+                        left)
+            if rho is None:
+                status = Status.INTERRUPTED
+                break
+    objective.set_rho(res_rho)
+    ctrl_c = status is Status.INTERRUPTED and not recorder.stopped
+    mu = dom.u0.copy() if res is None else res.x  # res is None: out of time (or Ctrl-C) at once
     f, g = objective.value_grad(mu)
     primal = -f
     if exact and adaptive and status is Status.CONVERGED and dom.last_call_exact():
         # the last record is mu with a fresh exact gap over M (or L): no MAP call needed
         gap, certified = recorder.records[-1].gap, True
+    elif ctrl_c:  # no oracle call after Ctrl-C: the gap last measured at mu (inf if none)
+        gap, certified = (math.inf if res is None else res.gap), False
     else:
         kappa, certified = dom.max_score(-g)
         calls += 1

@@ -64,12 +64,13 @@ class MarginalResult:
 class Recorder:
     """Keeps the trace of a marginal-inference run: turns the engine's records (f = −TRW)
     into `Record`s with the TRW value, the rho iteration (``outer``) and the oracle calls
-    of the whole run, forwards them to the user's ``callback`` and prints progress when
-    ``verbose``."""
+    of the whole run, forwards them to the user's ``callback`` (``stopped``: it returned
+    False) and prints progress when ``verbose``."""
 
     def __init__(self, callback, verbose, t0):
         self.callback, self.verbose, self.t0 = callback, verbose, t0
         self.records, self.outer, self.calls_before = [], 0, 0
+        self.stopped = False  # the callback asked to stop
 
     def __call__(self, rec):
         r = Record(iteration=rec.iteration, time=time.perf_counter() - self.t0,
@@ -83,7 +84,9 @@ class Recorder:
             print(f"rho {r.outer:2d} it {r.iteration:4d}  TRW {r.primal:.6f}  gap {gap}  "
                   f"delta {delta}  |V| {r.n_active}  MAP calls {r.n_oracle_calls}",
                   file=sys.stderr)
-        return None if self.callback is None else self.callback(r)
+        proceed = None if self.callback is None else self.callback(r)
+        self.stopped = proceed is False
+        return proceed
 
     def trace(self):
         return Trace(self.records)
