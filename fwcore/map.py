@@ -2,8 +2,10 @@
 import time
 
 from .checks import SEED, TIME, check_model, check_params
+from .interrupt import Guard
+from .oracles._common import node_argmax
 from .oracles.base import resolve_oracle
-from .results import MapResult, Record, Trace
+from .results import MapResult, Record, Status, Trace
 
 __all__ = ["infer_map"]
 
@@ -24,19 +26,23 @@ def infer_map(model, method="auto", time_limit=None, seed=None, **options):
 
     Returns a `MapResult`: ``assignment``, ``score``, ``upper_bound`` (None when the method
     has none), ``status`` (the oracle's: ``converged`` only when exact or proven by the
-    bound), ``time`` (seconds, oracle construction included) and ``method`` (the oracle
-    used).
+    bound; ``interrupted`` on Ctrl-C, with the best node scores' assignment and no bound),
+    ``time`` (seconds, oracle construction included) and ``method`` (the oracle used).
     """
     model = check_model(model)
     checked = check_params(_PARAMS, time_limit=time_limit, seed=seed)
     start = time.perf_counter()
     oracle = resolve_oracle(method, model, seed=checked["seed"], **options)
-    x = oracle.argmax(model.theta, time_limit=checked["time_limit"])
+    guard = Guard()
+    x = guard(oracle.argmax, model.theta, time_limit=checked["time_limit"])
+    if guard.interrupted:  # Ctrl-C: the best node scores, no bound
+        x, bound, status = node_argmax(model, model.theta), None, Status.INTERRUPTED
+    else:
+        bound, status = oracle.upper_bound(), oracle.status
     elapsed = time.perf_counter() - start
     score = float(model.score(x))
-    bound = oracle.upper_bound()
     trace = Trace([Record(iteration=1, time=elapsed, primal=score, n_oracle_calls=1,
                           bound=bound, score=score)])
-    return MapResult(assignment=x, score=score, upper_bound=bound, status=oracle.status,
+    return MapResult(assignment=x, score=score, upper_bound=bound, status=status,
                      time=elapsed, method=oracle.name, n_iter=1, n_oracle_calls=1, trace=trace,
                      info={"requested": method})
