@@ -2,13 +2,11 @@
 import numpy as np
 from scipy import sparse
 
-from ..interrupt import Abandoned, call_interruptibly
+from ..interrupt import Abandoned, call_interruptibly, grace
 
 #: HiGHS gets this share of a call's time limit (scipy's set-up and HiGHS's coarse time
-#: checks take the rest: measured +0.8 s past a 5 s limit on a 100x100 grid ILP) ...
+#: checks take the rest: measured +0.8 s past a 5 s limit on a 100x100 grid ILP)
 _HIGHS_SHARE = 0.8
-#: ... and the call is abandoned (no answer) this long past the limit: 1.1 limit + 0.5 s
-_HIGHS_GRACE = (1.1, 0.5)
 
 
 
@@ -65,12 +63,10 @@ def run_highs(solve, time_limit, options):
     """``solve(options)`` (a `scipy.optimize.milp` or ``linprog`` call) interruptible by
     Ctrl-C (`fwcore.interrupt.call_interruptibly`), with HiGHS's ``time_limit`` set to
     `_HIGHS_SHARE` of ``time_limit``. Returns the scipy result, or None when the call
-    was abandoned past ``time_limit`` (`_HIGHS_GRACE`)."""
-    wait = None
+    was abandoned past ``time_limit`` (`fwcore.interrupt.grace`)."""
     if time_limit is not None:
         options = {**options, "time_limit": _HIGHS_SHARE * time_limit}
-        wait = _HIGHS_GRACE[0] * time_limit + _HIGHS_GRACE[1]
     try:
-        return call_interruptibly(lambda: solve(options), wait)
+        return call_interruptibly(lambda: solve(options), grace(time_limit))
     except Abandoned:
         return None

@@ -6,13 +6,13 @@ Each sets ``status`` after a call: ``Status.CONVERGED`` when the answer is prove
 with the solver's bound when it has one).
 """
 import math
-import threading
 import time
 
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 
 from ..checks import Interval, TIME, check_params, finite_penalty
+from ..interrupt import Abandoned, call_interruptibly, grace
 from ..results import Status
 from .base import MapOracle, register_oracle
 from ._common import local_polytope_constraints, lp_objective, node_argmax, run_highs
@@ -192,7 +192,6 @@ class ILPOracle(MapOracle):
         return x, max(float(-dual), float(model.score(x, scores))), status
 
 
-_TB2_LOCK = threading.Lock()   # pytoulbar2 keeps its options and solver in global state
 #: wall seconds toulbar2 takes per second of its time limit (measured on 100x100 and
 #: 200x200 grids: 4.7 s for 3, 15.4 s for 10)
 _TB2_WALL_PER_SECOND = 1.55
@@ -214,7 +213,8 @@ class Toulbar2Oracle(MapOracle):
     Options: ``time_limit`` (seconds for the whole call; toulbar2 gets the whole seconds
     left after building its problem, scaled by its measured wall time per second, and
     none left gives the best node scores with status max_time), ``scale``.
-    Calls are serialised by a lock: pytoulbar2 is not thread-safe.
+    Each call runs in a forked process (`fwcore.interrupt.call_interruptibly`): Ctrl-C
+    and the time limit kill it; pytoulbar2's global state stays there.
     """
 
     name = "toulbar2"
@@ -248,22 +248,30 @@ class Toulbar2Oracle(MapOracle):
         scale = self.scale or 2.0**52 / ((len(blocks) + 1) * max(sum(ranges), 1.0))
         costs = [np.rint(scale * (t - b)) for t, b in zip(tops, blocks)]
         slack = len(blocks) / scale
-        with _TB2_LOCK:
+        def solve():  # in a forked process: pytoulbar2's global state stays there
             cfn = pytoulbar2.CFN(verbose=-1)
             for i, c in enumerate(model.card):
                 cfn.AddVariable(f"x{i}", list(range(int(c))))
             for scope, c in zip(scopes, costs):
                 cfn.AddFunction(scope, c.tolist())
+            limit = 0
             if time_limit is not None:  # whole seconds of the time left after the set-up
                 left = (time_limit - (time.perf_counter() - t0)) / _TB2_WALL_PER_SECOND
                 if left < 1.0:
-                    return node_argmax(model, scores), None, Status.MAX_TIME
-                time_limit = math.floor(left)
-            time_limit = time_limit or 0
+                    return None
+                limit = math.floor(left)
             start = time.process_time(), time.perf_counter()
-            sol = cfn.Solve(timeLimit=time_limit)
+            sol = cfn.Solve(timeLimit=limit)
             used = max(time.process_time() - start[0], time.perf_counter() - start[1])
-            dual_cost = float(cfn.GetDDualBound())
+            return sol, float(cfn.GetDDualBound()), limit, used
+
+        try:
+            solved = call_interruptibly(solve, grace(time_limit), process=True)
+        except Abandoned:
+            solved = None
+        if solved is None:                      # no time left to search
+            return node_argmax(model, scores), None, Status.MAX_TIME
+        sol, dual_cost, time_limit, used = solved
         const = float(sum(tops))
         # Solve gives no flag for a time-out: a run that used (nearly) all its time is
         # treated as stopped early; any other run completed its search
