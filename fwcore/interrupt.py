@@ -9,22 +9,24 @@ Two helpers, one for each side of the problem:
   oracle calls) into ``guard.interrupted = True`` and a None result; later steps are
   skipped, so the loop ends with what it had before the step.
 - `call_interruptibly` runs an external solver that never returns to Python until it is
-  done, so that Ctrl-C reaches the caller at once and a time limit holds: HiGHS
-  (`scipy.optimize.milp` / ``linprog``) in a daemon thread, toulbar2 in a forked
-  process. Measured on a 100x100 grid: HiGHS releases the GIL (a waiting thread wakes
-  every 0.1 s or sooner), whereas in the main thread SIGINT waited for the end of the
-  solve (34 s with a 30 s limit); toulbar2 ignores SIGINT until its search ends (none in
-  10 minutes without a time limit), overruns its own limit by half, and fails in any
-  thread but the main one (its options are per thread), so it gets a process that can
-  be killed. Time slices were not an option: neither solver takes a warm start through
-  these APIs, so each slice would start the search over. On Ctrl-C, or past ``wait``, a
-  thread is abandoned (it ends at the solver's own time limit, or none given, when the
-  solve ends; its answer is dropped) and a process killed.
+  done (HiGHS through `scipy.optimize.milp` / ``linprog``, toulbar2) in a forked process
+  that Ctrl-C and the time limit kill, so that Ctrl-C reaches the caller at once and a
+  time limit holds. Measured on a 100x100 grid: in the main thread SIGINT waited for the
+  end of a HiGHS solve (34 s with a 30 s limit), and toulbar2 ignores SIGINT until its
+  search ends (none in 10 minutes without a time limit) and overruns its own limit by
+  half. A worker thread answered Ctrl-C for HiGHS (it releases the GIL) but cannot be
+  stopped: a thread still in HiGHS when the interpreter exits aborts it ("terminate
+  called without an active exception"); toulbar2 fails in any thread but the main one
+  (its options are per thread). Time slices were not an option: neither solver takes a
+  warm start through these APIs, so each slice would start the search over. A fork
+  costs about 0.01 s plus the set-up the solver repeats in the child; HiGHS forked after
+  it ran in the parent (its thread pool copied) was measured to work.
 """
 import multiprocessing
-import threading
+import sys
 
 __all__ = ["Guard", "call_interruptibly", "grace", "Abandoned"]
+
 
 class Guard:
     """Runs the steps of a run until one is interrupted by Ctrl-C (see the module
@@ -53,36 +55,15 @@ def grace(time_limit):
     return None if time_limit is None else 1.1 * time_limit + 0.5
 
 
-def call_interruptibly(func, wait=None, process=False):
-    """``func()`` in a daemon thread (a forked process with ``process``), waiting at most
-    ``wait`` seconds (None: until it returns); Ctrl-C while waiting raises
-    KeyboardInterrupt at once, and a call still running after ``wait`` raises
-    `Abandoned`. A thread is left to finish on its own, a process is killed. Outside the
-    main thread (which alone receives SIGINT) a thread call runs ``func`` directly."""
-    if process:
-        return _in_process(func, wait)
-    if threading.current_thread() is not threading.main_thread():
-        return func()
-    box = {}
-
-    def work():
-        try:
-            box["value"] = func()
-        except BaseException as err:  # handed to the caller below
-            box["error"] = err
-
-    worker = threading.Thread(target=work, name="fwcore-solver", daemon=True)
-    worker.start()
-    worker.join(wait)  # interruptible: lock waits on POSIX are
-    if worker.is_alive():
-        raise Abandoned(f"the solver was still running after {wait:.3g} s")
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
-
-
-def _in_process(func, wait):
-    context = multiprocessing.get_context("fork")  # func and its data need no pickling
+def call_interruptibly(func, wait=None):
+    """``func()`` in a forked process (``func`` and its data need no pickling; its result
+    is pickled back), waiting at most ``wait`` seconds (None: until it returns). Ctrl-C
+    while waiting kills the process and raises KeyboardInterrupt at once; a call still
+    running after ``wait`` is killed and raises `Abandoned`."""
+    for stream in (sys.stdout, sys.stderr):  # else the child prints their buffers again
+        if stream is not None:
+            stream.flush()
+    context = multiprocessing.get_context("fork")
     receive, send = context.Pipe(duplex=False)
     worker = context.Process(target=_child, args=(func, send), daemon=True)
     worker.start()

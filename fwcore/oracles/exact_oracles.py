@@ -266,7 +266,7 @@ class Toulbar2Oracle(MapOracle):
             return sol, float(cfn.GetDDualBound()), limit, used
 
         try:
-            solved = call_interruptibly(solve, grace(time_limit), process=True)
+            solved = call_interruptibly(solve, grace(time_limit))
         except Abandoned:
             solved = None
         if solved is None:                      # no time left to search
