@@ -271,7 +271,8 @@ def infer(model, *, oracle="exact", domain="marginal", delta="adaptive", delta_i
         ``callback(record)`` returning False stop with the best iterate so far (status
         max_time / interrupted). Ctrl-C (SIGINT) anywhere in the loop returns the best
         iterate so far with status interrupted, without another oracle call: ``gap`` is
-        the last one measured there (inf if none) and ``certified`` False.
+        the last one measured there (inf if none) and ``certified`` False; so does
+        max_time.
 
     Impossible states (theta = -inf) get a finite penalty that changes log Z by at most
     e^-50 (`fwcore.checks.finite_penalty`), so the bound stays valid for the given model.
@@ -351,7 +352,9 @@ def infer(model, *, oracle="exact", domain="marginal", delta="adaptive", delta_i
     if exact and adaptive and status is Status.CONVERGED and dom.last_call_exact():
         # the last record is mu with a fresh exact gap over M (or L): no MAP call needed
         gap, certified = recorder.records[-1].gap, True
-    elif ctrl_c:  # no oracle call after Ctrl-C: the gap last measured at mu (inf if none)
+    elif ctrl_c or status is Status.MAX_TIME:
+        # no oracle call after Ctrl-C or past max_time: the gap last measured at mu (inf
+        # if none); an exact oracle may have stopped early on it, so not certified
         gap, certified = (math.inf if res is None else res.gap), False
     else:
         kappa, certified = dom.max_score(-g)
