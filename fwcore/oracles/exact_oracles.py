@@ -236,8 +236,15 @@ class Toulbar2Oracle(MapOracle):
         return True
 
     def _argmax(self, scores, init, time_limit):
-        import pytoulbar2
         t0 = time.perf_counter()
+        try:  # all of it in a forked process: its set-up counts towards the time limit
+            return call_interruptibly(lambda: self._solve(scores, time_limit, t0),
+                                      grace(time_limit))
+        except Abandoned:
+            return node_argmax(self.model, scores), None, Status.MAX_TIME
+
+    def _solve(self, scores, time_limit, t0):
+        import pytoulbar2
         model = self.model
         finite = finite_penalty(model, scores, margin=1.0)
         blocks = ([model.unary(i, finite) for i in range(model.n_vars)]
@@ -248,30 +255,20 @@ class Toulbar2Oracle(MapOracle):
         scale = self.scale or 2.0**52 / ((len(blocks) + 1) * max(sum(ranges), 1.0))
         costs = [np.rint(scale * (t - b)) for t, b in zip(tops, blocks)]
         slack = len(blocks) / scale
-        def solve():  # in a forked process: pytoulbar2's global state stays there
-            cfn = pytoulbar2.CFN(verbose=-1)
-            for i, c in enumerate(model.card):
-                cfn.AddVariable(f"x{i}", list(range(int(c))))
-            for scope, c in zip(scopes, costs):
-                cfn.AddFunction(scope, c.tolist())
-            limit = 0
-            if time_limit is not None:  # whole seconds of the time left after the set-up
-                left = (time_limit - (time.perf_counter() - t0)) / _TB2_WALL_PER_SECOND
-                if left < 1.0:
-                    return None
-                limit = math.floor(left)
-            start = time.process_time(), time.perf_counter()
-            sol = cfn.Solve(timeLimit=limit)
-            used = max(time.process_time() - start[0], time.perf_counter() - start[1])
-            return sol, float(cfn.GetDDualBound()), limit, used
-
-        try:
-            solved = call_interruptibly(solve, grace(time_limit))
-        except Abandoned:
-            solved = None
-        if solved is None:                      # no time left to search
-            return node_argmax(model, scores), None, Status.MAX_TIME
-        sol, dual_cost, time_limit, used = solved
+        cfn = pytoulbar2.CFN(verbose=-1)
+        for i, c in enumerate(model.card):
+            cfn.AddVariable(f"x{i}", list(range(int(c))))
+        for scope, c in zip(scopes, costs):
+            cfn.AddFunction(scope, c.tolist())
+        if time_limit is not None:  # whole seconds of the time left after the set-up
+            left = (time_limit - (time.perf_counter() - t0)) / _TB2_WALL_PER_SECOND
+            if left < 1.0:
+                return node_argmax(model, scores), None, Status.MAX_TIME
+        time_limit = 0 if time_limit is None else math.floor(left)
+        start = time.process_time(), time.perf_counter()
+        sol = cfn.Solve(timeLimit=time_limit)
+        used = max(time.process_time() - start[0], time.perf_counter() - start[1])
+        dual_cost = float(cfn.GetDDualBound())
         const = float(sum(tops))
         # Solve gives no flag for a time-out: a run that used (nearly) all its time is
         # treated as stopped early; any other run completed its search
