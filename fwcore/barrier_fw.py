@@ -335,6 +335,9 @@ def infer(model, *, oracle="exact", domain="marginal", delta="adaptive", delta_i
         status = res.status
         if status in (Status.MAX_TIME, Status.INTERRUPTED) or last:
             break
+        if max_time is not None and time.perf_counter() - t0 >= max_time:
+            status = Status.MAX_TIME  # no rho update (its spanning forest alone takes ~1 s
+            break                     # on a 200x200 grid)
         if p["rho_step"] == "fixed":
             rho = rho + 2.0 / (i + 3.0) * rho_direction(model, res.x, rho)
         else:

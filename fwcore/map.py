@@ -33,8 +33,11 @@ def infer_map(model, method="auto", time_limit=None, seed=None, **options):
     checked = check_params(_PARAMS, time_limit=time_limit, seed=seed)
     start = time.perf_counter()
     oracle = resolve_oracle(method, model, seed=checked["seed"], **options)
+    limit = checked["time_limit"]
+    if limit is not None:  # the oracle's construction counts towards the time limit
+        limit = max(limit - (time.perf_counter() - start), 1e-2)
     guard = Guard()
-    x = guard(oracle.argmax, model.theta, time_limit=checked["time_limit"])
+    x = guard(oracle.argmax, model.theta, time_limit=limit)
     if guard.interrupted:  # Ctrl-C: the best node scores, no bound
         x, bound, status = node_argmax(model, model.theta), None, Status.INTERRUPTED
     else:
