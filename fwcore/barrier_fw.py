@@ -29,6 +29,7 @@ from .checks import CALLABLE, SEED, TIME, Interval, Options, check_bound_feasibl
     check_feasible, check_model, check_params, finite_penalty
 from .fw import (Domain, LocalSearch, MFWCorrection, adaptive_delta, correct, frank_wolfe,
                  safeguarded_newton)
+from .interrupt import Guard
 from .marginals import MarginalResult, Recorder
 from .oracles.base import LPOracle, resolve_oracle
 from .results import Status
@@ -159,11 +160,14 @@ class LocalPolytope(Domain):
         x += w * self._vertices[atom[0]]
 
     def last_call_exact(self):
-        return True
+        return self.oracle.status is not Status.MAX_TIME
 
     def max_score(self, scores):
         v = self.oracle.argmax_marginals(scores, time_limit=self.time_left())
-        return max(float(v @ scores), float(self.oracle.upper_bound())), True
+        bound = self.oracle.upper_bound()
+        if bound is None:  # stopped at the time limit
+            return float(v @ scores), False
+        return max(float(v @ scores), bound), True
 
 
 def _make_domain(model, oracle, domain, seed, deadline):
@@ -265,7 +269,10 @@ def infer(model, *, oracle="exact", domain="marginal", delta="adaptive", delta_i
         bounds for fewer MAP calls than one tolerance for all). max_iter : FCFW iterations
         per inner run; max_time (seconds; each oracle call gets the time left) and
         ``callback(record)`` returning False stop with the best iterate so far (status
-        max_time / interrupted).
+        max_time / interrupted). Ctrl-C (SIGINT) anywhere in the loop returns the best
+        iterate so far with status interrupted, without another oracle call: ``gap`` is
+        the last one measured there (inf if none) and ``certified`` False; so does
+        max_time.
 
     Impossible states (theta = -inf) get a finite penalty that changes log Z by at most
     e^-50 (`fwcore.checks.finite_penalty`), so the bound stays valid for the given model.
@@ -302,7 +309,10 @@ def infer(model, *, oracle="exact", domain="marginal", delta="adaptive", delta_i
     recorder = Recorder(callback, bool(verbose), t0)
     exact = dom.exact
     objective = TRWObjective(model, rho)
-    res, calls, n_iter, status, i = None, 0, 0, Status.CONVERGED, 0
+    # Ctrl-C anywhere in a step (engine set-up, corrections, line search, oracle calls)
+    # ends the loop with the last inner run that measured a gap (res, at rho res_rho)
+    guard = Guard()
+    res, res_rho, calls, n_iter, status, i = None, rho, 0, 0, Status.CONVERGED, 0
     for i in range(p["rho_updates"] + 1):
         objective.set_rho(rho)
         recorder.outer, recorder.calls_before = i, calls
@@ -314,28 +324,45 @@ def infer(model, *, oracle="exact", domain="marginal", delta="adaptive", delta_i
         # halved it after each inner run: measured, no better marginals and more MAP calls)
         steps = _corrections(dom, correction, local_steps, warm=res is not None)
         last = i == p["rho_updates"]
-        res = frank_wolfe(objective, dom, method="fcfw", tol=tol if last else rho_tol,
-                          max_iter=p["max_iter"], max_time=left, callback=recorder,
-                          init=None if res is None else (res.atoms, res.weights),
-                          delta=delta0 if res is None else res.delta,
-                          delta_rule=_delta_rule(not exact, steps) if adaptive else None,
-                          corrections=steps, trace=False)
+        run = guard(frank_wolfe, objective, dom, method="fcfw", tol=tol if last else rho_tol,
+                    max_iter=p["max_iter"], max_time=left, callback=recorder,
+                    init=None if res is None else (res.atoms, res.weights),
+                    delta=delta0 if res is None else res.delta,
+                    delta_rule=_delta_rule(not exact, steps) if adaptive else None,
+                    corrections=steps, trace=False)
+        if run is None or math.isinf(run.gap):  # Ctrl-C before this run measured a gap
+            status = Status.INTERRUPTED
+            break
+        res, res_rho = run, rho
         calls += res.n_oracle_calls
         n_iter += res.n_iter
         status = res.status
         if status in (Status.MAX_TIME, Status.INTERRUPTED) or last:
             break
+        if max_time is not None and time.perf_counter() - t0 >= max_time:
+            status = Status.MAX_TIME  # no rho update (its spanning forest alone takes ~1 s
+            break                     # on a 200x200 grid)
         if p["rho_step"] == "fixed":
             rho = rho + 2.0 / (i + 3.0) * rho_direction(model, res.x, rho)
         else:
             left = None if max_time is None else max_time - (time.perf_counter() - t0)
-            rho = _rho_line_search(model, objective, dom, res, rho, i, tol, rho_tol, left)
-    mu = dom.u0.copy() if res is None else res.x  # res is None: out of time at once
+            rho = guard(_rho_line_search, model, objective, dom, res, rho, i, tol, rho_tol,
+                        left)
+            if rho is None:
+                status = Status.INTERRUPTED
+                break
+    objective.set_rho(res_rho)
+    ctrl_c = status is Status.INTERRUPTED and not recorder.stopped
+    mu = dom.u0.copy() if res is None else res.x  # res is None: out of time (or Ctrl-C) at once
     f, g = objective.value_grad(mu)
     primal = -f
     if exact and adaptive and status is Status.CONVERGED and dom.last_call_exact():
         # the last record is mu with a fresh exact gap over M (or L): no MAP call needed
         gap, certified = recorder.records[-1].gap, True
+    elif ctrl_c or status is Status.MAX_TIME:
+        # no oracle call after Ctrl-C or past max_time: the gap last measured at mu (inf
+        # if none); an exact oracle may have stopped early on it, so not certified
+        gap, certified = (math.inf if res is None else res.gap), False
     else:
         kappa, certified = dom.max_score(-g)
         calls += 1

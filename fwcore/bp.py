@@ -11,6 +11,7 @@ b_st ∝ exp(θ_st/ρ_st + θ_s + θ_t) Π_{v∈N(s)} m_vs^{ρ_vs} / m_ts · Π_
 At a fixed point they maximise the TRW objective over the local polytope L.
 """
 import time
+from functools import partial
 
 import numpy as np
 
@@ -53,22 +54,23 @@ def _initial_messages(model, msg_off):
     return np.where(ok, -np.log(np.maximum(count, 1))[owner], -np.inf)
 
 
-def trbp_beliefs(model, rho, damping=0.5, max_iter=1000, tol=1e-8, deadline=None):
+def trbp_beliefs(model, rho, damping=0.5, max_iter=1000, tol=1e-8, deadline=None, guard=None):
     """Run damped parallel TRBP; return (mu, n_iter, converged, max message change).
 
     ``mu`` is the flat pseudo-marginal vector in the model's layout. ``rho`` must be
     positive on every edge (θ_st/ρ_st); it is floored at 1e-12. Stops when the largest
-    change of a normalised log-message is below ``tol``, after ``max_iter`` sweeps, or at
-    ``deadline`` (a time.perf_counter() value, checked every ``_CHUNK`` sweeps). The sweeps
-    run in `fwcore._kernels.trbp_sweeps`.
+    change of a normalised log-message is below ``tol``, after ``max_iter`` sweeps, at
+    ``deadline`` (a time.perf_counter() value, checked every ``_CHUNK`` sweeps), or, given
+    a `fwcore.interrupt.Guard`, at Ctrl-C (``guard.interrupted``: the beliefs are those
+    of the messages so far). The sweeps run in `fwcore._kernels.trbp_sweeps`.
     """
     rho = np.maximum(np.asarray(rho, dtype=np.float64), _RHO_MIN)
     logm, msg_off, it, converged, change = _messages(model, rho, damping, max_iter, tol,
-                                                     deadline)
+                                                     deadline, guard)
     return _beliefs(model, rho, logm, msg_off), it, converged, change
 
 
-def _messages(model, rho, damping, max_iter, tol, deadline):
+def _messages(model, rho, damping, max_iter, tol, deadline, guard=None):
     """The sweeps of `trbp_beliefs`: (flat log-messages, msg_off, n_iter, converged,
     change)."""
     msg_off = _message_offsets(model)
@@ -76,9 +78,13 @@ def _messages(model, rho, damping, max_iter, tol, deadline):
     scratch = (np.empty_like(logm), np.empty(model.node_off[-1]),
                np.empty(2 * (int(model.card.max()) if model.n_vars else 1)))
     it, change, converged = 0, np.inf, False
+    sweeps = trbp_sweeps if guard is None else partial(guard, trbp_sweeps)
     while it < max_iter:
-        done, change = trbp_sweeps(model.theta, model.graph, msg_off, rho, damping, tol,
-                                   min(_CHUNK, max_iter - it), logm, *scratch)
+        swept = sweeps(model.theta, model.graph, msg_off, rho, damping, tol,
+                       min(_CHUNK, max_iter - it), logm, *scratch)
+        if swept is None:  # Ctrl-C (the kernel updates logm whole between Python steps)
+            break
+        done, change = swept
         it += done
         if change < tol:
             converged = True

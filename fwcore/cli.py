@@ -1,11 +1,20 @@
-"""Command line: ``fwcore COMMAND MODEL.uai`` (also ``python -m fwcore``)."""
+"""Command line: ``fwcore COMMAND MODEL.uai`` (also ``python -m fwcore``).
+
+Ctrl-C during ``infer`` or ``map`` prints the best result so far (status interrupted),
+writes what ``--out`` asks for, and exits with status 130; before there is a result it
+exits with 130 at once."""
 import argparse
+import math
 import sys
 import time
 
 import numpy as np
 
+from .results import Status
+
 __all__ = ["main"]
+
+_INTERRUPTED = 130
 
 
 def _load(args):
@@ -46,6 +55,9 @@ def _report(args, model, lines, node_marginals, log_z):
     _print_marginals(node_marginals, None if args.all else 20, sys.stdout)
     if args.out:
         write_mar(args.out + ".MAR", node_marginals)
+        if log_z == math.inf:  # interrupted before any bound was measured
+            print(f"wrote {args.out}.MAR (no bound on log Z yet: no {args.out}.PR)")
+            return
         write_pr(args.out + ".PR", log_z)
         print(f"wrote {args.out}.MAR and {args.out}.PR")
 
@@ -98,7 +110,7 @@ def _cmd_infer(args):
                     max_time=args.max_time, seed=args.seed, callback=progress)
     finally:
         progress.close()
-    kind = "certified" if res.certified else "not certified (approximate oracle)"
+    kind = "certified" if res.certified else "not certified"
     _report(args, model, [
         f"Barrier FW over the {args.domain} polytope, oracle {args.oracle}: {res.time:.3f} s, "
         f"{res.n_oracle_calls} MAP calls, {res.n_rho_updates} rho updates, status "
@@ -106,7 +118,7 @@ def _cmd_infer(args):
         f"TRW objective = {res.primal:.10g}, FW gap = {res.gap:.3g}",
         f"log Z <= {res.log_z_upper:.10g}  ({kind})"], res.node_marginals,
         res.log_z_upper)
-    return 0
+    return _exit_code(res.status)
 
 
 def _cmd_map(args):
@@ -124,7 +136,12 @@ def _cmd_map(args):
         print(f"wrote {args.out}.MAP")
     else:
         print("assignment:", " ".join(map(str, res.assignment)))
-    return 0
+    return _exit_code(res.status)
+
+
+def _exit_code(status):
+    """130 (the shell's code for SIGINT) when Ctrl-C stopped the run, else 0."""
+    return _INTERRUPTED if status is Status.INTERRUPTED else 0
 
 
 def _options(pairs):
@@ -233,3 +250,6 @@ def main(argv=None):
     except (ValueError, TypeError, OSError) as err:
         print(f"fwcore {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # before a result existed (reading the model, exact inference)
+        print(f"fwcore {args.command}: interrupted", file=sys.stderr)
+        return _INTERRUPTED

@@ -2,6 +2,8 @@
 import time
 
 from .checks import SEED, TIME, check_bound_feasible, check_feasible, check_model, check_params
+from .interrupt import Guard
+from .oracles._common import node_argmax
 from .oracles.base import resolve_oracle
 from .results import MapResult, Record, Status, Trace
 
@@ -24,24 +26,32 @@ def infer_map(model, method="auto", time_limit=None, seed=None, **options):
 
     Returns a `MapResult`: ``assignment``, ``score``, ``upper_bound`` (None when the method
     has none), ``status`` (the oracle's: ``converged`` only when exact or proven by the
-    bound), ``time`` (seconds, oracle construction included) and ``method`` (the oracle
-    used). A model with no feasible assignment raises ValueError: before the oracle runs
-    when arc consistency finds it (`fwcore.checks.check_feasible`), after it when an exact
-    oracle's maximum or any certified bound proves it.
+    bound; ``interrupted`` on Ctrl-C, with the best node scores' assignment and no bound),
+    ``time`` (seconds, oracle construction included) and ``method`` (the oracle used). A
+    model with no feasible assignment raises ValueError: before the oracle runs when arc
+    consistency finds it (`fwcore.checks.check_feasible`), after it when an exact oracle's
+    maximum or any certified bound proves it.
     """
     model = check_feasible(check_model(model))
     checked = check_params(_PARAMS, time_limit=time_limit, seed=seed)
     start = time.perf_counter()
     oracle = resolve_oracle(method, model, seed=checked["seed"], **options)
-    x = oracle.argmax(model.theta, time_limit=checked["time_limit"])
+    limit = checked["time_limit"]
+    if limit is not None:  # the oracle's construction counts towards the time limit
+        limit = max(limit - (time.perf_counter() - start), 1e-2)
+    guard = Guard()
+    x = guard(oracle.argmax, model.theta, time_limit=limit)
+    if guard.interrupted:  # Ctrl-C: the best node scores, no bound
+        x, bound, status = node_argmax(model, model.theta), None, Status.INTERRUPTED
+    else:
+        bound, status = oracle.upper_bound(), oracle.status
     elapsed = time.perf_counter() - start
     score = float(model.score(x))
-    bound = oracle.upper_bound()
     check_bound_feasible(model, bound)
-    if oracle.exact and oracle.status is Status.CONVERGED:
+    if oracle.exact and status is Status.CONVERGED:
         check_bound_feasible(model, score)      # the maximum itself
     trace = Trace([Record(iteration=1, time=elapsed, primal=score, n_oracle_calls=1,
                           bound=bound, score=score)])
-    return MapResult(assignment=x, score=score, upper_bound=bound, status=oracle.status,
+    return MapResult(assignment=x, score=score, upper_bound=bound, status=status,
                      time=elapsed, method=oracle.name, n_iter=1, n_oracle_calls=1, trace=trace,
                      info={"requested": method})

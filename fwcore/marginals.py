@@ -11,6 +11,7 @@ import numpy as np
 
 from .bp import trbp_beliefs
 from .checks import CALLABLE, TIME, Interval, check_feasible, check_model, check_params
+from .interrupt import Guard
 from .results import Record, Status, Trace
 from .rho import initial_rho, rho_direction
 from .trw import TRWObjective
@@ -64,12 +65,13 @@ class MarginalResult:
 class Recorder:
     """Keeps the trace of a marginal-inference run: turns the engine's records (f = −TRW)
     into `Record`s with the TRW value, the rho iteration (``outer``) and the oracle calls
-    of the whole run, forwards them to the user's ``callback`` and prints progress when
-    ``verbose``."""
+    of the whole run, forwards them to the user's ``callback`` (``stopped``: it returned
+    False) and prints progress when ``verbose``."""
 
     def __init__(self, callback, verbose, t0):
         self.callback, self.verbose, self.t0 = callback, verbose, t0
         self.records, self.outer, self.calls_before = [], 0, 0
+        self.stopped = False  # the callback asked to stop
 
     def __call__(self, rec):
         r = Record(iteration=rec.iteration, time=time.perf_counter() - self.t0,
@@ -83,7 +85,9 @@ class Recorder:
             print(f"rho {r.outer:2d} it {r.iteration:4d}  TRW {r.primal:.6f}  gap {gap}  "
                   f"delta {delta}  |V| {r.n_active}  MAP calls {r.n_oracle_calls}",
                   file=sys.stderr)
-        return None if self.callback is None else self.callback(r)
+        proceed = None if self.callback is None else self.callback(r)
+        self.stopped = proceed is False
+        return proceed
 
     def trace(self):
         return Trace(self.records)
@@ -105,7 +109,8 @@ def trbp(model, *, rho="matrix-tree", rho_updates=10, damping=0.5, max_iter=1000
     Barrier FW Alg. 2 (rho_updates FW steps on rho towards the maximum spanning forest on
     the beliefs' mutual information). ``log_z_upper`` is TRW(beliefs; rho), an upper bound
     on log Z only at an exact fixed point, so ``certified`` is False; ``gap`` is None.
-    ``callback(record)`` is called once per rho iteration (``iteration`` = BP sweeps)."""
+    ``callback(record)`` is called once per rho iteration (``iteration`` = BP sweeps).
+    Ctrl-C returns the beliefs of the messages so far (status interrupted)."""
     t0 = time.perf_counter()
     model = check_model(model)
     return _bp_loop(model, initial_rho(model, rho), rho_updates, damping, max_iter, tol,
@@ -130,22 +135,37 @@ def _bp_loop(model, rho, rho_updates, damping, max_iter, tol, max_time, callback
     deadline = None if p["max_time"] is None else t0 + p["max_time"]
     recorder = Recorder(callback, bool(verbose), t0)
     objective = TRWObjective(model, rho)
-    n_iter, status = 0, Status.CONVERGED
+    # Ctrl-C in the sweeps keeps the beliefs so far; anywhere else in an iteration, the
+    # beliefs of the last one (the uniform point before the first)
+    guard = Guard()
+    mu, mu_rho, n_iter, status, i = model.uniform_marginals(), rho, 0, Status.CONVERGED, 0
     for i in range(p["rho_updates"] + 1):
-        objective.set_rho(rho)
-        mu, it, converged, _ = trbp_beliefs(model, rho, p["damping"], p["max_iter"], p["tol"],
-                                            deadline)
+        step = guard(trbp_beliefs, model, rho, p["damping"], p["max_iter"], p["tol"],
+                     deadline, guard)
+        if step is None:
+            break
+        (mu, it, converged, _), mu_rho = step, rho
         n_iter += it
+        if guard.interrupted:
+            break
         status = Status.CONVERGED if converged else Status.MAX_ITER
+        objective.set_rho(rho)
         recorder.outer = i
-        proceed = recorder(Record(iteration=it, time=0.0, primal=objective.value_grad(mu)[0]))
+        proceed = guard(lambda: recorder(Record(iteration=it, time=0.0,
+                                                primal=objective.value_grad(mu)[0])))
         if deadline is not None and time.perf_counter() >= deadline:
             status = Status.MAX_TIME
         elif proceed is False:
             status = Status.INTERRUPTED
         if status in (Status.MAX_TIME, Status.INTERRUPTED) or i == p["rho_updates"]:
             break
-        rho = rho + 2.0 / (i + 3.0) * rho_direction(model, mu, rho)  # Barrier FW Alg. 2 l. 21
+        d = guard(rho_direction, model, mu, rho)
+        if d is None:
+            break
+        rho = rho + 2.0 / (i + 3.0) * d  # Barrier FW Alg. 2 l. 21
+    if guard.interrupted:
+        status = Status.INTERRUPTED
+    objective.set_rho(mu_rho)
     primal = objective.trw(mu)
     return MarginalResult.from_mu(
         model, mu, rho=objective.rho.copy(), primal=primal, gap=None, log_z_upper=primal,

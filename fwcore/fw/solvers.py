@@ -92,7 +92,7 @@ class _Run:
 
     Subclasses provide ``x``, ``delta``, ``probe(g) -> (gap, criterion, info)`` (no state
     change), ``step(g, info) -> StepType``, ``snapshot()``, ``restore(snap)``, ``n_active``
-    and ``active_arrays()``."""
+    and ``active_arrays()``, and may override ``start()``."""
 
     method = None
     x_avg = None
@@ -135,20 +135,23 @@ class _Run:
                              f"expected ({domain.atom_size},)")
         return atom
 
+    def start(self):
+        """Work before the first iteration (inside the run's Ctrl-C handling)."""
+
     def run(self):
         records, status, k, step = [], None, 0, StepType.INIT
-        best = [math.inf, self.snapshot(), 0, None]  # f, state, iteration, gap (if known)
+        best = None  # f, state, gap at the best iterate (state alone before the first gap)
         stop = self.stop
         try:
+            best = [math.inf, self.snapshot(), None]
+            self.start()
             while status is None:
                 f, g = self.evaluate()
-                if f <= best[0]:
-                    best = [f, self.snapshot(), k, None]
                 gap, criterion, info = self.probe(g)
                 if not math.isfinite(gap):
                     raise ValueError(f"the FW gap is {gap}; the gradient must be finite on the domain")
-                if best[2] == k:
-                    best[3] = gap
+                if f <= best[0]:
+                    best = [f, self.snapshot(), gap]
                 rec = Record(iteration=k, time=self.elapsed(), primal=f, gap=gap,
                              n_oracle_calls=self.n_oracle_calls, delta=self.delta,
                              n_active=self.n_active, step=step)
@@ -169,13 +172,13 @@ class _Run:
                     k += 1
         except KeyboardInterrupt:
             status = Status.INTERRUPTED
-        if status is not Status.CONVERGED:
-            self.restore(best[1])
-            self.moved()
-            f, gap = best[0], best[3]
-            if gap is None:  # the final gap (and f) are always fresh
-                f, g = self.evaluate()
-                gap = self.probe(g)[0]
+        if status is not Status.CONVERGED:  # the best iterate, with its fresh gap
+            if best is not None:
+                self.restore(best[1])
+                self.moved()
+            f = self.evaluate()[0]
+            # Ctrl-C before the first gap: no gap measured (no oracle call after Ctrl-C)
+            gap = math.inf if best is None or best[2] is None else best[2]
         atoms, weights = self.active_arrays()
         return FWResult(x=self.x.copy(), atoms=atoms, weights=weights, primal=f, gap=gap,
                         status=status, n_iter=k, n_oracle_calls=self.n_oracle_calls,
@@ -195,7 +198,9 @@ class _ActiveSetFW(_Run):
         self.n_steps = 0
         self.active = self._initial_active_set(init)
         self.x = self.vertices.dense(self.active.atoms, self.active.weights)
-        for c in options.corrections:  # e.g. Barrier FW Alg. 2 line 23: re-correct a warm start
+
+    def start(self):
+        for c in self.options.corrections:  # e.g. Barrier FW Alg. 2 line 23: re-correct a warm start
             c.start(self)
 
     def _initial_active_set(self, init):
@@ -381,7 +386,8 @@ def frank_wolfe(objective, domain, *, method="fw", step="exact", tol=1e-6, max_i
         is over D_delta for a fixed delta > 0 and over D when delta is 0 or adapted.
     max_iter, max_oracle_calls, max_time (seconds) : budgets, checked between iterations;
         ``callback(record)`` returning False or Ctrl-C stops with status INTERRUPTED. Unless
-        converged, the iterate with the lowest f seen is returned, its gap recomputed.
+        converged, the iterate with the lowest f seen is returned with its gap (inf when
+        Ctrl-C came before the first gap was computed: no oracle call follows Ctrl-C).
     init : None (u0 when the domain has one, else the vertex lmo(0)), an atom, an
         ``(atoms, weights)`` pair or an `ActiveSet` (warm start).
     delta, delta_rule : contraction towards ``domain.u0``; ``delta_rule(delta, gap,

@@ -137,11 +137,11 @@ def infer_lp(model, method="mplp", gamma=0.01, reg=0.01, max_iter=1000, tol=1e-6
             best["x"], best["score"] = x.copy(), s
         return best["score"]
 
-    steps = build(regions, gamma, reg, projection, seed, score_of)
     objective, bound, measure = math.inf, math.inf, math.inf
     records = []
     status, n_iter = Status.MAX_ITER, 0
     try:
+        steps = build(regions, gamma, reg, projection, seed, score_of)
         for n_iter in range(1, max_iter + 1):
             objective, step_bound, x, measure = next(steps)
             score = score_of(x)

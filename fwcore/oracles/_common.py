@@ -2,6 +2,12 @@
 import numpy as np
 from scipy import sparse
 
+from ..interrupt import Abandoned, call_interruptibly, grace
+
+#: HiGHS gets this share of a call's time limit (scipy's set-up and HiGHS's coarse time
+#: checks take the rest: measured +0.8 s past a 5 s limit on a 100x100 grid ILP)
+_HIGHS_SHARE = 0.8
+
 
 
 def local_polytope_constraints(model):
@@ -51,3 +57,16 @@ def node_argmax(model, mu):
     """Per variable, the state with the largest node marginal."""
     return np.array([int(np.argmax(model.unary(i, mu))) for i in range(model.n_vars)],
                     dtype=np.int64)
+
+
+def run_highs(solve, time_limit, options):
+    """``solve(options)`` (a `scipy.optimize.milp` or ``linprog`` call) interruptible by
+    Ctrl-C (`fwcore.interrupt.call_interruptibly`), with HiGHS's ``time_limit`` set to
+    `_HIGHS_SHARE` of ``time_limit``. Returns the scipy result, or None when the call
+    was abandoned past ``time_limit`` (`fwcore.interrupt.grace`)."""
+    if time_limit is not None:
+        options = {**options, "time_limit": _HIGHS_SHARE * time_limit}
+    try:
+        return call_interruptibly(lambda: solve(options), grace(time_limit))
+    except Abandoned:
+        return None

@@ -15,7 +15,7 @@ from ..checks import HIGHS_MEMORY_LIMIT, TIME, Options, check_lp_size, check_par
     finite_penalty
 from ..results import Status
 from .base import LPOracle, register_oracle
-from ._common import local_polytope_constraints, lp_objective, node_argmax
+from ._common import local_polytope_constraints, lp_objective, node_argmax, run_highs
 
 __all__ = ["LocalPolytopeLP"]
 
@@ -41,7 +41,9 @@ class LocalPolytopeLP(LPOracle):
     where a fractional μ meets hard constraints, moves to a feasible assignment when single
     changes reach one); its bound is still the LP value. When L
     has no point of finite score (−inf everywhere on some block), μ is the uniform point
-    and the bound −inf.
+    and the bound −inf. When HiGHS stops at the time limit (status ``max_time``) there is
+    no bound: `argmax_marginals` returns the uniform point and `argmax` the best node
+    scores.
     """
 
     name = "lp"
@@ -61,27 +63,30 @@ class LocalPolytopeLP(LPOracle):
         limit = check_params({"time_limit": TIME}, time_limit=time_limit)["time_limit"]
         if self.time_limit is not None:
             limit = self.time_limit if limit is None else min(limit, self.time_limit)
-        mu, self._bound = self._solve(self.check_scores(scores), limit)
-        self.status = Status.CONVERGED
-        return mu
+        mu, self._bound, self.status = self._solve(self.check_scores(scores), limit)
+        return self.model.uniform_marginals() if mu is None else mu
 
     def _solve(self, scores, time_limit):
+        """(μ, LP value, status); (None, None, MAX_TIME) when HiGHS stopped at the time limit."""
         cost, upper = lp_objective(scores)
-        options = {} if time_limit is None else {"time_limit": time_limit}
-        res = linprog(cost, A_eq=self._a_eq, b_eq=self._b_eq,
-                      bounds=np.stack([np.zeros_like(upper), upper], axis=1),
-                      method=self.solver, options=options)
+        res = run_highs(lambda options: linprog(
+            cost, A_eq=self._a_eq, b_eq=self._b_eq,
+            bounds=np.stack([np.zeros_like(upper), upper], axis=1), method=self.solver,
+            options=options), time_limit, {})
+        if res is None or res.status == 1:
+            return None, None, Status.MAX_TIME
         if res.status == 2:
             # every state combination of some edge or node is forbidden: no finite score
-            return self.model.uniform_marginals(), -np.inf
+            return self.model.uniform_marginals(), -np.inf, Status.CONVERGED
         if res.status != 0:
-            raise RuntimeError(f"HiGHS stopped before solving the local-polytope LP "
-                               f"(status {res.status}: {res.message}); raise time_limit")
-        mu = np.clip(res.x, 0.0, 1.0)
-        return mu, float(-res.fun)
+            raise RuntimeError(f"HiGHS failed on the local-polytope LP (status {res.status}: "
+                               f"{res.message})")
+        return np.clip(res.x, 0.0, 1.0), float(-res.fun), Status.CONVERGED
 
     def _argmax(self, scores, init, time_limit):
-        mu, bound = self._solve(scores, time_limit)
+        mu, bound, status = self._solve(scores, time_limit)
+        if mu is None:  # stopped at the time limit: the best node scores, no bound
+            return node_argmax(self.model, scores), None, status
         x = node_argmax(self.model, mu).astype(np.int32)
         _kernels.icm(finite_penalty(self.model, scores, 1.0), self.model.graph, x,
                      _REPAIR_SWEEPS)
