@@ -59,7 +59,10 @@ def call_interruptibly(func, wait=None):
     """``func()`` in a forked process (``func`` and its data need no pickling; its result
     is pickled back), waiting at most ``wait`` seconds (None: until it returns). Ctrl-C
     while waiting kills the process and raises KeyboardInterrupt at once; a call still
-    running after ``wait`` is killed and raises `Abandoned`."""
+    running after ``wait`` is killed and raises `Abandoned`. Where processes cannot be
+    forked (Windows), ``func()`` runs here: Ctrl-C then waits for the solver."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return func()
     for stream in (sys.stdout, sys.stderr):  # else the child prints their buffers again
         if stream is not None:
             stream.flush()
