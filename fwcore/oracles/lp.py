@@ -24,6 +24,11 @@ _SOLVERS = ("highs-ds", "highs-ipm", "highs")
 _REPAIR_SWEEPS = 100
 
 
+#: LPs up to this many constraint nonzeros solve in milliseconds (the paper's models: a
+#: 5x5 grid has 280): solved in place, a fork per call would cost more than the solve
+_IN_PLACE_NONZEROS = 20_000
+
+
 @register_oracle
 class LocalPolytopeLP(LPOracle):
     """LP over the local polytope (HiGHS).
@@ -72,7 +77,7 @@ class LocalPolytopeLP(LPOracle):
         res = run_highs(lambda options: linprog(
             cost, A_eq=self._a_eq, b_eq=self._b_eq,
             bounds=np.stack([np.zeros_like(upper), upper], axis=1), method=self.solver,
-            options=options), time_limit, {})
+            options=options), time_limit, {}, in_place=self._a_eq.nnz <= _IN_PLACE_NONZEROS)
         if res is None or res.status == 1:
             return None, None, Status.MAX_TIME
         if res.status == 2:
