@@ -155,9 +155,13 @@ def run_capped(cap_gib, *code):
     def limit():
         cap = int(cap_gib * 2**30)
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, "-c", "".join(map(textwrap.dedent, code))], capture_output=True,
-                          text=True, preexec_fn=limit, env=env, timeout=600)
+    # the child imports the fwcore this test imports (installed, or built in place)
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(fwcore.__file__)))
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+               PYTHONPATH=package_parent)
+    proc = subprocess.run([sys.executable, "-c", "".join(map(textwrap.dedent, code))],
+                          capture_output=True, text=True, preexec_fn=limit, env=env,
+                          cwd=package_parent, timeout=600)
     return proc.returncode, proc.stdout, proc.stderr
 
 

@@ -13,7 +13,9 @@ import pytest
 import fwcore
 from fwcore.results import Status
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: the folder holding the fwcore this test imports (the installed package, or the source
+#: tree of an in-place build): children import the same one
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(fwcore.__file__)))
 
 # the child builds the model, prints "ready", runs CALL and prints "RESULT <status>"
 _SCRIPT = """
