@@ -73,7 +73,17 @@ def _correction_tol(gap):
 
 # -- the two polytopes as engine domains ----------------------------------------------------
 
-class MarginalPolytope(Domain):
+class _OraclePolytope(Domain):
+    """A polytope whose lmo is an oracle call given the time left before ``deadline``."""
+
+    deadline = None
+
+    def time_left(self):
+        """Seconds before ``deadline`` (None: none): the next oracle call's time limit."""
+        return None if self.deadline is None else max(self.deadline - time.perf_counter(), 1e-2)
+
+
+class MarginalPolytope(_OraclePolytope):
     """M for the engine: atoms are assignments, the lmo is a MAP oracle on -grad (warm
     started at the last vertex when approximate, each call given the time left before
     ``deadline``), inner products by the `score_assignments` kernel; `local_lmo` is ICM
@@ -87,10 +97,6 @@ class MarginalPolytope(Domain):
         self.n_icm_calls = 0
         self._last = None
         self._rng = np.random.default_rng(0 if seed is None else seed)
-
-    def time_left(self):
-        """Seconds before ``deadline`` (None: none): the next oracle call's time limit."""
-        return None if self.deadline is None else max(self.deadline - time.perf_counter(), 1e-2)
 
     def lmo(self, g):
         init = None if self.oracle.exact else self._last
@@ -129,7 +135,7 @@ class MarginalPolytope(Domain):
         return score, self.last_call_exact()
 
 
-class LocalPolytope(Domain):
+class LocalPolytope(_OraclePolytope):
     """L for the engine: atoms index the dense LP vertices returned so far (an `LPOracle`,
     HiGHS); the LP is solved exactly, so the FW gap over L is a certificate."""
 
@@ -141,9 +147,6 @@ class LocalPolytope(Domain):
         self.u0 = model.uniform_marginals()
         self.n_icm_calls = 0
         self._vertices, self._index = [], {}
-
-    def time_left(self):
-        return None if self.deadline is None else max(self.deadline - time.perf_counter(), 1e-2)
 
     def lmo(self, g):
         v = self.oracle.argmax_marginals(-g, time_limit=self.time_left())

@@ -60,13 +60,8 @@ class MapOracle(abc.ABC):
         scores = self.check_scores(scores)
         if init is not None:
             init = self.model.check_assignment(init, name="init").astype(np.int32)
-        limit = time_limit
-        if limit is not None:
-            limit = check_params(_TIME_LIMIT, time_limit=limit)["time_limit"]
-        if self.time_limit is not None:
-            limit = self.time_limit if limit is None else min(limit, self.time_limit)
         self.n_calls += 1
-        x, bound, status = self._argmax(scores, init, limit)
+        x, bound, status = self._argmax(scores, init, self.call_limit(time_limit))
         x = np.ascontiguousarray(x, dtype=np.int32)
         if status is None:
             proven = self.exact or (bound is not None and
@@ -74,6 +69,16 @@ class MapOracle(abc.ABC):
             status = Status.CONVERGED if proven else Status.STALLED
         self.status, self._bound = status, None if bound is None else float(bound)
         return x
+
+    def call_limit(self, time_limit):
+        """The time limit of one call: ``time_limit`` (checked) and the oracle's own,
+        whichever is shorter (None: none)."""
+        limit = time_limit
+        if limit is not None:
+            limit = check_params(_TIME_LIMIT, time_limit=limit)["time_limit"]
+        if self.time_limit is not None:
+            limit = self.time_limit if limit is None else min(limit, self.time_limit)
+        return limit
 
     def upper_bound(self):
         """Certified upper bound on the maximum score of the last `argmax` call, or None."""

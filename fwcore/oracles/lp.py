@@ -65,10 +65,8 @@ class LocalPolytopeLP(LPOracle):
     def argmax_marginals(self, scores, time_limit=None):
         """The LP optimum μ ∈ L (flat, the model's layout); also sets `upper_bound`."""
         self.n_calls += 1
-        limit = check_params({"time_limit": TIME}, time_limit=time_limit)["time_limit"]
-        if self.time_limit is not None:
-            limit = self.time_limit if limit is None else min(limit, self.time_limit)
-        mu, self._bound, self.status = self._solve(self.check_scores(scores), limit)
+        mu, self._bound, self.status = self._solve(self.check_scores(scores),
+                                                   self.call_limit(time_limit))
         return self.model.uniform_marginals() if mu is None else mu
 
     def _solve(self, scores, time_limit):
