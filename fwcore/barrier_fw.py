@@ -30,6 +30,7 @@ from .checks import CALLABLE, SEED, TIME, Interval, Options, check_bound_feasibl
 from .fw import (Domain, LocalSearch, MFWCorrection, adaptive_delta, correct, frank_wolfe,
                  safeguarded_newton)
 from .interrupt import Guard
+from .exact import AUTO_BRUTEFORCE_STATES, EliminationPlan, exact_inference
 from .marginals import MarginalResult, Recorder
 from .oracles.base import LPOracle, resolve_oracle
 from .results import Status
@@ -46,6 +47,14 @@ _CORRECTION_WORK = 2e8
 #: rho line search: relative tolerance on B' and bracket, and most corrections per update
 _RHO_LINE_SEARCH_TOL = 0.01
 _RHO_LINE_SEARCH_STEPS = 8
+#: oracle="auto" returns exact marginals when variable elimination takes at most this many
+#: table entries and AUTO_EXACT_BYTES of memory, or the model has at most
+#: AUTO_BRUTEFORCE_STATES joint states. An entry costs about 60 ns (_SECONDS_PER_ENTRY):
+#: 15x15 binary grid 3.5e6 entries, 0.3 s; 20x20 1.5e8, 9.5 s, where Barrier FW with the
+#: portfolio took longer for marginals 0.1 off; its stored messages take 600 MB
+AUTO_EXACT_ENTRIES = 2e8
+AUTO_EXACT_BYTES = 2**30
+_SECONDS_PER_ENTRY = 6e-8
 #: ICM sweeps per local-search vertex and local-search steps when ``local_search=True``
 _ICM_SWEEPS = 100
 _LOCAL_STEPS = 30
@@ -74,13 +83,22 @@ def _correction_tol(gap):
 # -- the two polytopes as engine domains ----------------------------------------------------
 
 class _OraclePolytope(Domain):
-    """A polytope whose lmo is an oracle call given the time left before ``deadline``."""
+    """A polytope whose lmo is an oracle call given the time left before ``deadline``;
+    ``slack`` is what the last call proves: a certified bound on its max score minus its
+    vertex's score (0 from a complete exact call; None: nothing proven)."""
 
     deadline = None
+    slack = None
 
     def time_left(self):
         """Seconds before ``deadline`` (None: none): the next oracle call's time limit."""
         return None if self.deadline is None else max(self.deadline - time.perf_counter(), 1e-2)
+
+    def max_score(self, scores):
+        """(the score of an lmo vertex, a certified bound on the max score or None) for
+        the App. J bound."""
+        score = float(self.inner(scores, self.lmo(-scores)[None, :])[0])
+        return score, (None if self.slack is None else score + self.slack)
 
 
 class MarginalPolytope(_OraclePolytope):
@@ -101,6 +119,7 @@ class MarginalPolytope(_OraclePolytope):
     def lmo(self, g):
         init = None if self.oracle.exact else self._last
         self._last = self.oracle.argmax(-g, init=init, time_limit=self.time_left())
+        self.slack = self._slack(float(self.inner(-g, self._last[None, :])[0]))
         return self._last
 
     def inner(self, g, atoms):
@@ -125,14 +144,13 @@ class MarginalPolytope(_OraclePolytope):
         """Did the last oracle call return a true maximiser (exact oracle, not timed out)?"""
         return self.oracle.exact and self.oracle.status is not Status.MAX_TIME
 
-    def max_score(self, scores):
-        """(max score or its certified bound, certified?) for the App. J bound."""
-        s = self.oracle.argmax(scores, time_limit=self.time_left())
-        score = float(self.inner(scores, s[None, :])[0])
+    def _slack(self, score):
+        """Certified bound on the last call's max score minus ``score`` (its vertex's): the
+        oracle's bound, or 0 from a complete exact call; None when nothing is proven."""
         kappa = self.oracle.upper_bound()
         if kappa is not None and math.isfinite(kappa):
-            return max(score, float(kappa)), True
-        return score, self.last_call_exact()
+            return max(float(kappa) - score, 0.0)
+        return 0.0 if self.last_call_exact() else None
 
 
 class LocalPolytope(_OraclePolytope):
@@ -150,6 +168,7 @@ class LocalPolytope(_OraclePolytope):
 
     def lmo(self, g):
         v = self.oracle.argmax_marginals(-g, time_limit=self.time_left())
+        self.slack = 0.0 if self.last_call_exact() else None
         key = np.round(v, 12).tobytes()
         if key not in self._index:
             self._index[key] = len(self._vertices)
@@ -165,23 +184,20 @@ class LocalPolytope(_OraclePolytope):
     def last_call_exact(self):
         return self.oracle.status is not Status.MAX_TIME
 
-    def max_score(self, scores):
-        v = self.oracle.argmax_marginals(scores, time_limit=self.time_left())
-        bound = self.oracle.upper_bound()
-        if bound is None:  # stopped at the time limit
-            return float(v @ scores), False
-        return max(float(v @ scores), bound), True
 
 
 def _make_domain(model, oracle, domain, seed, deadline):
     if domain == "local":
-        lp = resolve_oracle("lp" if isinstance(oracle, str) and oracle == "exact" else oracle,
-                            model)
+        lp = resolve_oracle("lp" if isinstance(oracle, str) and oracle in ("auto", "exact")
+                            else oracle, model)
         if not isinstance(lp, LPOracle):
-            raise ValueError("domain='local' uses the local-polytope LP: give oracle='exact' or "
-                             f"'lp' (or a fwcore.oracles.LPOracle); got {oracle!r}")
+            raise ValueError("domain='local' uses the local-polytope LP: give oracle='auto', "
+                             f"'exact' or 'lp' (or a fwcore.oracles.LPOracle); got {oracle!r}")
         return LocalPolytope(model, lp, deadline)
-    resolved = resolve_oracle(oracle, model, seed=seed)
+    # oracle="auto" past the exact shortcut: an exact MAP call would cost about as much as
+    # exact inference, and Barrier FW makes dozens
+    resolved = resolve_oracle("portfolio" if isinstance(oracle, str) and oracle == "auto"
+                              else oracle, model, seed=seed)
     if isinstance(resolved, LPOracle):
         raise ValueError("oracle='lp' optimises over the local polytope: use domain='local'")
     return MarginalPolytope(model, resolved, seed, deadline)
@@ -240,17 +256,22 @@ def _delta_rule(approximate, steps):
     return rule
 
 
-def infer(model, *, oracle="exact", domain="marginal", delta="adaptive", delta_init=1e-3,
+def infer(model, *, oracle="auto", domain="marginal", delta="adaptive", delta_init=1e-3,
           correction=True, local_search=True, rho="matrix-tree", rho_updates=10,
           rho_step="line-search", tol=0.01, rho_tol=0.5, max_iter=1000, max_time=None,
           callback=None, seed=None, verbose=False):
     """Marginals and an upper bound on log Z by Barrier Frank-Wolfe (Barrier FW Alg. 2).
 
-    oracle : "exact" (the cheapest exact oracle, `fwcore.oracles.exact_choice`), "auto"
-        (that exact oracle when cheap, else the approximate portfolio), a registered name
-        (``fwcore.available_oracles()``), ``(name, options)``, a `MapOracle` or a function
-        ``scores -> assignment`` (see `fwcore.oracles.resolve_oracle`). Approximate
-        oracles use max(correction gap, gap) in Alg. 1 (Barrier FW Sec. 4).
+    oracle : "auto" (default): exact marginals (`fwcore.exact_inference`, method
+        "exact/bruteforce" or "exact/elimination", gap 0, log_z_upper = log Z) when the
+        model has at most AUTO_BRUTEFORCE_STATES joint states or variable elimination
+        takes at most AUTO_EXACT_ENTRIES table entries (and half of ``max_time``): then
+        they cost less than Barrier FW's MAP calls; otherwise Barrier FW with the
+        approximate "portfolio" oracle. "exact" (the cheapest exact MAP oracle,
+        `fwcore.oracles.exact_choice`), a registered name (``fwcore.available_oracles()``),
+        ``(name, options)``, a `MapOracle` or a function ``scores -> assignment`` (see
+        `fwcore.oracles.resolve_oracle`) always run Barrier FW. Approximate oracles use
+        max(correction gap, gap) in Alg. 1 (Barrier FW Sec. 4).
     domain : "marginal" (M, MAP oracle) or "local" (L, the LP oracle: TRW over L, the
         fixed point of tree-reweighted BP).
     delta : "adaptive" (Alg. 1 from ``delta_init``, in (0, 1/4]) or a fixed contraction in
@@ -301,6 +322,15 @@ def infer(model, *, oracle="exact", domain="marginal", delta="adaptive", delta_i
     delta0 = p["delta_init"] if adaptive else p["delta"]
     tol, rho_tol, max_time = p["tol"], max(p["rho_tol"], p["tol"]), p["max_time"]
     given = check_feasible(model)
+    # Ctrl-C anywhere in a step (exact inference, engine set-up, corrections, line search,
+    # oracle calls) ends the run with the last inner run that measured a gap
+    guard = Guard()
+    if isinstance(oracle, str) and oracle == "auto" and domain == "marginal":
+        method = _cheap_exact_method(model, max_time)
+        if method is not None:
+            ex = guard(_exact_result, model, method, t0)
+            if ex is not None:
+                return ex
     if np.isneginf(model.theta).any():
         log_states = float(np.log(model.card.astype(np.float64)).sum())
         model = model.with_theta(finite_penalty(model, model.theta, 50.0 + log_states))
@@ -309,12 +339,11 @@ def infer(model, *, oracle="exact", domain="marginal", delta="adaptive", delta_i
                        None if max_time is None else t0 + max_time)
     if domain == "local":
         local_steps = 0
-    recorder = Recorder(callback, bool(verbose), t0)
+    # with adaptive delta a record's gap is over M (or L): TRW + gap + slack bounds log Z
+    recorder = Recorder(callback, bool(verbose), t0,
+                        slack=(lambda: dom.slack) if adaptive else None)
     exact = dom.exact
     objective = TRWObjective(model, rho)
-    # Ctrl-C anywhere in a step (engine set-up, corrections, line search, oracle calls)
-    # ends the loop with the last inner run that measured a gap (res, at rho res_rho)
-    guard = Guard()
     res, res_rho, calls, n_iter, status, i = None, rho, 0, 0, Status.CONVERGED, 0
     for i in range(p["rho_updates"] + 1):
         objective.set_rho(rho)
@@ -361,24 +390,62 @@ def infer(model, *, oracle="exact", domain="marginal", delta="adaptive", delta_i
     primal = -f
     if exact and adaptive and status is Status.CONVERGED and dom.last_call_exact():
         # the last record is mu with a fresh exact gap over M (or L): no MAP call needed
-        gap, certified = recorder.records[-1].gap, True
+        gap = certified_gap = recorder.records[-1].gap
     elif ctrl_c or status is Status.MAX_TIME:
         # no oracle call after Ctrl-C or past max_time: the gap last measured at mu (inf
         # if none); an exact oracle may have stopped early on it, so not certified
-        gap, certified = (math.inf if res is None else res.gap), False
+        gap, certified_gap = (math.inf if res is None else res.gap), None
     else:
-        kappa, certified = dom.max_score(-g)
+        score, kappa = dom.max_score(-g)
         calls += 1
-        gap = kappa - float(-g @ mu)
-    bound = primal + gap
-    if exact and adaptive:  # every iterate's TRW + gap over M (or L) is a bound: keep the least
-        bound = min([bound] + [r.primal + r.gap for r in recorder.records])
+        # >= 0 (mu is in the hull of the vertices found): a cold approximate call may
+        # return a worse vertex than those
+        gap = max(score - float(-g @ mu), 0.0)
+        certified_gap = None if kappa is None else kappa - float(-g @ mu)
+    if status is Status.CONVERGED and not (certified_gap is not None and certified_gap <= tol):
+        status = Status.STALLED  # the oracle found no better vertex, but nothing proves it
+    # every certified bound of the run (each at its own rho) bounds log Z: keep the least,
+    # so a run stopped by max_time or Ctrl-C returns the best bound it proved
+    bounds = [r.bound for r in recorder.records if r.bound is not None]
+    if certified_gap is not None:
+        bounds.append(primal + certified_gap)
+    certified = bool(bounds)
+    bound = min(bounds) if certified else primal + gap
     if certified:  # a bound below every feasible assignment's score: log Z = -inf
         check_bound_feasible(given, bound)
     return MarginalResult.from_mu(
         model, mu, rho=objective.rho.copy(), primal=float(primal), gap=float(gap),
+        certified_gap=None if certified_gap is None else float(certified_gap),
         log_z_upper=float(bound), certified=bool(certified),
         delta=float(delta0 if res is None else res.delta), n_oracle_calls=calls,
         n_icm_calls=dom.n_icm_calls, status=status, n_iter=n_iter,
         n_rho_updates=i if res is not None else 0, time=time.perf_counter() - t0,
         method=f"barrier-fw/{domain}", trace=recorder.trace())
+
+
+def _cheap_exact_method(model, max_time):
+    """The `exact_inference` method for oracle="auto" when exact marginals cost less than
+    Barrier FW: brute force up to AUTO_BRUTEFORCE_STATES states, or elimination within
+    AUTO_EXACT_ENTRIES table entries (and half of ``max_time``) and AUTO_EXACT_BYTES;
+    else None."""
+    if float(np.log2(model.card.astype(np.float64)).sum()) <= math.log2(AUTO_BRUTEFORCE_STATES):
+        return "bruteforce"
+    budget = AUTO_EXACT_ENTRIES
+    if max_time is not None:
+        budget = min(budget, 0.5 * max_time / _SECONDS_PER_ENTRY)
+    try:  # refuses a model over the budget quickly (`fwcore.exact.EliminationPlan`)
+        plan = EliminationPlan(model, min(8 * budget, AUTO_EXACT_BYTES))
+    except ValueError:
+        return None
+    return "elimination" if plan.work <= budget else None
+
+
+def _exact_result(model, method, t0):
+    """`exact_inference` as a MarginalResult: the bound is log Z itself, the gap 0."""
+    ex = exact_inference(model, method=method)
+    return MarginalResult(
+        node_marginals=ex.node_marginals, edge_marginals=ex.edge_marginals, mu=ex.mu,
+        rho=None, primal=ex.log_z, gap=0.0, certified_gap=0.0, log_z_upper=ex.log_z,
+        certified=True, delta=0.0, n_oracle_calls=0, n_icm_calls=0, status=Status.CONVERGED,
+        n_iter=1, n_rho_updates=0, time=time.perf_counter() - t0, method=f"exact/{method}",
+        trace=ex.trace)

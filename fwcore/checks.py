@@ -115,6 +115,7 @@ class Kind:
 
 
 CALLABLE = Kind(callable, "a callable")
+BOOL = Kind(lambda v: isinstance(v, (bool, np.bool_)), "a bool")
 #: threads, processes, or a cluster's (dask.distributed ``Client.get_executor()``)
 EXECUTOR = Kind(lambda e: isinstance(e, Executor), "a concurrent.futures.Executor")
 #: a time budget in seconds

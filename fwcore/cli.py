@@ -110,15 +110,28 @@ def _cmd_infer(args):
                     max_time=args.max_time, seed=args.seed, callback=progress)
     finally:
         progress.close()
-    kind = "certified" if res.certified else "not certified"
-    _report(args, model, [
-        f"Barrier FW over the {args.domain} polytope, oracle {args.oracle}: {res.time:.3f} s, "
-        f"{res.n_oracle_calls} MAP calls, {res.n_rho_updates} rho updates, status "
-        f"{res.status.value}",
-        f"TRW objective = {res.primal:.10g}, FW gap = {res.gap:.3g}",
-        f"log Z <= {res.log_z_upper:.10g}  ({kind})"], res.node_marginals,
-        res.log_z_upper)
+    _report(args, model, _infer_summary(res, args), res.node_marginals, res.log_z_upper)
     return _exit_code(res.status)
+
+
+def _infer_summary(res, args):
+    """What an `infer` result means, in words."""
+    if res.method.startswith("exact/"):
+        return [f"exact marginals by {res.method[6:]} in {res.time:.3f} s (the model is small "
+                "enough: cheaper than Barrier FW)", f"log Z = {res.log_z_upper:.10g}"]
+    lines = [f"Barrier FW over the {args.domain} polytope, oracle {args.oracle}: "
+             f"{res.time:.3f} s, {res.n_oracle_calls} MAP calls, {res.n_rho_updates} rho "
+             f"updates, status {res.status.value}",
+             f"TRW objective = {res.primal:.10g}, FW gap = {res.gap:.3g}"
+             + ("" if res.certified_gap is None else f", proven gap = {res.certified_gap:.3g}")]
+    if res.status is Status.STALLED:
+        lines.append("stalled: the MAP oracle found no better vertex, but its bound does not "
+                     "prove the answer optimal (an approximate oracle; try --oracle exact "
+                     "on small models)")
+    lines.append(f"log Z <= {res.log_z_upper:.10g}  (certified)" if res.certified else
+                 f"log Z ~ {res.log_z_upper:.10g}  (an estimate, not a bound: the oracle "
+                 "proves nothing)")
+    return lines
 
 
 def _cmd_map(args):
@@ -200,10 +213,14 @@ def _parser():
         "infer", help="marginals and an upper bound on log Z by Barrier Frank-Wolfe",
         description="Approximate marginals and an upper bound on log Z: the TRW objective "
                     "optimised over the marginal polytope by Frank-Wolfe with MAP calls "
-                    "(Krishnan et al. 2015). With an exact MAP oracle the bound is "
-                    "certified; with an approximate one it is an estimate.")
+                    "(Krishnan et al. 2015); exact marginals when the model is small "
+                    "enough. The bound is certified with an exact MAP oracle or one that "
+                    "proves a bound (qpbo, trws, portfolio); icm and maxproduct give an "
+                    "estimate.")
     _common(inf)
-    inf.add_argument("--oracle", default="exact", help=solvers + " (default exact)")
+    inf.add_argument("--oracle", default="auto",
+                     help=solvers + " (default auto: exact marginals when the model is small "
+                                    "enough, else Barrier FW with the approximate portfolio)")
     _solver_options(inf)
     inf.add_argument("--domain", choices=["marginal", "local"], default="marginal",
                      help="optimise over the marginal polytope (default) or the local "

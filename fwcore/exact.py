@@ -350,7 +350,8 @@ class EliminationPlan:
     variable tuple), its separator S_v, its parent clique and children, and the factors it
     owns (θ_v and the edges whose first-eliminated end is v), whose joint scope is
     ``local[v]``. Chooses the better of min-fill and a bandwidth order (smaller largest
-    table, then smaller total); ``bytes`` is the memory its tables take, checked against
+    table, then smaller total); ``work`` is the total entries of its clique tables (one
+    pass of elimination's cost), ``bytes`` the memory its tables take, checked against
     ``memory_limit`` (None: not checked).
 
     With a ``memory_limit`` a model too large is refused (ValueError) quickly: at once
@@ -392,7 +393,7 @@ class EliminationPlan:
                 f"greedy min-fill stopped after {len(order)} at "
                 f"{'its work budget' if work > budget else 'a table over the limit'} (these "
                 f"are heuristic orders: a better one may exist, but none is known cheaply)")
-        (self.max_table, _), self.order, self.sep = min(candidates, key=lambda c: c[0])
+        (self.max_table, self.work), self.order, self.sep = min(candidates, key=lambda c: c[0])
         pos = [0] * n
         for k, v in enumerate(self.order):
             pos[v] = k
@@ -427,7 +428,7 @@ class EliminationPlan:
 
     def info(self):
         return {"induced_width": self.width, "max_table_bytes": 8 * self.max_table,
-                "message_bytes": 8 * self.message_entries}
+                "message_bytes": 8 * self.message_entries, "table_entries": self.work}
 
 
 def _expand(table, scope, target):

@@ -49,7 +49,8 @@ class Record:
     the freshly computed certificate at this iterate (None when there is none). The
     optional fields are filled by the solvers that have them: ``delta`` (contraction),
     ``n_active`` (|active set|), ``step`` (`StepType`), ``outer`` (outer iteration, e.g.
-    the rho update of Barrier FW Alg. 2), ``bound`` and ``score`` (a MAP bound and the best
+    the rho update of Barrier FW Alg. 2), ``bound`` (a certified upper bound: on the
+    maximum score for MAP, on log Z for marginal inference) and ``score`` (the best
     decoded score so far)."""
 
     iteration: int

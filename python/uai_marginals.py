@@ -1,6 +1,6 @@
 """Read a UAI model, compute marginals and a log Z bound, write .MAR and .PR answer files.
 
-    python python/uai_marginals.py MODEL.uai [--oracle exact] [--out PREFIX]
+    python python/uai_marginals.py MODEL.uai [--oracle auto] [--out PREFIX]
 
 The same as `fwcore infer MODEL.uai --out PREFIX`, from Python. With no MODEL, the example
 grid shipped in the package is used.
@@ -15,7 +15,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("model", nargs="?",
                    default=str(Path(fwcore.__file__).parent / "data" / "grid5x5.uai"))
-    p.add_argument("--oracle", default="exact")
+    p.add_argument("--oracle", default="auto",
+                   help="auto (exact marginals when cheap, else Barrier FW), exact, trws, ...")
     p.add_argument("--out", default="marginals", help="prefix of the .MAR and .PR files")
     args = p.parse_args(argv)
     model = fwcore.read_uai(args.model)

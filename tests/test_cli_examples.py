@@ -65,12 +65,21 @@ def test_python_examples_run(script, args, tmp_path, monkeypatch, capsys):
 def test_cli_infer_writes_a_certified_bound(tmp_path, capsys):
     out = tmp_path / "inf"
     assert main(["infer", str(DATA / "clique10.uai"), "--quiet", "--rho-updates", "2",
-                 "--out", str(out)]) == 0
+                 "--oracle", "exact", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "(certified)" in text
     exact = fwcore.exact_inference(fwcore.read_uai(DATA / "clique10.uai"))
     assert fwcore.read_pr(f"{out}.PR") >= exact.log_z - 1e-9
     assert len(fwcore.read_mar(f"{out}.MAR")) == 10
+
+
+def test_cli_infer_says_what_its_answer_is(capsys):
+    model = str(DATA / "grid5x5.uai")
+    assert main(["infer", model, "--quiet"]) == 0  # small: exact marginals
+    assert "exact marginals by elimination" in capsys.readouterr().out
+    main(["infer", model, "--quiet", "--oracle", "icm", "--rho-updates", "1"])
+    text = capsys.readouterr().out
+    assert "an estimate, not a bound" in text and "status converged" not in text
 
 
 def test_cli_map_writes_the_optimum(tmp_path, capsys):

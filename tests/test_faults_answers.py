@@ -81,7 +81,7 @@ def test_w3_lp_rounding_is_repaired_to_a_feasible_optimum():
 # -- infeasible models: one message from every entry point ------------------------------
 
 ENTRY_POINTS = {
-    "infer-exact": lambda m: fwcore.infer(m),
+    "infer-exact": lambda m: fwcore.infer(m, oracle="exact"),
     "infer-icm": lambda m: fwcore.infer(m, oracle="icm"),
     "infer-trws": lambda m: fwcore.infer(m, oracle="trws"),
     "infer-local": lambda m: fwcore.infer(m, domain="local"),

@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from ..checks import CALLABLE, EXECUTOR, SEED, TIME, Interval, Kind, Options, check_params
+from ..checks import BOOL, CALLABLE, EXECUTOR, SEED, TIME, Interval, Options, check_params
 from ..results import Record, Status, Trace
 from .base import run_tasks
 from .crf import CRFModel
@@ -24,7 +24,7 @@ PARAMS = {
     "tol": Interval(0.0),
     "max_iter": Interval(0, integer=True),
     "max_time": TIME,
-    "averaging": Kind(lambda v: isinstance(v, (bool, np.bool_)), "a bool"),
+    "averaging": BOOL,
     "seed": SEED,
     "executor": [EXECUTOR, None],
     "callback": [CALLABLE, None],

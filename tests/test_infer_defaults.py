@@ -1,0 +1,106 @@
+"""Barrier FW's honest status, anytime bounds and model-chosen defaults (issue 13)."""
+import numpy as np
+import pytest
+
+import fwcore
+from fwcore import PairwiseMRF, exact_inference, infer, random_grid
+from fwcore.generators import complete, random_clique
+from fwcore.results import Status
+
+
+def _tree(seed=0):
+    rng = np.random.default_rng(seed)
+    edges = [(0, 1), (1, 2), (1, 3), (3, 4), (5, 6)]  # a forest: two trees
+    card = [2, 3, 2, 2, 3, 2, 2]
+    return PairwiseMRF(card, [rng.normal(size=c) for c in card], edges,
+                       [rng.normal(size=(card[i], card[j])) for i, j in edges])
+
+
+def test_converged_only_with_a_certified_gap_at_most_tol():
+    model = random_grid(4, coupling=3.0, seed=1)
+    log_z = exact_inference(model).log_z
+    for oracle in ("exact", "trws", "qpbo", "icm", "portfolio"):
+        res = infer(model, oracle=oracle, rho_updates=2, tol=0.01, seed=0)
+        if res.status is Status.CONVERGED:
+            assert res.certified_gap is not None and res.certified_gap <= 0.01, oracle
+        if res.certified:
+            assert res.log_z_upper >= log_z - 1e-9, oracle
+        else:
+            assert res.certified_gap is None, oracle
+    exact = infer(model, oracle="exact", rho_updates=2, tol=0.01)
+    assert exact.status is Status.CONVERGED and exact.certified_gap == exact.gap
+
+
+def test_an_oracle_that_finds_nothing_better_stalls():
+    model = random_grid(4, coupling=3.0, seed=2)
+    zeros = np.zeros(model.n_vars, dtype=np.int32)
+    res = infer(model, oracle=lambda scores: zeros, rho_updates=1)
+    assert res.status is Status.STALLED
+    assert not res.certified and res.certified_gap is None
+    icm = infer(model, oracle="icm", rho_updates=1, seed=0)
+    assert icm.status is not Status.CONVERGED and not icm.certified
+
+
+@pytest.mark.parametrize("oracle", ["exact", "trws"])
+def test_a_time_or_callback_stop_keeps_the_best_certified_bound(oracle):
+    model = random_grid(9, coupling=2.0, seed=3)
+    log_z = exact_inference(model).log_z
+    seen = []
+    stopped = infer(model, oracle=oracle, tol=1e-9, callback=lambda r: seen.append(r) or
+                    len(seen) < 6)
+    assert stopped.status is Status.INTERRUPTED
+    bounds = [r.bound for r in seen if r.bound is not None]
+    assert stopped.certified and bounds and stopped.log_z_upper == pytest.approx(min(bounds))
+    assert stopped.log_z_upper >= log_z - 1e-9
+    timed = infer(model, oracle=oracle, tol=1e-9, max_iter=10**6, max_time=1.0)
+    assert timed.status is Status.MAX_TIME
+    assert timed.certified and timed.log_z_upper >= log_z - 1e-9
+
+
+@pytest.mark.parametrize("make, method", [
+    (_tree, "exact/bruteforce"),                                     # 2 * 3^2 * 2^4 states
+    (lambda: random_clique(10, seed=0), "exact/bruteforce"),       # small and dense
+    (lambda: random_grid(10, seed=0), "exact/elimination"),        # width 10
+    (lambda: complete(14, np.zeros((14, 2)), np.eye(2)), "exact/elimination"),
+])
+def test_auto_returns_exact_marginals_when_they_are_cheap(make, method):
+    model = make()
+    res, ex = infer(model), exact_inference(model)
+    assert res.method == method and res.status is Status.CONVERGED
+    assert res.certified and res.certified_gap == 0.0 and res.rho is None
+    assert res.log_z_upper == pytest.approx(ex.log_z)
+    np.testing.assert_allclose(res.mu, ex.mu, atol=1e-12)
+
+
+def test_auto_runs_barrier_fw_with_the_portfolio_on_a_large_grid():
+    model = random_grid(100, coupling=1.0, seed=0)
+    res = infer(model, max_time=3.0)
+    assert res.method == "barrier-fw/marginal"
+    assert res.status in (Status.MAX_TIME, Status.STALLED, Status.CONVERGED)
+    assert res.time < 3.0 * 1.2 + 1.0
+    # the portfolio's members prove bounds (QPBO's roof dual, TRW-S)
+    assert res.certified and np.isfinite(res.log_z_upper)
+
+
+def test_auto_respects_a_short_max_time():
+    model = random_grid(15, seed=0)  # exact elimination: about 3.5e6 table entries
+    assert infer(model).method == "exact/elimination"
+    assert infer(model, max_time=0.05).method == "barrier-fw/marginal"
+
+
+def test_auto_on_the_local_polytope_uses_the_lp():
+    model = random_grid(3, coupling=1.0, seed=0)
+    assert infer(model, domain="local", rho_updates=0).method == "barrier-fw/local"
+
+
+def test_trws_warm_start_keeps_a_valid_bound():
+    model = random_grid(4, coupling=2.0, seed=4)
+    oracle = fwcore.resolve_oracle("trws", model)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        scores = model.theta + rng.normal(scale=0.5, size=model.dim)
+        best = fwcore.exact_map(model.with_theta(scores)).score
+        x = oracle.argmax(scores)
+        assert model.score(x, scores) <= best + 1e-9 <= oracle.upper_bound() + 2e-9
+    with pytest.raises(TypeError, match="warm_start"):
+        fwcore.resolve_oracle(("trws", {"warm_start": 1}), model)
