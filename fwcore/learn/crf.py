@@ -24,8 +24,9 @@ from .. import _kernels
 from ..checks import CALLABLE, Interval, Options, check_params
 from ..model import PairwiseMRF
 from ..oracles import LPOracle, resolve_oracle
+from ..results import Status
 from ..rho import entropy_weights, matrix_tree_rho, uniform_rho
-from .base import BlockEntropy, LearnerModel, VertexDecoder, run_tasks
+from .base import BlockEntropy, LearnerModel, TimeUp, VertexDecoder, run_tasks
 
 __all__ = ["CRFExample", "CRFFeatures", "CRFModel", "CRFDecoder", "TRWEntropy", "crf_rho",
            "fw_marginals", "check_examples", "check_labels", "infer_n_labels", "RHO"]
@@ -194,10 +195,16 @@ class CRFDecoder(VertexDecoder):
         self.oracle = resolve_oracle(oracle, mrf)
         self.exact = isinstance(self.oracle, LPOracle) or self.oracle.exact
 
-    def vertex(self, scores):
+    def vertex(self, scores, time_limit=None):
         if isinstance(self.oracle, LPOracle):
-            return np.asarray(self.oracle.argmax_marginals(scores), dtype=np.float64)
-        return self.mrf.marginal_vector(self.oracle.argmax(scores))
+            mu = np.asarray(self.oracle.argmax_marginals(scores, time_limit), dtype=np.float64)
+        else:
+            mu = self.mrf.marginal_vector(self.oracle.argmax(scores, time_limit=time_limit))
+        # stopped at this call's limit (not at a shorter one of the oracle's own)
+        if (time_limit is not None and self.oracle.status is Status.MAX_TIME
+                and self.oracle.call_limit(time_limit) == time_limit):
+            raise TimeUp
+        return mu
 
     def assignment(self, scores):
         """A MAP assignment; an LP optimum is rounded by the oracle's own `argmax`."""
