@@ -85,9 +85,10 @@ class StructuredLearner(abc.ABC):
     ``n_iter_`` (passes), ``n_oracle_calls_``, ``gap_`` and ``primal_`` (of the last
     measured iterate) and ``trace_`` (a `fwcore.results.Trace`, one `Record` per pass).
 
-    ``max_time`` counts from the call of ``fit`` (validation included) and is held to
-    about 1.2 ``max_time`` + 1 s: every per-example oracle call gets the time left as its
-    time limit, and a pass that runs out of time is abandoned (`fwcore.learn.base.Deadline`)."""
+    ``max_time`` counts from the call of ``fit`` and is held to about 1.2 ``max_time`` +
+    1 s: every per-example oracle call gets the time left as its time limit, and a pass
+    that runs out of time is abandoned (`fwcore.learn.base.Deadline`). Validation and the
+    per-example set-up (oracles, entropy weights) count but are not cut short."""
 
     def _constraints(self):
         return PARAMS
