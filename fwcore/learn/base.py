@@ -6,10 +6,43 @@ everything example-specific; `CRFModel` (`fwcore.learn.crf`) and `MatchingModel`
 MAP oracle returning dense vertices) and its ``entropy(ex, rho)`` a `BlockEntropy` (the
 block objective −<θ, τ> − H_ρ(τ) of MLE-Struct's dual). Everything is declared here, so
 the learners never probe a model for what it can do.
+
+Time limits: the learners' ``max_time`` is one `Deadline`, handed down to every
+per-example call (a decoder call gets the time left as its ``time_limit``); a call that
+finds no time left, or stops at that limit before finishing, raises `TimeUp`, and the
+learner ends the fit with the last measured iterate.
 """
 import abc
+import time
 
-__all__ = ["LearnerModel", "VertexDecoder", "BlockEntropy", "run_tasks"]
+__all__ = ["LearnerModel", "VertexDecoder", "BlockEntropy", "Deadline", "TimeUp", "run_tasks"]
+
+
+class TimeUp(Exception):
+    """The fit's deadline passed before a per-example call finished (its answer, if any,
+    is not a true maximiser); the learner stops with status max_time."""
+
+
+class Deadline:
+    """The wall-clock time a fit must end by, ``seconds`` (None: never) from now. Kept in
+    `time.time` so that it means the same in the process workers of an executor (a task
+    queued behind others gets only the time that is left when it starts). Picklable."""
+
+    def __init__(self, seconds=None):
+        self.at = None if seconds is None else time.time() + seconds
+
+    def passed(self):
+        return self.at is not None and time.time() >= self.at
+
+    def left(self):
+        """Seconds left (None: no limit), the ``time_limit`` of the next call; raises
+        `TimeUp` when none is left."""
+        if self.at is None:
+            return None
+        left = self.at - time.time()
+        if left <= 0.0:
+            raise TimeUp
+        return left
 
 
 class VertexDecoder(abc.ABC):
@@ -21,8 +54,10 @@ class VertexDecoder(abc.ABC):
     exact = False
 
     @abc.abstractmethod
-    def vertex(self, scores):
-        """A dense vertex μ (float64, the example's flat layout) maximising <scores, μ>."""
+    def vertex(self, scores, time_limit=None):
+        """A dense vertex μ (float64, the example's flat layout) maximising <scores, μ>.
+        ``time_limit`` (seconds, None: none) bounds the call: one that stops there before
+        it finishes raises `TimeUp` (a decoder that cannot stop early may ignore it)."""
 
     @abc.abstractmethod
     def assignment(self, scores):
@@ -43,9 +78,9 @@ class BlockEntropy(abc.ABC):
     def line_derivs(self, theta, tau, d, t):
         """(φ'(t), φ''(t)) of φ(t) = value at τ + t d (App. D.2 / E.2.1)."""
 
-    def fw_vertex(self, decoder, scores):
+    def fw_vertex(self, decoder, scores, time_limit=None):
         """The FW vertex for the direction ``scores`` (a contraction may override it)."""
-        return decoder.vertex(scores)
+        return decoder.vertex(scores, time_limit)
 
 
 class LearnerModel(abc.ABC):

@@ -24,8 +24,9 @@ from .. import _kernels
 from ..checks import CALLABLE, Interval, Options, check_params
 from ..model import PairwiseMRF
 from ..oracles import LPOracle, resolve_oracle
+from ..results import Status
 from ..rho import entropy_weights, matrix_tree_rho, uniform_rho
-from .base import BlockEntropy, LearnerModel, VertexDecoder, run_tasks
+from .base import BlockEntropy, LearnerModel, TimeUp, VertexDecoder, run_tasks
 
 __all__ = ["CRFExample", "CRFFeatures", "CRFModel", "CRFDecoder", "TRWEntropy", "crf_rho",
            "fw_marginals", "check_examples", "check_labels", "infer_n_labels", "RHO"]
@@ -53,11 +54,25 @@ class _Prepared:
     def __init__(self, u, edges, v, n_labels):
         self.u, self.v = u, v
         n = u.shape[0]
-        self.mrf = PairwiseMRF([n_labels] * n, edges=edges)
+        self.mrf = _structure(n, edges, n_labels)
         block = np.arange(n_labels * n_labels).reshape(n_labels, n_labels)
         flip = edges[:, 0] > edges[:, 1]
         per_edge = np.where(flip[:, None], block.T.ravel()[None, :], block.ravel()[None, :])
         self.eidx = (per_edge + n_labels * n_labels * np.arange(len(edges))[:, None]).ravel()
+
+
+def _structure(n, edges, n_labels):
+    """The MRF of n nodes with ``n_labels`` labels on ``edges`` (any orientation), zero
+    potentials, built from the flat layout: `PairwiseMRF`'s constructor checks one table per
+    edge in Python (0.35 s a 64x64 grid, seconds for a training set, all counted in
+    ``max_time``)."""
+    canonical = np.sort(edges, axis=1)
+    loops = np.flatnonzero(canonical[:, 0] == canonical[:, 1])
+    if loops.size:
+        e = int(loops[0])
+        raise ValueError(f"edges has a self loop at row {e}: ({edges[e, 0]}, {edges[e, 1]})")
+    card = np.full(n, n_labels, dtype=np.int32)
+    return PairwiseMRF.from_flat(card, canonical, np.zeros(n * n_labels + len(edges) * n_labels**2))
 
 
 def _as_example(x, k):
@@ -194,10 +209,16 @@ class CRFDecoder(VertexDecoder):
         self.oracle = resolve_oracle(oracle, mrf)
         self.exact = isinstance(self.oracle, LPOracle) or self.oracle.exact
 
-    def vertex(self, scores):
+    def vertex(self, scores, time_limit=None):
         if isinstance(self.oracle, LPOracle):
-            return np.asarray(self.oracle.argmax_marginals(scores), dtype=np.float64)
-        return self.mrf.marginal_vector(self.oracle.argmax(scores))
+            mu = np.asarray(self.oracle.argmax_marginals(scores, time_limit), dtype=np.float64)
+        else:
+            mu = self.mrf.marginal_vector(self.oracle.argmax(scores, time_limit=time_limit))
+        # stopped at this call's limit (not at a shorter one of the oracle's own)
+        if (time_limit is not None and self.oracle.status is Status.MAX_TIME
+                and self.oracle.call_limit(time_limit) == time_limit):
+            raise TimeUp
+        return mu
 
     def assignment(self, scores):
         """A MAP assignment; an LP optimum is rounded by the oracle's own `argmax`."""

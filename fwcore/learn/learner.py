@@ -8,7 +8,7 @@ import numpy as np
 
 from ..checks import BOOL, CALLABLE, EXECUTOR, SEED, TIME, Interval, Options, check_params
 from ..results import Record, Status, Trace
-from .base import run_tasks
+from .base import Deadline, TimeUp, run_tasks
 from .crf import CRFModel
 from .matching_model import GRAPHS, MatchingModel
 
@@ -47,7 +47,8 @@ def make_model(model, X, Y, n_labels, oracle):
 class DualSolver(abc.ABC):
     """A learner's Frank-Wolfe state over its dual, driven pass by pass by
     `StructuredLearner`: ``measure`` computes the duality gap fresh at the iterate, ``step``
-    makes one pass, ``result`` gives the fitted attributes of the iterate."""
+    makes one pass, ``result`` gives the fitted attributes of the iterate. Both hand the
+    fit's `Deadline` to every per-example call (`TimeUp` ends the fit)."""
 
     #: every decoder is exact, so a measured gap is a proof (else a small gap is STALLED)
     exact = True
@@ -58,11 +59,11 @@ class DualSolver(abc.ABC):
         self.n_oracle_calls = 0
 
     @abc.abstractmethod
-    def measure(self):
+    def measure(self, deadline):
         """(primal, gap) at the current iterate, with fresh oracle calls."""
 
     @abc.abstractmethod
-    def step(self, k):
+    def step(self, k, deadline):
         """Pass k = 1, 2, ... from the iterate just measured."""
 
     @abc.abstractmethod
@@ -78,10 +79,16 @@ class StructuredLearner(abc.ABC):
     Fitted attributes shared by the learners: ``coef_``; ``status_`` (a
     `fwcore.results.Status`: CONVERGED when the gap computed fresh at the iterate is <= the
     tolerance and every oracle call is exact, STALLED when it is small with an inexact
-    oracle, MAX_ITER, MAX_TIME, or INTERRUPTED by the callback or Ctrl-C, which keeps the
-    last measured iterate); ``n_iter_`` (passes), ``n_oracle_calls_``, ``gap_`` and
-    ``primal_`` (of the last measured iterate) and ``trace_`` (a `fwcore.results.Trace`,
-    one `Record` per pass)."""
+    oracle, MAX_ITER, MAX_TIME, or INTERRUPTED by the callback or Ctrl-C; MAX_TIME and
+    INTERRUPTED keep the last measured iterate, or the start point when the time ran out
+    before the first gap pass ended, with ``gap_`` and ``primal_`` None);
+    ``n_iter_`` (passes), ``n_oracle_calls_``, ``gap_`` and ``primal_`` (of the last
+    measured iterate) and ``trace_`` (a `fwcore.results.Trace`, one `Record` per pass).
+
+    ``max_time`` counts from the call of ``fit`` and is held to about 1.2 ``max_time`` +
+    1 s: every per-example oracle call gets the time left as its time limit, and a pass
+    that runs out of time is abandoned (`fwcore.learn.base.Deadline`). Validation and the
+    per-example set-up (oracles, entropy weights) count but are not cut short."""
 
     def _constraints(self):
         return PARAMS
@@ -93,29 +100,31 @@ class StructuredLearner(abc.ABC):
     def fit(self, X, Y):
         """Learn ``coef_`` from inputs X and labellings Y (see `fwcore.learn.crf` and
         `fwcore.learn.matching_model` for their forms)."""
+        t0 = time.perf_counter()
         p = self._check_params()
+        deadline = Deadline(p["max_time"])
         model, examples, labels = make_model(p["model"], X, Y, self.n_labels, self.oracle)
         self.features_ = model
         if p["model"] == "crf":
             self.n_labels_ = model.n_labels
-        t0 = time.perf_counter()
         solver = self._solver(model, examples, labels, [model.decoder(ex) for ex in examples], p)
-        self._run(solver, p, t0)
+        self._run(solver, p, t0, deadline)
         return self
 
     @abc.abstractmethod
     def _solver(self, model, examples, labels, decoders, p):
         """The learner's `DualSolver` for checked parameters ``p``."""
 
-    def _run(self, solver, p, t0):
+    def _run(self, solver, p, t0, deadline):
         """Passes until the fresh gap is <= tol (× ``solver.tol_scale``), ``max_iter``
-        passes, ``max_time`` seconds, a callback returning False or Ctrl-C."""
+        passes, the ``deadline`` (`TimeUp` from a call of a pass, or passed at the end of
+        one), a callback returning False or Ctrl-C."""
         callback, tol = p["callback"], p["tol"] * solver.tol_scale
         trace, k, status, last = [], 0, None, None
         fitted = solver.result()
         try:
             while status is None:
-                primal, gap = solver.measure()
+                primal, gap = solver.measure(deadline)
                 last = Record(k, time.perf_counter() - t0, primal, gap, solver.n_oracle_calls)
                 trace.append(last)
                 fitted = solver.result()
@@ -124,14 +133,16 @@ class StructuredLearner(abc.ABC):
                     status = Status.CONVERGED if solver.exact else Status.STALLED
                 elif k >= p["max_iter"]:
                     status = Status.MAX_ITER
-                elif p["max_time"] is not None and time.perf_counter() - t0 >= p["max_time"]:
+                elif deadline.passed():
                     status = Status.MAX_TIME
                 elif not proceed:
                     status = Status.INTERRUPTED
                 else:
                     k += 1
-                    solver.step(k)
-        except KeyboardInterrupt:  # keep the last measured iterate
+                    solver.step(k, deadline)
+        except TimeUp:  # keep the last measured iterate
+            status = Status.MAX_TIME
+        except KeyboardInterrupt:
             status = Status.INTERRUPTED
         for name, value in fitted.items():
             setattr(self, name, value)

@@ -66,7 +66,8 @@ class MatchingDecoder(VertexDecoder):
             W = np.where(self.allowed, W, -big)
         return max_weight_perfect_matching(W)[0]
 
-    def vertex(self, scores):
+    def vertex(self, scores, time_limit=None):
+        """The matching as a 0/1 vertex (Hungarian and blossom finish; no ``time_limit``)."""
         x = np.zeros(self.domain.dim)
         self.domain.add(x, self.assignment(scores), 1.0)
         return x
@@ -84,8 +85,8 @@ class MatchingEntropy(BlockEntropy):
     def __init__(self, rho, free, start, delta=DELTA):
         self.rho, self.free, self.start, self.delta = rho, free, start, delta
 
-    def fw_vertex(self, decoder, scores):
-        return (1.0 - self.delta) * decoder.vertex(scores) + self.delta * self.start
+    def fw_vertex(self, decoder, scores, time_limit=None):
+        return (1.0 - self.delta) * decoder.vertex(scores, time_limit) + self.delta * self.start
 
     def value_grad(self, theta, tau):
         h, gh = reweighted_entropy(tau[self.free], self.rho)

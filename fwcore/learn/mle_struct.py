@@ -27,10 +27,11 @@ from .learner import PARAMS, DualSolver, StructuredLearner
 __all__ = ["MLEStruct", "MLEDual"]
 
 
-def _block_oracle(decoder, theta, tau, entropy):
-    """(FW vertex s, gradient g, f) of −<θ, τ> − H_ρ(τ) at τ: s maximises <−g, ·>."""
+def _block_oracle(decoder, theta, tau, entropy, deadline):
+    """(FW vertex s, gradient g, f) of −<θ, τ> − H_ρ(τ) at τ: s maximises <−g, ·>; the
+    call gets the time left before ``deadline`` (`fwcore.learn.base.Deadline`)."""
     f, g = entropy.value_grad(theta, tau)
-    return entropy.fw_vertex(decoder, -g), g, f
+    return entropy.fw_vertex(decoder, -g, deadline.left()), g, f
 
 
 class MLEDual:
@@ -58,10 +59,10 @@ class MLEDual:
             neg_h += h.value_grad(np.zeros_like(t), t)[0]
         return float(psi @ psi) / (2.0 * self.reg) + neg_h
 
-    def oracles(self, executor, thetas, taus, idx):
+    def oracles(self, executor, thetas, taus, idx, deadline):
         d = self.decoders
         return run_tasks(executor, _block_oracle, [d[m] for m in idx], thetas, taus,
-                         [self.entropy[m] for m in idx])
+                         [self.entropy[m] for m in idx], [deadline] * len(thetas))
 
     def line_search(self, thetas, taus, dirs, idx, qq, slope0):
         """argmin over [0, 1] of L along d: φ'(γ) = Σ_m <∇(−<θ_m,·> − H)(τ_m + γ d_m), d_m>
@@ -89,10 +90,11 @@ class _Solver(DualSolver):
         self.psi_avg, self.k = self.psi.copy(), 0
         self.rng = np.random.default_rng(p["seed"])
 
-    def measure(self):
+    def measure(self, deadline):
         model, lam, M = self.model, self.p["reg"], len(self.examples)
         self.thetas = [model.scores(ex, self.psi / lam) for ex in self.examples]
-        self.res = self.dual.oracles(self.p["executor"], self.thetas, self.taus, range(M))
+        self.res = self.dual.oracles(self.p["executor"], self.thetas, self.taus, range(M),
+                                     deadline)
         self.n_oracle_calls += M
         self.dirs = [s - t for (s, _, _), t in zip(self.res, self.taus)]
         self.gap = -sum(float(g @ d) for (_, g, _), d in zip(self.res, self.dirs))
@@ -100,7 +102,7 @@ class _Solver(DualSolver):
             f + float(th @ t) for (_, _, f), th, t in zip(self.res, self.thetas, self.taus))
         return obj, self.gap
 
-    def step(self, k):
+    def step(self, k, deadline):
         model, examples, taus, dual = self.model, self.examples, self.taus, self.dual
         lam, M, agnostic = self.p["reg"], len(examples), self.p["step"] == "agnostic"
         if self.p["method"] == "fw":
@@ -117,7 +119,8 @@ class _Solver(DualSolver):
                 theta, (s, g, _) = self.thetas[m], self.res[m]
             else:
                 theta = model.scores(examples[m], self.psi / lam)
-                s, g, _ = _block_oracle(self.decoders[m], theta, taus[m], dual.entropy[m])
+                s, g, _ = _block_oracle(self.decoders[m], theta, taus[m], dual.entropy[m],
+                                        deadline)
                 self.n_oracle_calls += 1
             d = s - taus[m]
             q = model.features(examples[m], d)

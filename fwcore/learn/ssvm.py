@@ -18,8 +18,8 @@ from .learner import DualSolver, StructuredLearner
 __all__ = ["SSVM"]
 
 
-def _loss_augmented_vertex(decoder, scores):
-    return decoder.vertex(scores)
+def _loss_augmented_vertex(decoder, scores, deadline):
+    return decoder.vertex(scores, deadline.left())
 
 
 class _Solver(DualSolver):
@@ -46,18 +46,19 @@ class _Solver(DualSolver):
     def dual_objective(self):
         return -0.5 * self.p["reg"] * float(self.w @ self.w) + self.l_sum
 
-    def measure(self):
+    def measure(self, deadline):
         """The gap Σ_m [λ <w_m − w_s, w> − ℓ_m + ℓ_s] = P(w) − D(w, ℓ); primal P(w)."""
         lam, w = self.p["reg"], self.w
         scores = [self.f.scores(ex, w) + a for ex, a in zip(self.examples, self.aug)]
-        vertices = run_tasks(self.p["executor"], _loss_augmented_vertex, self.decoders, scores)
+        vertices = run_tasks(self.p["executor"], _loss_augmented_vertex, self.decoders, scores,
+                             [deadline] * len(scores))
         self.n_oracle_calls += len(self.examples)
         self.corners = [self.corner(m, mu) for m, mu in enumerate(vertices)]
         self.gap = float(sum(lam * float((self.w_i[m] - ws) @ w) - self.l_i[m] + ls
                              for m, (ws, ls) in enumerate(self.corners)))
         return self.dual_objective() + self.gap, self.gap
 
-    def step(self, k):
+    def step(self, k, deadline):
         lam, f, corners = self.p["reg"], self.f, self.corners
         if self.p["method"] == "fw":  # Alg. 2: all blocks move with one step size
             w_s = sum(c[0] for c in corners)
@@ -74,7 +75,8 @@ class _Solver(DualSolver):
             if j == 0:  # the gap pass already decoded this block at this w
                 ws, ls = corners[m]
             else:
-                mu = self.decoders[m].vertex(f.scores(self.examples[m], w) + self.aug[m])
+                mu = _loss_augmented_vertex(self.decoders[m],
+                                            f.scores(self.examples[m], w) + self.aug[m], deadline)
                 ws, ls = self.corner(m, mu)
                 self.n_oracle_calls += 1
             dw = w_i[m] - ws
