@@ -44,6 +44,11 @@ _CORRECTION_STEPS = 100
 #: at most this many flops (|V| dim per step) per correction, and at least 10 steps: leaves
 #: the paper's models untouched, 3-5x faster on 100x100 grids and Segmentation_11
 _CORRECTION_WORK = 2e8
+#: cap on the correction polytope |V| (engine ``max_vertices``): each correction step scores
+#: every vertex, so without it a FW iteration costs |V| x the model and |V| grows by up to
+#: the local-search steps per iteration. The paper's instances stay below it (at most 217
+#: vertices on the 5x5 grids), so their runs are unchanged.
+_MAX_VERTICES = 256
 #: rho line search: relative tolerance on B' and bracket, and most corrections per update
 _RHO_LINE_SEARCH_TOL = 0.01
 _RHO_LINE_SEARCH_STEPS = 8
@@ -365,7 +370,7 @@ def infer(model, *, oracle="auto", domain="marginal", delta="adaptive", delta_in
                     init=None if res is None else (res.atoms, res.weights),
                     delta=delta0 if res is None else res.delta,
                     delta_rule=_delta_rule(not exact, steps) if adaptive else None,
-                    corrections=steps, trace=False)
+                    corrections=steps, max_vertices=_MAX_VERTICES, trace=False)
         if run is None or math.isinf(run.gap):  # Ctrl-C before this run measured a gap
             status = Status.INTERRUPTED
             break

@@ -471,6 +471,28 @@ def test_corrective_steps_reach_the_optimum(face):
         frank_wolfe(obj, Simplex(20), method="away", corrections=[MFWCorrection()])
 
 
+def test_max_vertices_bounds_the_correction_polytope(face):
+    """With ``max_vertices`` V never exceeds the cap, even when every vertex carries weight
+    (a local search adding a random vertex per step): the lightest weighted vertices hand
+    their weight to V's best vertex; x stays sum w v (debug) and FCFW still converges."""
+    obj, x_ref = face
+    rng = np.random.default_rng(0)
+    sizes = []
+
+    def local_lmo(g, atom):
+        return np.array([rng.integers(20)], dtype=np.int32)
+
+    def record(rec):
+        sizes.append(rec.n_active)
+
+    res = frank_wolfe(obj, Simplex(20), method="fcfw", tol=1e-7, max_iter=500, delta=0.05,
+                      delta_rule=adaptive_delta, max_vertices=12, debug=True, callback=record,
+                      corrections=[MFWCorrection(), LocalSearch(local_lmo, 10)])
+    assert len(res.atoms) <= 12 and max(sizes) <= 12
+    assert res.status is Status.CONVERGED
+    np.testing.assert_allclose(res.x, x_ref, atol=1e-3)
+
+
 class NoOracleSimplex(Simplex):
     def lmo(self, g):
         raise AssertionError("correct must not call the oracle")

@@ -131,8 +131,12 @@ class Vertices:
             return (1.0 - self.delta) * out + self.delta * (g @ self.u0) if self.delta else out
         gu = g @ self.u0
         out = np.full(atoms.shape[0], gu)
-        if real.any():
-            out[real] = (1.0 - self.delta) * self.domain.inner(g, atoms[real]) + self.delta * gu
+        start = 0  # the real atoms in the contiguous runs between u0 rows: no copy of atoms
+        for stop in [*np.flatnonzero(~real).tolist(), atoms.shape[0]]:
+            if stop > start:
+                out[start:stop] = (1.0 - self.delta) * self.domain.inner(g, atoms[start:stop]) \
+                    + self.delta * gu
+            start = stop + 1
         return out
 
     def add(self, x, atom, w):

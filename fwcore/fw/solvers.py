@@ -357,18 +357,40 @@ class _ActiveSetFW(_Run):
         return StepType.CORRECTION
 
     def add_vertex(self, g, s):
-        """Index of atom ``s`` in V; a new one first makes room under ``max_vertices`` by
-        forgetting zero-weight vertices, worst score first (weighted ones stay)."""
+        """Index of atom ``s`` in V. A new one, when V holds ``max_vertices`` atoms, first
+        shrinks V to 3/4 of the cap (so V is scored once per cap/4 new vertices, not for
+        every one): zero-weight vertices are forgotten, worst score first; if that is not
+        enough, the lightest weighted vertices hand their weight to the best-scoring vertex
+        of V (a pairwise step at its largest step size: <g, d> <= 0, as that vertex
+        minimises <g, .> over V) and are forgotten too."""
         cap = self.options.max_vertices
-        if cap is not None and self.active.find(s) < 0:
-            w = self.active.weights
-            idle = np.flatnonzero(w == 0.0)
-            excess = self.active.size - (cap - 1)
-            if excess > 0 and idle.size:
-                scores = self.vertices.scores(g, self.active.atoms[idle])
-                for i in sorted(idle[np.argsort(-scores)[:excess]], reverse=True):
-                    self.active.remove(int(i))
+        if cap is not None and self.active.size >= cap and self.active.find(s) < 0:
+            self._shrink(g, max(1, (3 * cap) // 4 - 1))
         return self.active.add(s)
+
+    def _shrink(self, g, keep):
+        """Forget atoms of V until ``keep`` remain (see `add_vertex`)."""
+        active = self.active
+        scores = self.vertices.scores(g, active.atoms)
+        w = active.weights
+        best = int(np.argmin(scores))
+        excess = active.size - keep
+        idle = np.flatnonzero(w == 0.0)
+        idle = idle[idle != best]
+        forget = idle[np.argsort(-scores[idle], kind="stable")[:excess]]
+        if forget.size < excess:
+            busy = np.flatnonzero(w > 0.0)
+            busy = busy[busy != best]
+            light = busy[np.argsort(w[busy], kind="stable")[:excess - forget.size]]
+            for i in light:
+                self.vertices.add(self.x, active.atoms[best], w[i])
+                self.vertices.add(self.x, active.atoms[i], -w[i])
+                w[best] += w[i]
+                w[i] = 0.0
+            self.moved()
+            forget = np.concatenate([forget, light])
+        for i in np.sort(forget)[::-1]:
+            active.remove(int(i))
 
 
 def frank_wolfe(objective, domain, *, method="fw", step="exact", tol=1e-6, max_iter=1000,
@@ -396,7 +418,10 @@ def frank_wolfe(objective, domain, *, method="fw", step="exact", tol=1e-6, max_i
     corrections : FCFW corrective steps (`fwcore.fw.corrective`: `MFWCorrection`,
         `LocalSearch`), run in order after each FW step; None: ``[MFWCorrection()]`` for
         'fcfw' (at most 100 away steps to the run's tol), none for the other methods.
-    max_vertices : cap on |V| (zero-weight vertices are forgotten first).
+    max_vertices : cap on |V|, so that a correction step (which scores every atom of V)
+        costs at most max_vertices x the model: when V is full it shrinks to 3/4 of the
+        cap, zero-weight vertices forgotten first, then the lightest weighted ones with
+        their weight moved to the best vertex of V (see ``_ActiveSetFW.add_vertex``).
     drop_tol : weights <= drop_tol are dropped (x moved to the remaining atoms' hull).
     refresh_every : renormalise the weights and recompute x from the atoms this often.
     debug : check the active-set invariants after every step (AssertionError if broken).
