@@ -21,15 +21,17 @@ def grid_edges(h, w):
     """Edges of an h × w 4-connected grid, variable r*w + c; for each cell in row-major
     order its right neighbour, then its down neighbour."""
     check_params(_SIZES, h=h, w=w)
-    edges = []
-    for r in range(h):
-        for c in range(w):
-            v = r * w + c
-            if c + 1 < w:
-                edges.append((v, v + 1))
-            if r + 1 < h:
-                edges.append((v, v + w))
-    return np.array(edges, dtype=np.int64).reshape(-1, 2)
+    return _offset_edges(h, w, 1)
+
+
+def _offset_edges(h, w, d):
+    """Edges from each cell (r, c), in row-major order, to (r, c + d) then to (r + d, c),
+    where those exist; variable r*w + c."""
+    v = np.arange(h * w, dtype=np.int64).reshape(h, w)
+    r, c = np.divmod(v, w)
+    pairs = np.stack([np.stack([v, v + d], -1), np.stack([v, v + d * w], -1)], 2)
+    keep = np.stack([c + d < w, r + d < h], -1)
+    return pairs[keep].reshape(-1, 2)
 
 
 def grid(h, w, unary=None, pairwise=None, card=2):
@@ -54,6 +56,10 @@ def bipartite(n_left, n_right, unary=None, pairwise=None, card=2):
 
 
 def _build(n, edges, unary, pairwise, card):
+    if _is_dense(n, edges, unary, pairwise, card):
+        theta = np.concatenate([np.asarray(unary, dtype=np.float64).ravel(),
+                                np.asarray(pairwise, dtype=np.float64).ravel()])
+        return PairwiseMRF.from_flat(np.full(n, card, dtype=np.int64), edges, theta)
     card_arr = np.broadcast_to(np.asarray(card, dtype=np.int64), (n,))
     if unary is not None and not isinstance(unary, (list, tuple)):
         unary = np.asarray(unary, dtype=np.float64)
@@ -66,6 +72,21 @@ def _build(n, edges, unary, pairwise, card):
         else:
             pairwise = list(pairwise)
     return PairwiseMRF(card_arr, unary, edges, pairwise)
+
+
+def _is_dense(n, edges, unary, pairwise, card):
+    """Whether the tables are real arrays (n, k) and (E, k, k) of one int ``card`` = k over
+    edges with i < j: then the flat layout is their concatenation, built without the
+    per-block loop of the constructor. Anything else (and NaN or +inf, which the
+    constructor names by block) goes through the constructor."""
+    if not (isinstance(card, (int, np.integer)) and not isinstance(card, bool)
+            and isinstance(unary, np.ndarray) and isinstance(pairwise, np.ndarray)):
+        return False
+    k, m = int(card), len(edges)
+    return (k >= 1 and unary.shape == (n, k) and pairwise.shape == (m, k, k)
+            and unary.dtype.kind in "iuf" and pairwise.dtype.kind in "iuf"
+            and bool((edges[:, 0] < edges[:, 1]).all())
+            and not any(np.isnan(t).any() or np.isposinf(t).any() for t in (unary, pairwise)))
 
 
 def _spin_unary(field):
