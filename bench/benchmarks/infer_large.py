@@ -6,6 +6,11 @@ against a long Gibbs run.
 mixes; zeta_mu = mean_i |mu_i(1) − ref_i(1)| against `reference.gibbs_marginals`
 (computed once, in `setup_cache`), with the Gibbs chains' disagreement reported beside it,
 so that a zeta_mu near the reference's own error is read as such.
+
+Measured on 2 cores (full profile): the reference takes 56 s, its chains' spread is 0.014
+on average (0.086 at most); zeta_mu is 0.015 for loopy BP (2.4 s), 0.105 for TRBP (56 s),
+0.25 for `infer` with its default oracle at the time ("exact": 661 s for max_time = 600,
+few MAP calls), and 0.073 for `infer(oracle="trws")` (converged, 260 s).
 """
 import time
 

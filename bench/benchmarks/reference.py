@@ -11,6 +11,11 @@ disagreement (the spread of their estimates) says how far the reference can be t
 when the chains mix, a handful of them spread over about two standard deviations, so the
 standard error of their mean is about spread / (2 sqrt(n_chains)).
 
+Speed (2 cores): 4 chains of 11,000 sweeps of a 100 × 100 binary grid in 56 s. Against
+exact marginals of 10 × 10 grids at coupling U[−1, 1], 4 chains of 10,000 sweeps give a
+mean error of 0.003 (1 / sqrt(samples) = 0.005). Frustrated models with long edges
+(`fwcore.skip_grid`) mix slowly: there the spread, not the sample count, is the error bar.
+
 Used by `infer_large.py` for zeta_mu on grids of 10^4 variables, where Barrier FW's
 (Sec. 5) error measure needs reference marginals and exact inference is out of reach.
 """
