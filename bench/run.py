@@ -4,9 +4,11 @@
     python bench/run.py kernels exact    # modules whose name contains a word
     FWCORE_BENCH_PROFILE=quick python bench/run.py
 
-For every class, every parameter combination: `setup`, then each `time_*` method timed as
-the median of repeated runs, each `track_*` value, and each `peakmem_*` peak (tracemalloc,
-Python-level allocations incl. numpy). Prints one table per class.
+For every class: `setup_cache` once, when it has one (asv's convention: its value is
+passed first to `setup` and every benchmark method); then for every parameter combination
+`setup`, each `time_*` method timed as the median of repeated runs, each `track_*` value,
+and each `peakmem_*` peak (tracemalloc, Python-level allocations incl. numpy). Prints one
+table per class.
 """
 import importlib
 import inspect
@@ -62,9 +64,10 @@ def run_class(cls):
     methods = [m for m, _ in inspect.getmembers(cls, inspect.isfunction)
                if m.startswith(("time_", "track_", "peakmem_"))]
     rows = []
+    cache = [cls().setup_cache()] if hasattr(cls, "setup_cache") else []
     for combo in itertools.product(*params):
         bench = cls()
-        args = [] if combo == (None,) else list(combo)
+        args = cache + ([] if combo == (None,) else list(combo))
         try:
             if hasattr(bench, "setup"):
                 bench.setup(*args)

@@ -2,7 +2,7 @@
 built on Frank-Wolfe."""
 from .model import PairwiseMRF
 from .generators import (grid, complete, bipartite, random_clique, random_grid, random_rbm,
-                         potts_grid, frustrated_clique)
+                         potts_grid, frustrated_clique, segmentation_crf, skip_grid)
 from .uai import (read_uai, write_uai, read_mar, write_mar, read_pr, write_pr, read_map,
                   write_map, read_evid, write_evid, apply_evidence)
 from .exact import ExactResult, exact_inference, exact_map

@@ -7,29 +7,35 @@ map x ∈ {0, 1} to s = 2x − 1: a field θ_i s_i is the table [−θ_i, θ_i] 
 """
 import numpy as np
 
-from .checks import Interval, check_params
+from .checks import SEED, Interval, Kind, check_params
 from .model import PairwiseMRF
 
 __all__ = ["grid_edges", "grid", "complete", "bipartite", "random_clique", "random_grid",
-           "random_rbm", "potts_grid", "frustrated_clique"]
+           "random_rbm", "potts_grid", "frustrated_clique", "segmentation_crf", "skip_grid"]
 
 _SIZES = {name: Interval(1, integer=True) for name in ("h", "w", "n", "n_left", "n_right",
                                                         "n_labels")}
+#: intensity means of background (x = 0) and foreground (x = 1) in `segmentation_crf`
+SEGMENTATION_MEANS = (0.3, 0.7)
+_NONNEG = Interval(0.0)
+_FLAG = Kind(lambda v: isinstance(v, (bool, np.bool_)), "True or False")
 
 
 def grid_edges(h, w):
     """Edges of an h × w 4-connected grid, variable r*w + c; for each cell in row-major
     order its right neighbour, then its down neighbour."""
     check_params(_SIZES, h=h, w=w)
-    edges = []
-    for r in range(h):
-        for c in range(w):
-            v = r * w + c
-            if c + 1 < w:
-                edges.append((v, v + 1))
-            if r + 1 < h:
-                edges.append((v, v + w))
-    return np.array(edges, dtype=np.int64).reshape(-1, 2)
+    return _offset_edges(h, w, 1)
+
+
+def _offset_edges(h, w, d):
+    """Edges from each cell (r, c), in row-major order, to (r, c + d) then to (r + d, c),
+    where those exist; variable r*w + c."""
+    v = np.arange(h * w, dtype=np.int64).reshape(h, w)
+    r, c = np.divmod(v, w)
+    pairs = np.stack([np.stack([v, v + d], -1), np.stack([v, v + d * w], -1)], 2)
+    keep = np.stack([c + d < w, r + d < h], -1)
+    return pairs[keep].reshape(-1, 2)
 
 
 def grid(h, w, unary=None, pairwise=None, card=2):
@@ -54,6 +60,10 @@ def bipartite(n_left, n_right, unary=None, pairwise=None, card=2):
 
 
 def _build(n, edges, unary, pairwise, card):
+    if _is_dense(n, edges, unary, pairwise, card):
+        theta = np.concatenate([np.asarray(unary, dtype=np.float64).ravel(),
+                                np.asarray(pairwise, dtype=np.float64).ravel()])
+        return PairwiseMRF.from_flat(np.full(n, card, dtype=np.int64), edges, theta)
     card_arr = np.broadcast_to(np.asarray(card, dtype=np.int64), (n,))
     if unary is not None and not isinstance(unary, (list, tuple)):
         unary = np.asarray(unary, dtype=np.float64)
@@ -66,6 +76,21 @@ def _build(n, edges, unary, pairwise, card):
         else:
             pairwise = list(pairwise)
     return PairwiseMRF(card_arr, unary, edges, pairwise)
+
+
+def _is_dense(n, edges, unary, pairwise, card):
+    """Whether the tables are real arrays (n, k) and (E, k, k) of one int ``card`` = k over
+    edges with i < j: then the flat layout is their concatenation, built without the
+    per-block loop of the constructor. Anything else (and NaN or +inf, which the
+    constructor names by block) goes through the constructor."""
+    if not (isinstance(card, (int, np.integer)) and not isinstance(card, bool)
+            and isinstance(unary, np.ndarray) and isinstance(pairwise, np.ndarray)):
+        return False
+    k, m = int(card), len(edges)
+    return (k >= 1 and unary.shape == (n, k) and pairwise.shape == (m, k, k)
+            and unary.dtype.kind in "iuf" and pairwise.dtype.kind in "iuf"
+            and bool((edges[:, 0] < edges[:, 1]).all())
+            and not any(np.isnan(t).any() or np.isposinf(t).any() for t in (unary, pairwise)))
 
 
 def _spin_unary(field):
@@ -127,3 +152,82 @@ def frustrated_clique(n=10, coupling=2.0, field=0.1, seed=None):
     c = -rng.uniform(0.0, coupling, n * (n - 1) // 2)
     return complete(n, _spin_unary(f), _spin_pairwise(c))
 
+
+
+def segmentation_crf(h=100, w=120, n_shapes=3, noise=0.25, lam=1.0, repulsive=0.03,
+                     seed=None, return_image=False):
+    """A binary image-segmentation CRF of the size of Barrier FW's Horses (Sec. 5; N about
+    12,000 at the default 100 × 120), on a synthetic image drawn from ``seed``.
+
+    The truth is the union of ``n_shapes`` random ellipses (foreground, x = 1); the image
+    is its intensity, `SEGMENTATION_MEANS` (background, foreground), plus Gaussian noise
+    of standard deviation ``noise``. Variable r*w + c is pixel (r, c), edges those of
+    `grid_edges`. Unary: the Gaussian log-likelihood of the pixel's intensity I_i under each
+    class, θ_i(x) = −(I_i − m_x)² / (2 noise²). Pairwise: contrast-sensitive Potts,
+    θ_ij(x_i, x_j) = w_ij [x_i = x_j] with w_ij = lam exp(−β (I_i − I_j)²) and
+    β = 1 / (2 mean over edges of (I_i − I_j)²) (GrabCut's choice); then a random
+    ``repulsive`` fraction of the edges (round(repulsive × E) of them) get −w_ij, so the
+    model is near-submodular, not submodular.
+
+    Returns the `PairwiseMRF`; with ``return_image=True`` the tuple (model, image, truth):
+    the noisy image, float64 (h, w), and the foreground mask, bool (h, w).
+    """
+    args = check_params({**_SIZES, "n_shapes": Interval(0, integer=True), "noise": Interval(0.0, lo_open=True), "lam": _NONNEG,
+                         "repulsive": Interval(0.0, 1.0), "seed": SEED,
+                         "return_image": _FLAG},
+                        h=h, w=w, n_shapes=n_shapes, noise=noise, lam=lam,
+                        repulsive=repulsive, seed=seed, return_image=return_image)
+    h, w, n_shapes, noise = args["h"], args["w"], args["n_shapes"], args["noise"]
+    rng = np.random.default_rng(args["seed"])
+    side = min(h, w)
+    centre = rng.uniform(0.15, 0.85, (n_shapes, 2)) * [h, w]
+    axes = rng.uniform(0.1, 0.3, (n_shapes, 2)) * side + 0.5
+    angle = rng.uniform(0.0, np.pi, n_shapes)
+    dr = np.arange(h)[None, :, None] - centre[:, 0, None, None]
+    dc = np.arange(w)[None, None, :] - centre[:, 1, None, None]
+    cos, sin = np.cos(angle)[:, None, None], np.sin(angle)[:, None, None]
+    inside = (((dr * cos + dc * sin) / axes[:, 0, None, None]) ** 2
+              + ((dc * cos - dr * sin) / axes[:, 1, None, None]) ** 2) <= 1.0
+    truth = inside.any(axis=0) if n_shapes else np.zeros((h, w), dtype=bool)
+    means = np.asarray(SEGMENTATION_MEANS)
+    image = means[truth.astype(np.int64)] + noise * rng.standard_normal((h, w))
+    intensity = image.ravel()
+    unary = -(intensity[:, None] - means) ** 2 / (2.0 * noise ** 2)
+    edges = grid_edges(h, w)
+    d2 = (intensity[edges[:, 0]] - intensity[edges[:, 1]]) ** 2
+    mean_d2 = d2.mean() if d2.size else 0.0
+    beta = 1.0 / (2.0 * mean_d2) if mean_d2 > 0 else 0.0
+    weight = args["lam"] * np.exp(-beta * d2)
+    weight[rng.choice(len(edges), int(round(args["repulsive"] * len(edges))), replace=False)] *= -1
+    model = grid(h, w, unary, weight[:, None, None] * np.eye(2))
+    return (model, image, truth) if return_image else model
+
+
+def skip_grid(h=80, w=None, offsets=(1, 2, 4), coupling=1.0, field=1.0, seed=None):
+    """A frustrated binary grid with skip edges, like Barrier FW's Chinese characters
+    (Sec. 5: "not a grid due to skip edges that tie nodes at various offsets", submodular
+    and supermodular potentials mixed); 6,400 variables at the default 80 × 80.
+
+    Variable r*w + c is cell (r, c). For each offset d in ``offsets``, in that order, each
+    cell in row-major order is joined to (r, c + d) and then to (r + d, c) where they
+    exist (offsets=(1,) gives `grid_edges`). Spin form: θ_i ~ U[−field, field] with
+    unary [−θ_i, θ_i], θ_ij ~ U[−coupling, coupling] with pairwise
+    [[θ_ij, −θ_ij], [−θ_ij, θ_ij]], fields drawn first.
+    """
+    w = h if w is None else w
+    args = check_params({**_SIZES, "coupling": _NONNEG, "field": _NONNEG, "seed": SEED,
+                         "offsets": Kind(lambda o: isinstance(o, (tuple, list)),
+                                         "a tuple of offsets")},
+                        h=h, w=w, coupling=coupling, field=field, seed=seed, offsets=offsets)
+    h, w = args["h"], args["w"]
+    offsets = [check_params({f"offsets[{k}]": Interval(1, integer=True)},
+                            **{f"offsets[{k}]": d})[f"offsets[{k}]"] for k, d in enumerate(offsets)]
+    if not offsets:
+        raise ValueError("offsets must hold at least one offset, e.g. (1, 2, 4)")
+    if len(set(offsets)) < len(offsets):
+        raise ValueError(f"offsets must be distinct (each would repeat its edges); got {offsets}")
+    rng = np.random.default_rng(seed)
+    edges = np.concatenate([_offset_edges(h, w, d) for d in offsets])
+    f = rng.uniform(-field, field, h * w)
+    c = rng.uniform(-coupling, coupling, len(edges))
+    return _build(h * w, edges, _spin_unary(f), _spin_pairwise(c), 2)

@@ -54,6 +54,7 @@ def test_python_m_fwcore_help(tmp_path):
     ("large_grid.py", ["--side", "8", "--max-time", "10", "--rho-updates", "1"]),
     ("uai_marginals.py", []),
     ("learn_segmentation.py", []),
+    ("paper_large_models.py", ["--size", "6", "--max-time", "2"]),
 ])
 def test_python_examples_run(script, args, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
