@@ -2,6 +2,7 @@
 
     python bench/run.py                  # every benchmark module
     python bench/run.py kernels exact    # modules whose name contains a word
+    python bench/run.py infer.InferMedium  # one class of one module
     FWCORE_BENCH_PROFILE=quick python bench/run.py
 
 For every class: `setup_cache` once, when it has one (asv's convention: its value is
@@ -96,13 +97,18 @@ def run_class(cls):
 
 
 def main(words):
+    classes = {tuple(w.split(".", 1)) for w in words if "." in w}  # module.Class
+    words = [w for w in words if "." not in w]
     for path in sorted((HERE / "benchmarks").glob("*.py")):
-        if path.stem in ("__init__", "common") or (words and not any(w in path.stem for w in words)):
+        wanted = {c for m, c in classes if m == path.stem}
+        if path.stem in ("__init__", "common") or (
+                (words or classes) and not wanted and not any(w in path.stem for w in words)):
             continue
         module = importlib.import_module(f"benchmarks.{path.stem}")
-        for _, cls in inspect.getmembers(module, inspect.isclass):
+        for name, cls in inspect.getmembers(module, inspect.isclass):
             if cls.__module__ == module.__name__ and any(
-                    m.startswith(("time_", "track_", "peakmem_")) for m in dir(cls)):
+                    m.startswith(("time_", "track_", "peakmem_")) for m in dir(cls)) and (
+                    not wanted or name in wanted):
                 run_class(cls)
 
 

@@ -313,9 +313,18 @@ def infer(model, *, oracle="auto", domain="marginal", delta="adaptive", delta_in
 
     The bound: TRW(mu) + kappa - <theta~, mu> with theta~ = -grad f(mu) and kappa the
     oracle's bound on max <theta~, v> (exact oracle: the MAP score, i.e. TRW + gap; Barrier
-    FW App. J, eq. 25); ``certified`` is False for an oracle without a bound. With an exact
-    oracle (or over L) and adaptive delta every iterate's TRW + gap, at its own rho, is such
-    a bound, and ``log_z_upper`` is the least of them (so it may be below primal + gap).
+    FW App. J, eq. 25); ``certified`` is False for an oracle without a bound. With adaptive
+    delta every iterate's such bound, at its own rho, is recorded (``trace[k].bound``) and
+    ``log_z_upper`` is the least of them, so a run stopped by max_time or Ctrl-C returns the
+    best bound it proved. An approximate oracle's bound is an LP bound, loose at iterates in
+    M where L is loose; unless the run was interrupted or already proved ``tol``, the same
+    bound is also taken at tree-reweighted BP's beliefs made locally consistent
+    (`_local_polytope_bound`, one more MAP call; max_time leaves it _L_BOUND_SHARE of the
+    budget), which comes within about 1e-5 of TRBP's TRW value when TRBP converges.
+
+    Status: ``converged`` only when the certified gap at the returned mu is at most
+    ``tol``; an approximate oracle that finds no better vertex without proving it ends
+    ``stalled`` (``gap`` is then the oracle's estimate, ``certified_gap`` the proof).
     """
     t0 = time.perf_counter()
     model = check_model(model)
