@@ -337,21 +337,22 @@ def infer(model, *, oracle="auto", domain="marginal", delta="adaptive", delta_in
     adaptive = p["delta"] == "adaptive"
     delta0 = p["delta_init"] if adaptive else p["delta"]
     tol, rho_tol, max_time = p["tol"], max(p["rho_tol"], p["tol"]), p["max_time"]
-    given = check_feasible(model)
-    # Ctrl-C anywhere in a step (exact inference, engine set-up, corrections, line search,
-    # oracle calls) ends the run with the last inner run that measured a gap
+    try:  # Ctrl-C in the set-up (or in exact inference) returns u0: nothing measured yet
+        given = check_feasible(model)
+        if isinstance(oracle, str) and oracle == "auto" and domain == "marginal":
+            method = _cheap_exact_method(model, max_time)
+            if method is not None:
+                return _exact_result(model, method, t0)
+        if np.isneginf(model.theta).any():
+            log_states = float(np.log(model.card.astype(np.float64)).sum())
+            model = model.with_theta(finite_penalty(model, model.theta, 50.0 + log_states))
+        rho = rho0 = initial_rho(model, rho)
+        dom = _make_domain(model, oracle, domain, p["seed"])
+    except KeyboardInterrupt:
+        return _interrupted_in_set_up(model, domain, delta0, t0)
+    # Ctrl-C anywhere in a step (engine set-up, corrections, line search, oracle calls)
+    # ends the run with the last inner run that measured a gap
     guard = Guard()
-    if isinstance(oracle, str) and oracle == "auto" and domain == "marginal":
-        method = _cheap_exact_method(model, max_time)
-        if method is not None:
-            ex = guard(_exact_result, model, method, t0)
-            if ex is not None:
-                return ex
-    if np.isneginf(model.theta).any():
-        log_states = float(np.log(model.card.astype(np.float64)).sum())
-        model = model.with_theta(finite_penalty(model, model.theta, 50.0 + log_states))
-    rho = rho0 = initial_rho(model, rho)
-    dom = _make_domain(model, oracle, domain, p["seed"])
     if domain == "local":
         local_steps = 0
     exact = dom.exact
@@ -414,12 +415,16 @@ def infer(model, *, oracle="auto", domain="marginal", delta="adaptive", delta_in
         # if none); an exact oracle may have stopped early on it, so not certified
         gap, certified_gap = (math.inf if res is None else res.gap), None
     else:
-        score, kappa = dom.max_score(-g)
-        calls += 1
-        # >= 0 (mu is in the hull of the vertices found): a cold approximate call may
-        # return a worse vertex than those
-        gap = max(score - float(-g @ mu), 0.0)
-        certified_gap = None if kappa is None else kappa - float(-g @ mu)
+        measured = guard(dom.max_score, -g)
+        if measured is None:  # Ctrl-C in this last call
+            status, gap, certified_gap = Status.INTERRUPTED, res.gap, None
+        else:
+            score, kappa = measured
+            calls += 1
+            # >= 0 (mu is in the hull of the vertices found): a cold approximate call may
+            # return a worse vertex than those
+            gap = max(score - float(-g @ mu), 0.0)
+            certified_gap = None if kappa is None else kappa - float(-g @ mu)
     if status is Status.CONVERGED and not (certified_gap is not None and certified_gap <= tol):
         status = Status.STALLED  # the oracle found no better vertex, but nothing proves it
     # every certified bound of the run (each at its own rho) bounds log Z: keep the least,
@@ -510,6 +515,17 @@ def _cheap_exact_method(model, max_time):
     except ValueError:
         return None
     return "elimination" if plan.work <= budget else None
+
+
+def _interrupted_in_set_up(model, domain, delta, t0):
+    """The answer to Ctrl-C before the first iterate: u0, no gap, no bound (uniform rho)."""
+    rho = initial_rho(model, "uniform")
+    return MarginalResult.from_mu(
+        model, model.uniform_marginals(), rho=rho,
+        primal=float(TRWObjective(model, rho).trw(model.uniform_marginals())), gap=math.inf,
+        certified_gap=None, log_z_upper=math.inf, certified=False, delta=float(delta),
+        n_oracle_calls=0, n_icm_calls=0, status=Status.INTERRUPTED, n_iter=0,
+        n_rho_updates=0, time=time.perf_counter() - t0, method=f"barrier-fw/{domain}")
 
 
 def _exact_result(model, method, t0):

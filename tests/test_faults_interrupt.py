@@ -43,6 +43,7 @@ def _interrupt(argv, delay):
 
 CALLS = {
     "infer-trws": (60, 'fwcore.infer(m, oracle="trws")', (0.3, 3.0)),
+    "infer-set-up": (200, 'fwcore.infer(m, oracle="trws")', (0.2,)),  # in initial_rho (1 s)
     "infer-exact": (60, 'fwcore.infer(m, oracle="exact")', (2.0,)),           # toulbar2 or HiGHS
     "infer-local": (30, 'fwcore.infer(m, domain="local")', (1.5,)),
     "trbp": (60, "fwcore.trbp(m, max_iter=10**6, tol=1e-15)", (1.0,)),
