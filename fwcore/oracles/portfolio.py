@@ -1,5 +1,6 @@
 """A portfolio of MAP oracles that keeps the best score (Barrier FW Sec. 5 ran several
 approximate solvers and kept the best labelling)."""
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -21,6 +22,7 @@ class PortfolioOracle(MapOracle):
     Options: ``members`` — names, ``(name, options)`` pairs or oracle objects (default: the
     available ones among qpbo (binary models only), trws, icm); ``threads`` — run the
     members concurrently in a thread pool (useful when their kernels release the GIL).
+    A call's time limit bounds the whole call (members run one after the other share it).
     After a call, ``member_scores`` maps each member's name (suffixed by its position when
     names repeat, e.g. two user functions) to its score and ``best`` names the winner.
     """
@@ -48,8 +50,12 @@ class PortfolioOracle(MapOracle):
         self.best = None
 
     def _argmax(self, scores, init, time_limit):
+        # one time limit for the whole call: members run one after the other get what is left
+        end = None if time_limit is None else time.perf_counter() + time_limit
+
         def run(oracle):
-            x = oracle.argmax(scores, init, time_limit)
+            left = None if end is None else max(end - time.perf_counter(), 1e-3)
+            x = oracle.argmax(scores, init, left)
             return x, float(self.model.score(x, scores)), oracle.upper_bound()
 
         if self.threads and len(self.members) > 1:
