@@ -319,8 +319,9 @@ def infer(model, *, oracle="auto", domain="marginal", delta="adaptive", delta_in
     best bound it proved. An approximate oracle's bound is an LP bound, loose at iterates in
     M where L is loose; unless the run was interrupted or already proved ``tol``, the same
     bound is also taken at tree-reweighted BP's beliefs made locally consistent
-    (`_local_polytope_bound`, one more MAP call; max_time leaves it _L_BOUND_SHARE of the
-    budget), which comes within about 1e-5 of TRBP's TRW value when TRBP converges.
+    (`_local_polytope_bound`, one more MAP call, for at most as long as the run took;
+    max_time leaves it _L_BOUND_SHARE of the budget), which comes within about 1e-5 of
+    TRBP's TRW value when TRBP converges.
 
     Status: ``converged`` only when the certified gap at the returned mu is at most
     ``tol``; an approximate oracle that finds no better vertex without proving it ends
@@ -433,8 +434,11 @@ def infer(model, *, oracle="auto", domain="marginal", delta="adaptive", delta_in
     if certified_gap is not None:
         bounds.append(primal + certified_gap)
     if bounds and not exact and status is not Status.INTERRUPTED and min(bounds) - primal > tol:
+        # at most as long again as the run so far (and within max_time)
+        now = time.perf_counter()
+        deadline = now + max(now - t0, 1.0)
         local = guard(_local_polytope_bound, model, rho0, dom,
-                      None if max_time is None else t0 + max_time)
+                      deadline if max_time is None else min(deadline, t0 + max_time))
         if guard.interrupted:
             status = Status.INTERRUPTED
         else:

@@ -29,6 +29,7 @@ _PARTS = {
     "local_search": (corrective.LocalSearch, "after_fw_step"),
     "rho_update": (barrier_fw, "_rho_line_search"),
     "initial_rho": (barrier_fw, "initial_rho"),
+    "local_bound": (barrier_fw, "_local_polytope_bound"),
 }
 
 
@@ -92,7 +93,13 @@ class InferScaling:
 
     @_seconds
     def track_seconds_per_iteration(self, side, oracle):
-        return self.total / self.n_iter
+        """The run less its final bound at a point of L (once per run, not per iteration)."""
+        return (self.total - self.seconds["local_bound"]) / self.n_iter
+
+    @_seconds
+    def track_local_bound_seconds(self, side, oracle):
+        """The bound at TRBP's beliefs after the run (at most as long as the run)."""
+        return self.seconds["local_bound"]
 
     @_seconds
     def track_oracle_seconds_per_iteration(self, side, oracle):
