@@ -104,3 +104,30 @@ def test_trws_warm_start_keeps_a_valid_bound():
         assert model.score(x, scores) <= best + 1e-9 <= oracle.upper_bound() + 2e-9
     with pytest.raises(TypeError, match="warm_start"):
         fwcore.resolve_oracle(("trws", {"warm_start": 1}), model)
+
+
+def test_locally_consistent_keeps_node_marginals_and_makes_edges_agree():
+    from fwcore.barrier_fw import _locally_consistent
+    from fwcore.generators import potts_grid
+    model = potts_grid(4, n_labels=3, coupling=3.0, seed=0)
+    rng = np.random.default_rng(0)
+    mu = rng.random(model.dim)  # every table a distribution, margins inconsistent
+    for lo, hi in zip(np.r_[model.node_off[:-1], model.edge_off[:-1]],
+                      np.r_[model.node_off[1:], model.edge_off[1:]]):
+        mu[lo:hi] /= mu[lo:hi].sum()
+    nu = _locally_consistent(model, mu)
+    nodes, edges = model.split_marginals(nu)
+    np.testing.assert_array_equal(nu[:model.node_off[-1]], mu[:model.node_off[-1]])
+    for (i, j), table in zip(model.edges, edges):
+        np.testing.assert_allclose(table.sum(axis=1), nodes[i], atol=1e-14)
+        np.testing.assert_allclose(table.sum(axis=0), nodes[j], atol=1e-14)
+        assert table.min() > 0.0
+
+
+def test_an_approximate_oracle_certifies_trbps_bound_where_trbp_converges():
+    model = random_grid(6, coupling=1.0, seed=5)
+    bp = fwcore.trbp(model)
+    assert bp.converged
+    res = infer(model, oracle="trws", seed=0)
+    assert res.certified and res.log_z_upper >= exact_inference(model).log_z - 1e-9
+    assert res.log_z_upper <= bp.primal + 1e-3
