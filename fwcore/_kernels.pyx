@@ -304,16 +304,38 @@ cdef inline Py_ssize_t _randint(uint64_t* state, Py_ssize_t m) noexcept nogil:
     return <Py_ssize_t>(((_splitmix64(state) >> 32) * <uint64_t>m) >> 32)
 
 
+cdef inline void _shuffle(int[::1] a, Py_ssize_t lo, Py_ssize_t hi,
+                          uint64_t* state) noexcept nogil:
+    """Fisher-Yates shuffle of a[lo:hi] in place, from the last entry down."""
+    cdef Py_ssize_t t, j
+    cdef int tmp
+    for t in range(hi - 1, lo, -1):
+        j = lo + _randint(state, t - lo + 1)
+        tmp = a[t]
+        a[t] = a[j]
+        a[j] = tmp
+
+
 def icm(const double[::1] theta, Graph graph, int[::1] x, int max_sweeps=100, order=None,
-        seed=None):
+        seed=None, int block=1024, bint skip_clean=True):
     """Iterated conditional modes (maximising <theta, mu(x)>), in place on x (warm start).
 
-    A sweep visits the variables listed in `order` (int32, default 0..n-1: all of them;
-    with `seed` a fresh permutation of it per sweep from an inline splitmix64 generator,
-    reproducible)
-    and sets it to the argmax of its local score given its neighbours, moving only on a
-    strict improvement (ties and all -inf rows keep the current state). Stops after a sweep
-    that changes nothing, or after max_sweeps sweeps.
+    A sweep visits each entry of `order` (int32, default 0..n-1: all variables) once and
+    sets its variable to the argmax of its local score given its neighbours, moving only on
+    a strict improvement (ties and all -inf rows keep the current state). Stops after a
+    sweep that changes nothing, or after max_sweeps sweeps.
+    Without `seed` a sweep follows `order`. With `seed` (inline splitmix64 generator,
+    reproducible) `order` is cut into blocks of `block` consecutive entries and each sweep
+    visits the blocks in a fresh random order, each block's entries in a fresh random
+    order (Fisher-Yates of the block list, then of each block's slice of `order` as it is
+    reached; with m <= block entries this is one uniform permutation per sweep). A block's
+    data stays in cache on grids and other locally numbered graphs, where a full
+    permutation per sweep of 10^5 variables costs ~7-10x a sweep in index order (blocked:
+    ~2.5-3x; block sizes 128-4096 measured alike).
+    skip_clean: skip an entry whose variable was evaluated before and none of whose
+    neighbours has moved since; such a visit could not move (its last evaluation left it at
+    a maximiser of the same local scores), so x, sweeps and converged are those of visiting
+    every entry, and a sweep after the first costs about the number of moves made before.
     Returns (score of x, sweeps done, converged: the last sweep changed nothing).
     """
     cdef const int[::1] card = graph.card, adj_var = graph.adj_var, adj_edge = graph.adj_edge
@@ -321,49 +343,61 @@ def icm(const double[::1] theta, Graph graph, int[::1] x, int max_sweeps=100, or
     cdef const long long[::1] node_off = graph.node_off, edge_off = graph.edge_off
     cdef const long long[::1] adj_start = graph.adj_start
     cdef const int8_t[::1] adj_first = graph.adj_first
-    cdef Py_ssize_t n = card.shape[0], t, v, u, a, slot, e, best_a, xv
+    cdef Py_ssize_t n = card.shape[0], t, v, u, a, slot, e, best_a, xv, b, lo, hi
     cdef int[::1] ord_ = (np.arange(n, dtype=np.int32) if order is None
                           else np.array(order, dtype=np.int32).ravel())
     cdef Py_ssize_t m = ord_.shape[0]
     if m and (np.min(ord_) < 0 or np.max(ord_) >= n):
         raise ValueError(f"order must list variables in 0..{n - 1}")
+    if block < 1:
+        raise ValueError(f"block must be >= 1; got {block}")
+    cdef Py_ssize_t n_blocks = (m + block - 1) // block
+    cdef int[::1] blocks = np.arange(n_blocks, dtype=np.int32)
+    cdef int8_t[::1] dirty = np.ones(n, dtype=np.int8)
     cdef bint shuffle = seed is not None, changed = True
     cdef uint64_t state = 0 if seed is None else <uint64_t>(int(seed) & 0xFFFFFFFFFFFFFFFF)
-    cdef int sweeps = 0, tmp
+    cdef int sweeps = 0
     cdef double s, best, cur, score
     with nogil:
         while changed and sweeps < max_sweeps:
             changed = False
             sweeps += 1
             if shuffle:
-                for t in range(m - 1, 0, -1):
-                    a = _randint(&state, t + 1)
-                    tmp = ord_[t]
-                    ord_[t] = ord_[a]
-                    ord_[a] = tmp
-            for t in range(m):
-                v = ord_[t]
-                xv = x[v]
-                best = -INFINITY
-                best_a = xv
-                cur = -INFINITY
-                for a in range(card[v]):
-                    s = theta[node_off[v] + a]
-                    for slot in range(adj_start[v], adj_start[v + 1]):
-                        u = adj_var[slot]
-                        e = adj_edge[slot]
-                        if adj_first[slot]:
-                            s += theta[edge_off[e] + a * card[u] + x[u]]
-                        else:
-                            s += theta[edge_off[e] + x[u] * card[v] + a]
-                    if a == xv:
-                        cur = s
-                    if s > best:
-                        best = s
-                        best_a = a
-                if best > cur:
-                    x[v] = <int>best_a
-                    changed = True
+                _shuffle(blocks, 0, n_blocks, &state)
+            for b in range(n_blocks):
+                lo = blocks[b] * <Py_ssize_t>block
+                hi = min(lo + block, m)
+                if shuffle:
+                    _shuffle(ord_, lo, hi, &state)
+                for t in range(lo, hi):
+                    v = ord_[t]
+                    if skip_clean:
+                        if not dirty[v]:
+                            continue
+                        dirty[v] = 0
+                    xv = x[v]
+                    best = -INFINITY
+                    best_a = xv
+                    cur = -INFINITY
+                    for a in range(card[v]):
+                        s = theta[node_off[v] + a]
+                        for slot in range(adj_start[v], adj_start[v + 1]):
+                            u = adj_var[slot]
+                            e = adj_edge[slot]
+                            if adj_first[slot]:
+                                s += theta[edge_off[e] + a * card[u] + x[u]]
+                            else:
+                                s += theta[edge_off[e] + x[u] * card[v] + a]
+                        if a == xv:
+                            cur = s
+                        if s > best:
+                            best = s
+                            best_a = a
+                    if best > cur:
+                        x[v] = <int>best_a
+                        changed = True
+                        for slot in range(adj_start[v], adj_start[v + 1]):
+                            dirty[adj_var[slot]] = 1
         score = _score(theta, card, edges, node_off, edge_off, x)
     return score, sweeps, not changed
 

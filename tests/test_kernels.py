@@ -99,13 +99,65 @@ def twin_line_derivs(m, mu, d, gamma, Kx):
     return (np.inf if np.isnan(p1) else p1), p2  # -inf + inf: mass enters impossible states
 
 
-def twin_icm(m, x, order, max_sweeps):
-    """Pure-Python ICM with the kernel's rules (strict improvement, fixed order; local
-    scores summed node term first, then the CSR neighbours in order)."""
+class SplitMix64:
+    """The kernel's inline generator: splitmix64, integers in [0, m) by multiply-shift."""
+    MASK = 2**64 - 1
+
+    def __init__(self, seed):
+        self.state = seed & self.MASK
+
+    def randint(self, m):
+        self.state = (self.state + 0x9E3779B97F4A7C15) & self.MASK
+        z = self.state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & self.MASK
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & self.MASK
+        z ^= z >> 31
+        return ((z >> 32) * m) >> 32
+
+    def shuffle(self, a, lo, hi):
+        """Fisher-Yates of a[lo:hi] in place, from the last entry down."""
+        for t in range(hi - 1, lo, -1):
+            j = lo + self.randint(t - lo + 1)
+            a[t], a[j] = a[j], a[t]
+
+
+def icm_sweep_orders(order, seed, block):
+    """The kernel's visiting order of each sweep: `order` itself without a seed; with one,
+    the blocks of `block` consecutive entries in a fresh random order, each block's entries
+    shuffled in place as it is reached (so a block keeps its entries across sweeps)."""
+    order = list(order)
+    if seed is None:
+        while True:
+            yield list(order)
+    rng = SplitMix64(seed)
+    blocks = list(range(-(-len(order) // block)))
+    while True:
+        rng.shuffle(blocks, 0, len(blocks))
+        out = []
+        for b in blocks:
+            lo, hi = b * block, min(b * block + block, len(order))
+            rng.shuffle(order, lo, hi)
+            out.extend(order[lo:hi])
+        yield out
+
+
+def twin_icm(m, x, order, max_sweeps, seed=None, block=1024, skip_clean=False):
+    """Pure-Python ICM with the kernel's rules (strict improvement, the orders of
+    `icm_sweep_orders`; local scores summed node term first, then the CSR neighbours in
+    order). skip_clean: skip an entry whose variable was evaluated before and none of whose
+    neighbours has moved since. Returns (x, sweeps, converged, evaluations)."""
     x = x.copy()
+    dirty = np.ones(m.n_vars, dtype=bool)
+    evaluations = 0
+    orders = icm_sweep_orders(order, seed, block)
     for sweep in range(1, max_sweeps + 1):
         changed = False
-        for v in order:
+        for v in next(orders):
+            if skip_clean:
+                if not dirty[v]:
+                    continue
+                dirty[v] = False
+            evaluations += 1
             scores = m.unary(v).copy()
             for slot in range(m.adj_start[v], m.adj_start[v + 1]):
                 table = m.pairwise(m.adj_edge[slot])
@@ -115,9 +167,10 @@ def twin_icm(m, x, order, max_sweeps):
             if scores[best] > scores[x[v]]:
                 x[v] = best
                 changed = True
+                dirty[m.adj_var[m.adj_start[v]:m.adj_start[v + 1]]] = True
         if not changed:
-            return x, sweep, True
-    return x, max_sweeps, False
+            return x, sweep, True, evaluations
+    return x, max_sweeps, False, evaluations
 
 
 def twin_project(v, offsets, z=1.0):
@@ -336,23 +389,6 @@ def test_score_assignments_matches_its_twin(seed):
 
 # -- ICM -------------------------------------------------------------------------------
 
-def splitmix_permutations(order, seed, sweeps):
-    """The kernel's per-sweep Fisher-Yates shuffles of `order` with splitmix64."""
-    mask = 2**64 - 1
-    state, order, out = seed & mask, list(order), []
-    for _ in range(sweeps):
-        for t in range(len(order) - 1, 0, -1):
-            state = (state + 0x9E3779B97F4A7C15) & mask
-            z = state
-            z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
-            z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
-            z ^= z >> 31
-            a = ((z >> 32) * (t + 1)) >> 32
-            order[t], order[a] = order[a], order[t]
-        out.append(list(order))
-    return out
-
-
 def assert_local_optimum(m, x):
     base = m.score(x)
     slack = 1e-12 * np.abs(m.theta[np.isfinite(m.theta)]).sum()
@@ -366,14 +402,22 @@ def assert_local_optimum(m, x):
 @SETTINGS
 @given(seeds)
 def test_icm_matches_twin(seed):
+    """Index and seeded block orders (blocks of 1, 2, 3 entries or one block); skipping
+    clean variables changes nothing: kernel and twin, with and without it, agree."""
     rng = np.random.default_rng(seed)
     m = random_model(rng)
     x0 = rng.integers(0, m.card).astype(np.int32)
     order = rng.permutation(m.n_vars).astype(np.int32)
-    x = x0.copy()
-    score, sweeps, converged = K.icm(m.theta, m.graph, x, 50, order)
-    want, want_sweeps, want_conv = twin_icm(m, x0, order, 50)
-    np.testing.assert_array_equal(x, want)
+    icm_seed = None if rng.random() < 0.3 else int(rng.integers(2**63))
+    block = int(rng.choice([1, 2, 3, 1024]))
+    want, want_sweeps, want_conv, _ = twin_icm(m, x0, order, 50, icm_seed, block)
+    for skip in (True, False):
+        x = x0.copy()
+        score, sweeps, converged = K.icm(m.theta, m.graph, x, 50, order, icm_seed, block, skip)
+        np.testing.assert_array_equal(x, want)
+        assert (sweeps, converged) == (want_sweeps, want_conv)
+    y, sweeps, converged, _ = twin_icm(m, x0, order, 50, icm_seed, block, skip_clean=True)
+    np.testing.assert_array_equal(y, want)
     assert (sweeps, converged) == (want_sweeps, want_conv)
     if np.isfinite(score):
         close(score, m.score(x), atol=1e-12 * np.abs(m.theta[np.isfinite(m.theta)]).sum())
@@ -382,22 +426,57 @@ def test_icm_matches_twin(seed):
     assert_local_optimum(m, x)
 
 
-def test_icm_seeded_order_is_reproducible_and_matches_twin():
+@pytest.mark.parametrize("block", [6, 1024])
+def test_icm_seeded_order_is_reproducible_and_matches_twin(block):
     m = potts_grid(4, 5, n_labels=3, coupling=2.0, seed=3)
     x0 = np.zeros(m.n_vars, dtype=np.int32)
     runs = []
     for _ in range(2):
         x = x0.copy()
-        runs.append((K.icm(m.theta, m.graph, x, 20, None, 12345), x))
+        runs.append((K.icm(m.theta, m.graph, x, 20, None, 12345, block), x))
     assert runs[0][0] == runs[1][0]
     np.testing.assert_array_equal(runs[0][1], runs[1][1])
     (score, sweeps, converged), x = runs[0]
     assert converged
-    y = x0.copy()
-    for order in splitmix_permutations(range(m.n_vars), 12345, sweeps):
-        y, _, _ = twin_icm(m, y, order, 1)
+    y, want_sweeps, want_conv, _ = twin_icm(m, x0, range(m.n_vars), 20, 12345, block)
     np.testing.assert_array_equal(x, y)
+    assert (sweeps, converged) == (want_sweeps, want_conv)
     close(score, m.score(x))
+    assert_local_optimum(m, x)
+
+
+def test_icm_seeded_sweeps_visit_every_entry_once_in_block_order():
+    orders = icm_sweep_orders(range(50), 7, 8)
+    seen = [next(orders) for _ in range(3)]
+    for sweep in seen:
+        assert sorted(sweep) == list(range(50))
+        runs = [[sweep[0]]]  # each block (entries 8b..8b+7) is visited in one run
+        for v in sweep[1:]:
+            if v // 8 == runs[-1][0] // 8:
+                runs[-1].append(v)
+            else:
+                runs.append([v])
+        assert sorted(len(r) for r in runs) == [2] + [8] * 6
+    assert seen[0] != seen[1] and seen[1] != seen[2]
+
+
+def test_icm_warm_start_skips_clean_variables():
+    """From a perturbed local optimum later sweeps evaluate only the neighbourhoods of the
+    moves; the result is the full-sweep one and a local optimum."""
+    m = random_grid(12, coupling=1.0, seed=4)
+    x = np.zeros(m.n_vars, dtype=np.int32)
+    K.icm(m.theta, m.graph, x, 100, None, 1)
+    x0 = x.copy()
+    x0[np.random.default_rng(0).choice(m.n_vars, 10, replace=False)] ^= 1
+    full = twin_icm(m, x0, range(m.n_vars), 100, 99, 16)
+    skip = twin_icm(m, x0, range(m.n_vars), 100, 99, 16, skip_clean=True)
+    np.testing.assert_array_equal(full[0], skip[0])
+    assert full[1:3] == skip[1:3] and full[2] and full[1] >= 2
+    assert skip[3] < m.n_vars + (full[1] - 1) * m.n_vars / 4 and skip[3] < full[3] / 2
+    y = x0.copy()
+    assert K.icm(m.theta, m.graph, y, 100, None, 99, 16)[1:] == full[1:3]
+    np.testing.assert_array_equal(y, full[0])
+    assert_local_optimum(m, y)
 
 
 def test_icm_keeps_state_on_all_minus_inf_rows_and_respects_max_sweeps():
@@ -463,3 +542,5 @@ def test_icm_order_subset_moves_only_listed_variables():
     assert (x[others] == 0).all()
     with pytest.raises(ValueError, match="order"):
         K.icm(m.theta, m.graph, x, order=np.array([m.n_vars], dtype=np.int32))
+    with pytest.raises(ValueError, match="block"):
+        K.icm(m.theta, m.graph, x, block=0)

@@ -31,8 +31,11 @@ class ICMOracle(MapOracle):
 
     Starts from ``init`` (warm start) or from the per-variable argmax of the unary scores,
     and sweeps until no single-variable change improves the score, or ``max_sweeps``.
-    With ``seed`` each sweep visits the variables in a fresh random order (reproducible);
-    without it in index order. Status: STALLED at a local optimum, else MAX_ITER.
+    With ``seed`` each sweep visits the variables in a fresh random order (reproducible):
+    blocks of 1024 consecutive variables in random order, each block's variables in random
+    order, so that a block's data stays in cache; without it in index order. Variables none
+    of whose neighbours moved since their last visit are skipped (they cannot move). Status:
+    STALLED at a local optimum, else MAX_ITER.
     """
 
     name = "icm"
