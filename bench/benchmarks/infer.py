@@ -110,35 +110,6 @@ class InferLargeGrid:
         return self.zeta
 
 
-class InferUAI:
-    """Shared UAI 2014 instances with the approximate oracle, and TRBP for comparison."""
-
-    param_names = ["instance", "method"]
-    params = [["Segmentation_11", "Grids_12"] if QUICK else
-              ["Segmentation_11", "Segmentation_12", "Grids_12", "Grids_15"],
-              ["M-approx", "TRBP"]]
-    timeout = 3600
-
-    def setup(self, instance, method):
-        path = INSTANCES / "uai2014" / f"{instance}.uai"
-        if not path.exists():
-            raise NotImplementedError(f"{path} not found")
-        model = read_uai(path)
-        fn = _METHODS[method]
-        res, self.seconds = _timed(fn, model)
-        self.zeta = zeta_mu(res, read_mar(f"{path}.MAR"))
-        self.bound_gap = res.log_z_upper - read_pr(f"{path}.PR")
-
-    def track_seconds(self, instance, method):
-        return self.seconds
-
-    def track_zeta_mu(self, instance, method):
-        return self.zeta
-
-    def track_bound_gap(self, instance, method):
-        return self.bound_gap
-
-
 class InferTime:
     """Wall time of one clique and one 5x5 grid with the exact oracle (the asv timing)."""
 
@@ -184,7 +155,7 @@ class InferMedium:
 
     param_names = ["instance", "method"]
     params = [["Grids_12", "Segmentation_11", "grid15-c1.5", "grid15-c4"] if QUICK
-              else list(_MEDIUM), ["infer", "infer-portfolio", "TRBP", "loopy-BP"]]
+              else list(_MEDIUM), ["infer", "infer-portfolio", "infer-trws", "TRBP", "loopy-BP"]]
     timeout = 3600
 
     def setup(self, instance, method):
@@ -192,6 +163,7 @@ class InferMedium:
         ex = fwcore.exact_inference(model)
         run = {"infer": lambda: infer(model),
                "infer-portfolio": lambda: infer(model, oracle="portfolio", seed=0),
+               "infer-trws": lambda: infer(model, oracle="trws", seed=0),
                "TRBP": lambda: trbp(model), "loopy-BP": lambda: loopy_bp(model)}[method]
         res, self.seconds = _timed(run)
         self.zeta = zeta_mu(res, ex.node_marginals)
