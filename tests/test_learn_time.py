@@ -21,12 +21,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(fwcore.__file__)))
 SLACK = 1.0
 
 
-def _fit_held(learner, X, Y, limit):
+def _fit_held(learner, X, Y, limit, may_converge=False):
     t = time.perf_counter()
     learner.fit(X, Y)
     elapsed = time.perf_counter() - t
     assert elapsed <= 1.2 * limit + 1.0 + SLACK, f"{elapsed:.1f} s for a {limit} s limit"
-    assert learner.status_ is Status.MAX_TIME
+    assert learner.status_ is Status.MAX_TIME or (may_converge and learner.status_ is
+                                                  Status.CONVERGED and learner.gap_ <= 0.0)
     assert learner.coef_.shape == (learner.features_.dim,) and np.isfinite(learner.coef_).all()
     return learner
 
@@ -58,7 +59,9 @@ def test_max_time_keeps_the_last_measured_iterate(cls, case):
     data, shared, mle, ssvm = CASES[case]
     X, Y = data()
     kw = {**shared, **(mle if cls is MLEStruct else ssvm)}
-    m = _fit_held(cls(tol=0.0, max_iter=10**6, max_time=2.0, **kw), X, Y, 2.0)
+    # SSVM on the matchings can close its gap exactly (tol 0) within the limit
+    m = _fit_held(cls(tol=0.0, max_iter=10**6, max_time=2.0, **kw), X, Y, 2.0,
+                  may_converge=True)
     assert len(m.trace_) == m.n_iter_ + 1 >= 1
     assert m.gap_ == m.trace_[-1].gap and np.isfinite(m.gap_) and np.isfinite(m.primal_)
     assert len(m.predict(X[:1])[0]) == len(Y[0])
