@@ -162,7 +162,7 @@ def infer_lp(model, method="mplp", gamma=0.01, reg=0.01, max_iter=1000, tol=1e-6
     except KeyboardInterrupt:
         status = Status.INTERRUPTED
     if best["x"] is None:   # interrupted before the first pass finished
-        score_of(regions.node_theta.argmax(axis=1))
+        score_of(regions.decode(regions.node_theta))
     if status is Status.CONVERGED and method == "mplp" and bound - best["score"] > tol * max(1.0, abs(best["score"])):
         status = Status.STALLED   # coordinate descent on eq. 2 stopped at a non-optimal point
     certified = math.isfinite(bound)

@@ -8,7 +8,8 @@ compared with ``tol``. `fwcore.lp_relax.infer_lp` turns them into `Record`s.
 """
 import numpy as np
 
-from .local import factor_max, l2max, nonsmooth_dual, softmax
+from .local import factor_max, l2max, nonsmooth_dual
+from .regions import MessageGroups
 
 
 class _Smooth:
@@ -20,22 +21,22 @@ class _Smooth:
         # the paper plots the L2 objective shifted by qγ/2 (Sec. 4.2, footnote 2)
         self.shift = 0.5 * gamma * regions.n_regions if kind == "l2" else 0.0
 
-    def local(self, h):
+    def local(self, h, segments):
         if self.kind == "softmax":
-            return softmax(h, self.gamma, axis=1)
-        return l2max(h, self.gamma, self.projection)
+            return segments.softmax(h, self.gamma)
+        return l2max(h, self.gamma, self.projection, segments)
 
     def __call__(self, d):
         regions = self.regions
         hn, he = regions.node_hat(d), regions.edge_hat(d)
-        vn, bn = self.local(hn)
-        ve, be = self.local(he.reshape(regions.n_edges, regions.k ** 2))
-        grad = bn[regions.ends] - regions.edge_to_node(be.reshape(he.shape))
+        vn, bn = self.local(hn, regions.nodes)
+        ve, be = self.local(he, regions.edges)
+        grad = bn[regions.msg_node] - regions.edge_to_node(be)
         value = vn.sum() + ve.sum() + self.shift
         if self.reg:
             value += 0.5 * self.reg * float((d * d).sum())
             grad += self.reg * d
-        return float(value), grad, nonsmooth_dual(regions, hn, he), hn.argmax(axis=1)
+        return float(value), grad, nonsmooth_dual(regions, hn, he), regions.decode(hn)
 
 
 def gradient(regions, kind, gamma, reg, projection, accelerated):
@@ -43,7 +44,7 @@ def gradient(regions, kind, gamma, reg, projection, accelerated):
     (√κ-1)/(√κ+1) when reg > 0 makes the dual strongly convex, Sec. 4.3)."""
     f = _Smooth(regions, kind, gamma, reg, projection)
     big_l = regions.lipschitz() / gamma + reg
-    d = np.zeros((2, regions.n_edges, regions.k))
+    d = regions.zero_messages()
     value, grad, bound, x = f(d)
     prev, t = d, 1.0
     while True:
@@ -78,12 +79,12 @@ def subgradient(regions, score_of):
     """Subgradient descent on eq. 2 with the Polyak step (g(δ) - best decoded score) / ‖s‖²,
     scaled by a factor halved after 20 iterations without a better bound (Held, Wolfe
     and Crowder 1974). ``score_of(x)`` gives the decoded score that sets the target."""
-    d, dc = np.zeros((2, regions.n_edges, regions.k)), _factor_messages(regions)
+    d, dc = regions.zero_messages(), _factor_messages(regions)
     scale, best_bound, since, target = 2.0, np.inf, 0, -np.inf
-    cols = np.arange(regions.k)
+    n_edges, msg_off = regions.n_edges, regions.msg_off
     while True:
         g, hn, he, fmax = _dual_value(regions, d, dc)
-        x = hn.argmax(axis=1)
+        x = regions.decode(hn)
         target = max(target, score_of(x))
         if g < best_bound - 1e-12 * max(1.0, abs(g)):
             best_bound, since = g, 0
@@ -91,9 +92,13 @@ def subgradient(regions, score_of):
             since += 1
             if since >= 20:
                 scale, since = 0.5 * scale, 0
-        flat = he.reshape(regions.n_edges, regions.k ** 2).argmax(axis=1)
-        edge_arg = np.stack([flat // regions.k, flat % regions.k])
-        sg = (cols == x[regions.ends][..., None]).astype(float) - (cols == edge_arg[..., None])
+        # s = [x_i at each message] - [the edge's maximising state at each message]
+        top = regions.edges.argmax(he)
+        sg = regions.zero_messages()
+        for end in (0, 1):
+            block = msg_off[end * n_edges:(end + 1) * n_edges]
+            sg[block + x[regions.ends[end]]] += 1.0
+            sg[regions.entry_msg[end][top]] -= 1.0
         sgc = [(np.arange(m.shape[1]) == x[f.scope][:, None]).astype(float) -
                (np.arange(m.shape[1]) == xc[:, None]) for f, m, (xc, _) in zip(regions.factors, dc, fmax)]
         norm2 = float((sg * sg).sum() + sum((s * s).sum() for s in sgc))
@@ -106,38 +111,31 @@ def subgradient(regions, score_of):
             m -= alpha * s
 
 
-def _star_update(regions, d, dc, nodes, gamma):
+def _star_update(regions, d, dc, blocks, gamma):
     """Exact block minimisation of eq. 2 (gamma=0) or eq. 3 over {δ_ei : e ∋ i} for the
     nodes of one colour class (the "star" update, Sontag, Globerson and Jaakkola 2011):
     δ_ei = λ_ei - T_i / (P_i + 1), T_i = θ_i + Σ_c δ_ci + Σ_e λ_ei, with mm = λ_ei the
-    (soft-)max-marginal of θ_e - δ_{e,other} on x_i."""
-    in_class = np.zeros(regions.n, dtype=bool)
-    in_class[nodes] = True
+    (soft-)max-marginal of θ_e - δ_{e,other} on x_i. ``blocks``: the class's edges as a
+    `MessageGroups` per end."""
     mm = [None, None]
     total = regions.node_hat(np.zeros_like(d), dc)
-    edges = [np.flatnonzero(in_class[regions.ends[end]]) for end in (0, 1)]
-    for end in (0, 1):
-        sel = edges[end]
-        t = regions.edge_theta[sel] - (d[1][sel][:, None, :] if end == 0 else d[0][sel][:, :, None])
-        axis = 2 if end == 0 else 1
-        mm[end] = t.max(axis=axis) if gamma == 0 else softmax(t, gamma, axis)[0]
-        idx = (regions.ends[end][sel][:, None] * regions.k + np.arange(regions.k)).ravel()
+    for end, block in enumerate(blocks):
+        t = regions.edge_theta[block.entries] - d[block.other]
+        mm[end] = block.seg.max(t) if gamma == 0 else block.seg.softmax(t, gamma)[0]
         with np.errstate(invalid="ignore"):
-            total += np.bincount(idx, weights=mm[end].ravel(), minlength=total.size).reshape(total.shape)
-    n_edge_parents = np.bincount(regions.ends.ravel(), minlength=regions.n)
-    share = total / (n_edge_parents + 1)[:, None]
-    for end in (0, 1):
-        sel = edges[end]
+            total += np.bincount(regions.msg_node[block.msg], weights=mm[end], minlength=total.size)
+    share = total / np.repeat(regions.n_edge_parents + 1, regions.card)
+    for end, block in enumerate(blocks):
         with np.errstate(invalid="ignore"):
-            new = mm[end] - share[regions.ends[end][sel]]
-        d[end][sel] = np.where(np.isfinite(new) & regions.msg_valid[end][sel], new, 0.0)
+            new = mm[end] - share[regions.msg_node[block.msg]]
+        d[block.msg] = np.where(np.isfinite(new), new, 0.0)
 
 
 def _mplp_factor_update(regions, d, dc, c):
     """MPLP block update of a global factor's messages (Globerson and Jaakkola 2008):
     δ_ci = -b_i + MM_i / |c|, b_i = θ̂_i without δ_ci, MM the factor's max-marginals."""
     f, m = regions.factors[c], dc[c]
-    b = regions.node_hat(d, dc)[f.scope, :m.shape[1]] - m
+    b = regions.factor_rows(regions.node_hat(d, dc), c, -np.inf) - m
     with np.errstate(invalid="ignore"):
         new = f.max_marginals(b) / f.scope.size - b
     m[...] = np.where(np.isfinite(new), new, 0.0)
@@ -147,17 +145,21 @@ def coordinate_descent(regions, gamma):
     """Block coordinate descent on eq. 2 (``gamma=0``: MPLP, may stall at a non-optimal
     point) or on the soft-max dual eq. 3 (converges to its optimum): star updates over
     node colour classes, then MPLP updates of global factors."""
-    d, dc = np.zeros((2, regions.n_edges, regions.k)), _factor_messages(regions)
-    classes = regions.colouring()
+    d, dc = regions.zero_messages(), _factor_messages(regions)
+    classes = []
+    for nodes in regions.colouring():
+        in_class = np.zeros(regions.n, dtype=bool)
+        in_class[nodes] = True
+        classes.append([MessageGroups(regions, np.flatnonzero(in_class[regions.ends[end]]), end) for end in (0, 1)])
     smooth = _Smooth(regions, "softmax", gamma) if gamma else None
     prev = np.inf
     while True:
-        for nodes in classes:
-            _star_update(regions, d, dc, nodes, gamma)
+        for blocks in classes:
+            _star_update(regions, d, dc, blocks, gamma)
         for c in range(len(regions.factors)):
             _mplp_factor_update(regions, d, dc, c)
         g, hn, _, _ = _dual_value(regions, d, dc)
         value = g if smooth is None else smooth(d)[0]
         decrease = (prev - value) / max(1.0, abs(value)) if np.isfinite(prev) else np.inf
         prev = value
-        yield value, g, hn.argmax(axis=1), max(decrease, 0.0)
+        yield value, g, regions.decode(hn), max(decrease, 0.0)

@@ -19,22 +19,22 @@ class _Primal:
     def __init__(self, regions, reg, gamma=0.0, projection="sort"):
         self.regions, self.reg, self.gamma, self.projection = regions, reg, gamma, projection
         # Alg. 1 line 1: start at the vertex maximising each region's own θ_r
-        k = regions.k
-        self.mu_n = _onehot(regions.node_theta.argmax(axis=1), k)
-        flat = regions.edge_theta.reshape(regions.n_edges, regions.k ** 2).argmax(axis=1)
-        self.mu_e = _onehot(flat, k * k).reshape(regions.n_edges, k, k)
+        self.mu_n = _onehot(regions.nodes.argmax(regions.node_theta), regions.nodes.total)
+        self.mu_e = _onehot(regions.edges.argmax(regions.edge_theta), regions.edges.total)
         self.mc, self.lin_c = [], []
         for f in regions.factors:
             kc = int(regions.card[f.scope].max())
             xc = f.maximize(np.zeros((f.scope.size, kc)))
-            self.mc.append(_onehot(xc, kc))
+            m = np.zeros((f.scope.size, kc))
+            m[np.arange(f.scope.size), xc] = 1.0
+            self.mc.append(m)
             self.lin_c.append(f.potential(xc))
 
     def messages(self):
-        """δ(μ) for edges (2, E, K) and for each global factor."""
+        """δ(μ) for edges (a message vector) and for each global factor."""
         regions = self.regions
-        d = (regions.edge_to_node(self.mu_e) - self.mu_n[regions.ends]) / self.reg
-        dc = [(m - self.mu_n[f.scope, :m.shape[1]]) / self.reg for f, m in zip(regions.factors, self.mc)]
+        d = (regions.edge_to_node(self.mu_e) - self.mu_n[regions.msg_node]) / self.reg
+        dc = [(m - regions.factor_rows(self.mu_n, c, 0.0)) / self.reg for c, m in enumerate(self.mc)]
         return d, dc
 
     def sweep(self, rng):
@@ -61,7 +61,13 @@ class _Primal:
         return linear - penalty, bound, hn, he, fmax, penalty
 
     def decode(self):
-        return self.mu_n.argmax(axis=1)
+        return self.regions.decode(self.mu_n)
+
+    def _edge_marg_norm2(self, step):
+        """Σ over each edge's two ends of ‖marginal of step‖²: one value per edge."""
+        regions = self.regions
+        return np.bincount(regions.msg_edge, weights=regions.edge_to_node(step) ** 2,
+                           minlength=regions.n_edges)
 
 
 class BCFW(_Primal):
@@ -69,24 +75,25 @@ class BCFW(_Primal):
     η = λ θ̂_rᵀ(s_r - μ_r) / (P_r ‖s_r - μ_r‖² + Σ_c ‖A_rc(s_r - μ_r)‖²) clipped to [0, 1]."""
 
     def update_edges(self, d):
-        regions = self.regions
-        he = regions.edge_hat(d)
-        s = _onehot(he.reshape(regions.n_edges, regions.k ** 2).argmax(axis=1), regions.k ** 2).reshape(he.shape)
-        self.mu_e += _steps(_dot_rows(he, s - self.mu_e), (regions.edge_to_node(s - self.mu_e) ** 2).sum(axis=(0, 2)),
-                            self.reg)[:, None, None] * (s - self.mu_e)
+        edges = self.regions.edges
+        he = self.regions.edge_hat(d)
+        step = _onehot(edges.argmax(he), edges.total) - self.mu_e
+        eta = _steps(edges.sum(_times(he, step)), self._edge_marg_norm2(step), self.reg)
+        self.mu_e += edges.expand(eta) * step
 
     def update_nodes(self, hn):
-        s = _onehot(hn.argmax(axis=1), self.regions.k)
-        step = s - self.mu_n
-        self.mu_n += _steps(_dot_rows(hn, step), self.regions.n_parents * (step * step).sum(axis=1),
-                            self.reg)[:, None] * step
+        nodes = self.regions.nodes
+        step = _onehot(nodes.argmax(hn), nodes.total) - self.mu_n
+        eta = _steps(nodes.sum(_times(hn, step)), self.regions.n_parents * nodes.sum(step * step), self.reg)
+        self.mu_n += nodes.expand(eta) * step
 
     def update_factor(self, c, dc):
         f, m = self.regions.factors[c], self.mc[c]
         xc = f.maximize(-dc)
         rows = np.arange(m.shape[0])
         lin = f.potential(xc) - dc[rows, xc].sum() - (self.lin_c[c] - (dc * m).sum())
-        step = _onehot(xc, m.shape[1]) - m
+        step = -m.copy()
+        step[rows, xc] += 1.0
         eta = _steps(np.array([lin]), np.array([(step * step).sum()]), self.reg)[0]
         m += eta * step
         self.lin_c[c] += eta * (f.potential(xc) - self.lin_c[c])
@@ -94,8 +101,8 @@ class BCFW(_Primal):
     def evaluate(self):
         primal, bound, hn, he, fmax, _ = super().evaluate()
         regions = self.regions
-        gap = (hn.max(axis=1).sum() - _dot(self.mu_n, hn) +
-               he.reshape(regions.n_edges, regions.k ** 2).max(axis=1).sum() - _dot(self.mu_e, he))
+        gap = (regions.nodes.max(hn).sum() - _dot(self.mu_n, hn) +
+               regions.edges.max(he).sum() - _dot(self.mu_e, he))
         for (xc, vmax), m, lin, dc in zip(fmax, self.mc, self.lin_c, self.messages()[1]):
             gap += vmax - (lin - (dc * m).sum())
         return primal, bound, float(gap)
@@ -107,34 +114,31 @@ class SDCA(_Primal):
     with G_r = θ̂_r - γ μ_r and β_r ≥ ‖A_r‖² (Shalev-Shwartz and Zhang 2014), then the
     exact step along u - μ_r clipped to [0, 1] (f is quadratic along it)."""
 
-    def _block(self, mu, h, beta, marg_norm2):
-        rows, width = mu.shape[0], mu[0].size if mu.shape[0] else 0
+    def _block(self, mu, h, segments, beta, marg_norm2):
         grad = h - self.gamma * mu
-        scale = (self.gamma + beta / self.reg).reshape((rows,) + (1,) * (mu.ndim - 1))
+        scale = segments.expand(self.gamma + beta / self.reg)
         with np.errstate(invalid="ignore"):
             arg = np.where(np.isfinite(grad), mu + grad / scale, -np.inf)
-        u = l2max(arg.reshape(rows, width), 1.0, self.projection)[1].reshape(mu.shape)
-        step = u - mu
-        curv = self.gamma * (step * step).reshape(rows, width).sum(axis=1) + marg_norm2(step) / self.reg
-        eta = _steps(_dot_rows(grad, step), curv, 1.0)
-        mu += eta.reshape(scale.shape) * step
+        step = l2max(arg, 1.0, self.projection, segments)[1] - mu
+        curv = self.gamma * segments.sum(step * step) + marg_norm2(step) / self.reg
+        eta = _steps(segments.sum(_times(grad, step)), curv, 1.0)
+        mu += segments.expand(eta) * step
 
     def update_edges(self, d):
         regions = self.regions
         beta = regions.card[regions.ends[0]] + regions.card[regions.ends[1]]
-        self._block(self.mu_e, regions.edge_hat(d), beta,
-                    lambda s: (regions.edge_to_node(s) ** 2).sum(axis=(0, 2)))
+        self._block(self.mu_e, regions.edge_hat(d), regions.edges, beta, self._edge_marg_norm2)
 
     def update_nodes(self, hn):
-        p = self.regions.n_parents
-        self._block(self.mu_n, hn, p, lambda s: p * (s * s).sum(axis=1))
+        p, nodes = self.regions.n_parents, self.regions.nodes
+        self._block(self.mu_n, hn, nodes, p, lambda s: p * nodes.sum(s * s))
 
     def evaluate(self):
         primal, bound, hn, he, _, penalty = super().evaluate()
         regions, gamma = self.regions, self.gamma
         primal -= 0.5 * gamma * float((self.mu_n ** 2).sum() + (self.mu_e ** 2).sum())
-        dual = l2max(hn, gamma, self.projection)[0].sum() + \
-            l2max(he.reshape(regions.n_edges, regions.k ** 2), gamma, self.projection)[0].sum() + penalty
+        dual = l2max(hn, gamma, self.projection, regions.nodes)[0].sum() + \
+            l2max(he, gamma, self.projection, regions.edges)[0].sum() + penalty
         return primal, bound, float(dual - primal)
 
 
@@ -152,9 +156,9 @@ def primal_solver(regions, method, reg, gamma, projection, seed):
 
 # -- helpers --------------------------------------------------------------------------------
 
-def _onehot(idx, width):
-    out = np.zeros((idx.shape[0], width))
-    out[np.arange(idx.shape[0]), idx] = 1.0
+def _onehot(positions, size):
+    out = np.zeros(size)
+    out[positions] = 1.0
     return out
 
 
@@ -164,9 +168,10 @@ def _dot(mu, h):
         return float(np.where(mu != 0, mu * h, 0.0).sum())
 
 
-def _dot_rows(h, step):
+def _times(h, step):
+    """h · step entry by entry, 0 where step is 0 (so -inf · 0 = 0)."""
     with np.errstate(invalid="ignore"):
-        return np.where(step != 0, h * step, 0.0).reshape(h.shape[0], -1 if h.shape[0] else 0).sum(axis=1)
+        return np.where(step != 0, h * step, 0.0)
 
 
 def _steps(lin, curv, weight):
