@@ -117,8 +117,9 @@ def _cmd_infer(args):
 def _infer_summary(res, args):
     """What an `infer` result means, in words."""
     if res.method.startswith("exact/"):
-        return [f"exact marginals by {res.method[6:]} in {res.time:.3f} s (the model is small "
-                "enough: cheaper than Barrier FW)", f"log Z = {res.log_z_upper:.10g}"]
+        how = {"tree": "belief propagation on a forest"}.get(res.method[6:], res.method[6:])
+        return [f"exact marginals by {how} in {res.time:.3f} s (the model is small or "
+                "simple enough: cheaper than Barrier FW)", f"log Z = {res.log_z_upper:.10g}"]
     lines = [f"Barrier FW over the {args.domain} polytope, oracle {args.oracle}: "
              f"{res.time:.3f} s, {res.n_oracle_calls} MAP calls, {res.n_rho_updates} rho "
              f"updates, status {res.status.value}",

@@ -72,6 +72,23 @@ def test_auto_returns_exact_marginals_when_they_are_cheap(make, method):
     np.testing.assert_allclose(res.mu, ex.mu, atol=1e-12)
 
 
+@pytest.mark.parametrize("chain", [False, True])
+def test_auto_runs_exact_bp_on_a_forest(chain):
+    rng = np.random.default_rng(1)
+    n = 300
+    parent = np.arange(n - 1) if chain else rng.integers(0, np.arange(1, n))
+    edges = [(int(p), i + 1) for i, p in enumerate(parent) if i % 50 != 7]  # a forest
+    card = rng.integers(2, 4, n)
+    unary = [rng.normal(size=c) for c in card]
+    tables = [rng.normal(size=(card[i], card[j])) for i, j in edges]
+    tables[3][0, 1] = unary[5][0] = -np.inf
+    model = PairwiseMRF(card, unary, edges, tables)
+    res, ex = infer(model), exact_inference(model)
+    assert res.method == "exact/tree" and res.status is Status.CONVERGED and res.certified
+    assert res.log_z_upper == pytest.approx(ex.log_z, abs=1e-8)
+    np.testing.assert_allclose(res.mu, ex.mu, atol=1e-9)
+
+
 def test_auto_runs_barrier_fw_with_the_portfolio_on_a_large_grid():
     model = random_grid(100, coupling=1.0, seed=0)
     res = infer(model, max_time=3.0)
