@@ -5,6 +5,7 @@ writes what ``--out`` asks for, and exits with status 130; before there is a res
 exits with 130 at once."""
 import argparse
 import math
+import os
 import sys
 import time
 
@@ -15,6 +16,7 @@ from .results import Status
 __all__ = ["main"]
 
 _INTERRUPTED = 130
+_BROKEN_PIPE = 141  # 128 + SIGPIPE, as other tools in a pipeline report it
 
 
 def _load(args):
@@ -46,20 +48,24 @@ def _cmd_exact(args):
 
 
 def _report(args, model, lines, node_marginals, log_z):
-    """Print a summary and the marginals; with --out write PREFIX.MAR and PREFIX.PR."""
+    """With --out write PREFIX.MAR and PREFIX.PR (first: a reader of stdout that goes away,
+    as ``| head`` does, cannot stop them), then print a summary and the marginals."""
     from .uai import write_mar, write_pr
+    wrote = None
+    if args.out:
+        write_mar(args.out + ".MAR", node_marginals)
+        if log_z == math.inf:  # interrupted before any bound was measured
+            wrote = f"wrote {args.out}.MAR (no bound on log Z yet: no {args.out}.PR)"
+        else:
+            write_pr(args.out + ".PR", log_z)
+            wrote = f"wrote {args.out}.MAR and {args.out}.PR"
     print(f"{args.model}: {model.n_vars} variables, {model.n_edges} edges")
     for line in lines:
         print(line)
     print("node marginals P(x_i = 0), P(x_i = 1), ...:")
     _print_marginals(node_marginals, None if args.all else 20, sys.stdout)
-    if args.out:
-        write_mar(args.out + ".MAR", node_marginals)
-        if log_z == math.inf:  # interrupted before any bound was measured
-            print(f"wrote {args.out}.MAR (no bound on log Z yet: no {args.out}.PR)")
-            return
-        write_pr(args.out + ".PR", log_z)
-        print(f"wrote {args.out}.MAR and {args.out}.PR")
+    if wrote:
+        print(wrote)
 
 
 class _Progress:
@@ -141,12 +147,13 @@ def _cmd_map(args):
     model = _load(args)
     res = infer_map(model, method=args.method, time_limit=args.time_limit, seed=args.seed,
                     **_options(args.oracle_options))
+    if args.out:  # before printing, as in _report
+        write_map(args.out + ".MAP", res.assignment)
     print(f"{args.model}: {model.n_vars} variables, {model.n_edges} edges")
     print(f"MAP by {res.method}: {res.time:.3f} s, status {res.status.value}")
     bound = "none" if res.upper_bound is None else f"{res.upper_bound:.10g}"
     print(f"score = {res.score:.10g}, upper bound = {bound}")
     if args.out:
-        write_map(args.out + ".MAP", res.assignment)
         print(f"wrote {args.out}.MAP")
     else:
         print("assignment:", " ".join(map(str, res.assignment)))
@@ -265,6 +272,9 @@ def main(argv=None):
     np.set_printoptions(precision=4, suppress=True)
     try:
         return args.run(args)
+    except BrokenPipeError:  # stdout's reader went away (`fwcore infer M.uai | head`)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+        return _BROKEN_PIPE
     except (ValueError, TypeError, OSError) as err:
         print(f"fwcore {args.command}: error: {err}", file=sys.stderr)
         return 2

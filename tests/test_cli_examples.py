@@ -100,3 +100,19 @@ def test_readme_python_blocks_run():
     namespace = {}  # later blocks use the names of earlier ones
     for block in blocks:
         exec(compile(block, "README.md", "exec"), namespace)
+
+
+def test_cli_writes_its_files_and_exits_quietly_when_stdout_closes(tmp_path):
+    # a 6000-variable chain (exact marginals at once): --all prints over the 64 KiB a pipe
+    # holds, so `head -1` closes it while the marginals are printed
+    n = 6000
+    chain = fwcore.PairwiseMRF(np.full(n, 2), np.zeros((n, 2)),
+                               np.stack([np.arange(n - 1), np.arange(1, n)], axis=1),
+                               [np.array([[1.0, 0.0], [0.0, 1.0]])] * (n - 1))
+    fwcore.write_uai(chain, str(tmp_path / "chain.uai"))
+    cmd = f"{sys.executable} -m fwcore infer chain.uai --quiet --all --out res | head -1"
+    res = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True,
+                         text=True, cwd=tmp_path)
+    assert res.stdout.startswith("chain.uai: 6000 variables")
+    assert res.returncode == 141 and res.stderr == ""
+    assert (tmp_path / "res.MAR").exists() and (tmp_path / "res.PR").exists()
