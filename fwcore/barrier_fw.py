@@ -30,7 +30,7 @@ from .checks import CALLABLE, SEED, TIME, Interval, Options, check_bound_feasibl
 from .fw import (Domain, LocalSearch, MFWCorrection, adaptive_delta, correct, frank_wolfe,
                  safeguarded_newton)
 from .interrupt import Guard
-from .exact import AUTO_BRUTEFORCE_STATES, EliminationPlan, exact_inference
+from .exact import EliminationPlan, exact_inference, fits_bruteforce
 from .marginals import MarginalResult, Recorder, loopy_bp, trbp
 from .oracles.base import LPOracle, resolve_oracle
 from .results import Status
@@ -512,9 +512,9 @@ def _cheap_exact_method(model, max_time):
     brute force up to AUTO_BRUTEFORCE_STATES states, "tree" on a forest (`_exact_result`),
     or elimination within AUTO_EXACT_ENTRIES table entries (and half of ``max_time``) and
     AUTO_EXACT_BYTES; else None."""
-    if float(np.log2(model.card.astype(np.float64)).sum()) <= math.log2(AUTO_BRUTEFORCE_STATES):
+    if fits_bruteforce(model):
         return "bruteforce"
-    if model.n_edges == model.n_vars - model.n_components():
+    if model.is_forest():
         return "tree"
     budget = AUTO_EXACT_ENTRIES
     if max_time is not None:
@@ -544,20 +544,19 @@ def _exact_result(model, method, t0):
     the diameter (up to _TREE_SWEEPS; else elimination): measured on a 20,000-variable
     random tree, 0.7 s against elimination's 12 s (its Python loop per variable), marginals
     within 2e-11 and log Z within 2e-10 of elimination's."""
+    ex = None
     if method == "tree":
         bp = loopy_bp(model, damping=0.0, tol=1e-13, max_iter=_TREE_SWEEPS)
         if bp.converged:
-            return MarginalResult(
-                node_marginals=bp.node_marginals, edge_marginals=bp.edge_marginals,
-                mu=bp.mu, rho=None, primal=bp.primal, gap=0.0, certified_gap=0.0,
-                log_z_upper=bp.primal, certified=True, delta=0.0, n_oracle_calls=0,
-                n_icm_calls=0, status=Status.CONVERGED, n_iter=bp.n_iter, n_rho_updates=0,
-                time=time.perf_counter() - t0, method="exact/tree", trace=bp.trace)
-        method = "elimination"
-    ex = exact_inference(model, method=method)
+            ex, log_z, n_iter = bp, bp.primal, bp.n_iter
+        else:
+            method = "elimination"
+    if ex is None:
+        ex = exact_inference(model, method=method)
+        log_z, n_iter = ex.log_z, 1
     return MarginalResult(
         node_marginals=ex.node_marginals, edge_marginals=ex.edge_marginals, mu=ex.mu,
-        rho=None, primal=ex.log_z, gap=0.0, certified_gap=0.0, log_z_upper=ex.log_z,
+        rho=None, primal=log_z, gap=0.0, certified_gap=0.0, log_z_upper=log_z,
         certified=True, delta=0.0, n_oracle_calls=0, n_icm_calls=0, status=Status.CONVERGED,
-        n_iter=1, n_rho_updates=0, time=time.perf_counter() - t0, method=f"exact/{method}",
-        trace=ex.trace)
+        n_iter=n_iter, n_rho_updates=0, time=time.perf_counter() - t0,
+        method=f"exact/{method}", trace=ex.trace)

@@ -108,14 +108,19 @@ def exact_map(model, method="auto", memory_limit=2**31):
                                          bound=score, score=score)]))
 
 
+def fits_bruteforce(model):
+    """At most AUTO_BRUTEFORCE_STATES joint states (counted in log2: the exact product of a
+    million cards is a slow million-bit integer)?"""
+    return float(np.log2(model.card.astype(np.float64)).sum()) <= math.log2(AUTO_BRUTEFORCE_STATES)
+
+
 def _check_args(model, method, memory_limit):
     """Validate the public arguments; return the concrete method."""
     check_model(model)
     check_params(_PARAMS, method=method, memory_limit=memory_limit)
-    # in log2: the exact product of a million cards is a slow million-bit integer
-    log2_states = float(np.log2(model.card.astype(np.float64)).sum())
     if method == "auto":
-        return "bruteforce" if log2_states <= math.log2(AUTO_BRUTEFORCE_STATES) else "elimination"
+        return "bruteforce" if fits_bruteforce(model) else "elimination"
+    log2_states = float(np.log2(model.card.astype(np.float64)).sum())
     if method == "bruteforce" and log2_states > math.log2(MAX_BRUTEFORCE_STATES):
         raise ValueError(f"method='bruteforce' would enumerate 2**{log2_states:.1f} joint states "
                          f"(over fwcore.exact.MAX_BRUTEFORCE_STATES = {MAX_BRUTEFORCE_STATES}); "

@@ -258,6 +258,10 @@ class PairwiseMRF:
         g = coo_matrix((np.ones(self.n_edges), (self.edges[:, 0], self.edges[:, 1])), shape=(n, n))
         return int(connected_components(g, directed=False)[0])
 
+    def is_forest(self):
+        """Is the graph acyclic (a forest: E = n - components)?"""
+        return self.n_edges == self.n_vars - self.n_components()
+
 
 def _int_array(name, a):
     """``a`` as an int64 array: integers, or floats holding whole numbers (2.0 is taken,

@@ -54,18 +54,18 @@ class Segments:
         return np.repeat(per_segment, self.sizes)
 
     def max(self, v):
-        if self.width is not None:
-            return v.reshape(self.count, self.width).max(axis=1)
-        if not self.count:
-            return np.zeros(0)
-        return np.maximum.reduceat(v, self.starts)
+        return self._reduce(np.maximum, v)
 
     def sum(self, v):
+        return self._reduce(np.add, v)
+
+    def _reduce(self, ufunc, v):
+        """``ufunc`` over each segment: along rows when all segments have one width."""
         if self.width is not None:
-            return v.reshape(self.count, self.width).sum(axis=1)
+            return ufunc.reduce(v.reshape(self.count, self.width), axis=1)
         if not self.count:
             return np.zeros(0)
-        return np.add.reduceat(v, self.starts)
+        return ufunc.reduceat(v, self.starts)
 
     def argmax(self, v):
         """Position in ``v`` of the first maximum of each segment (as ndarray.argmax)."""

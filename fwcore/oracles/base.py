@@ -146,11 +146,11 @@ def exact_choice(model):
     has at most AUTO_ELIMINATION_VARS variables and its tables fit
     AUTO_ELIMINATION_BYTES, else 'toulbar2' when installed (3x faster per call than HiGHS
     on the paper's 5x5 grids), else 'ilp'."""
-    from ..exact import AUTO_BRUTEFORCE_STATES, EliminationPlan
+    from ..exact import EliminationPlan, fits_bruteforce
     _load_builtin()
-    if model.n_edges == model.n_vars - model.n_components():
+    if model.is_forest():
         return "tree"
-    if np.log2(model.card.astype(np.float64)).sum() <= np.log2(AUTO_BRUTEFORCE_STATES):
+    if fits_bruteforce(model):
         return "bruteforce"
     if model.n_vars <= AUTO_ELIMINATION_VARS:
         try:  # refuses a model over the limit quickly (`fwcore.exact.EliminationPlan`)

@@ -87,11 +87,11 @@ class TreeOracle(MapOracle):
 
     def __init__(self, model):
         super().__init__(model)
-        n_comp = model.n_components()
-        if model.n_edges != model.n_vars - n_comp:
+        if not model.is_forest():
             raise ValueError(f"the tree oracle needs a forest, but this graph has a cycle "
-                             f"({model.n_edges} edges on {model.n_vars} variables in {n_comp} "
-                             f"components); {_INSTEAD}, or 'bruteforce' on tiny models")
+                             f"({model.n_edges} edges on {model.n_vars} variables in "
+                             f"{model.n_components()} components); {_INSTEAD}, or "
+                             f"'bruteforce' on tiny models")
         # breadth-first order from a root per component; parents come before children
         n = model.n_vars
         parent = np.full(n, -1, dtype=np.int64)
