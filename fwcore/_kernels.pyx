@@ -37,7 +37,9 @@ cdef extern from *:
     #include <stdint.h>
     #include <string.h>
     #include <stddef.h>
-    #if defined(__GNUC__) && __GNUC__ >= 12 && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+    /* ifunc dispatch needs glibc (musl has none; Python.h has included <features.h>) */
+    #if defined(__GNUC__) && __GNUC__ >= 12 && !defined(__clang__) && defined(__x86_64__) \
+        && defined(__linux__) && defined(__GLIBC__)
     #define FW_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
     #else
     #define FW_CLONES
