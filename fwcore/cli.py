@@ -1,4 +1,6 @@
-"""Command line: ``fwcore COMMAND MODEL.uai`` (also ``python -m fwcore``).
+"""Command line: ``fwcore COMMAND MODEL.uai`` or ``fwcore COMMAND --example NAME`` (also
+``python -m fwcore``); the epilog of ``fwcore --help`` (`_EPILOG`) says what it prints and
+writes, and its exit codes.
 
 Ctrl-C during ``infer`` or ``map`` prints the best result so far (status interrupted),
 writes what ``--out`` asks for, and exits with status 130; before there is a result it
@@ -11,16 +13,45 @@ import time
 
 import numpy as np
 
+from . import __version__, datasets
 from .results import Status
 
 __all__ = ["main"]
 
+_BAD_ARGUMENTS = 2  # argparse's own code for a bad command line
 _INTERRUPTED = 130
 _BROKEN_PIPE = 141  # 128 + SIGPIPE, as other tools in a pipeline report it
+
+_EPILOG = """\
+examples:
+  fwcore infer --example grid5x5 --oracle exact   a shipped example model (see below)
+  fwcore infer model.uai --max-time 60 --out res  marginals and a log Z bound, files res.*
+  fwcore exact model.uai --evid model.uai.evid    exact answers with evidence clamped
+  fwcore map model.uai --method ilp --time-limit 10 --out res
+
+example models (--example NAME, or fwcore.datasets in Python): {examples}
+
+output: a summary and the node marginals on stdout (the first 20 unless --all), progress
+on stderr (infer; --quiet for none; a tqdm bar with the 'progress' extra). With
+--out PREFIX, in the UAI competition's formats:
+  PREFIX.MAR  node marginals (exact, infer)
+  PREFIX.PR   log10 of Z (exact) or of the upper bound on Z (infer); not written when
+              Ctrl-C came before any bound was measured
+  PREFIX.MAP  the assignment found (map)
+
+exit status:
+  0    success (also a run stopped by --max-time: the status line says so)
+  2    bad arguments, or a model or evidence file that cannot be read or used
+  130  interrupted by Ctrl-C (the best result so far is printed and written first)
+  141  stdout closed by its reader (as in '| head'); the --out files are written
+
+Run 'fwcore COMMAND --help' for the options of a command."""
 
 
 def _load(args):
     from .uai import apply_evidence, read_evid, read_uai
+    if args.example:
+        args.model = str(datasets.path(args.example))
     model = read_uai(args.model)
     if args.evid:
         model = apply_evidence(model, read_evid(args.evid))
@@ -69,25 +100,28 @@ def _report(args, model, lines, node_marginals, log_z):
 
 
 class _Progress:
-    """One progress line on stderr per marginal-inference record: a tqdm bar over the ρ
-    updates when tqdm is installed, a plain carriage-return line otherwise."""
+    """One progress line on stderr per marginal-inference record: a tqdm bar over the
+    Barrier FW runs (one per ρ, ``total`` = rho updates + 1) when tqdm is installed (the
+    ``progress`` extra), a plain carriage-return line otherwise. Nothing is drawn before
+    the first record, so an argument error or an exact answer shows no bar."""
 
     def __init__(self, total, enabled):
-        self.enabled, self.bar, self.last = enabled, None, 0.0
-        if enabled:
-            try:
-                from tqdm import tqdm
-                self.bar = tqdm(total=total, desc="rho updates", unit="", file=sys.stderr)
-            except ImportError:
-                pass
+        self.total, self.enabled, self.bar, self.started, self.last = total, enabled, None, False, 0.0
 
     def __call__(self, rec):
         if not self.enabled:
             return True
+        if not self.started:
+            self.started = True
+            try:
+                from tqdm import tqdm
+                self.bar = tqdm(total=self.total, desc="FW runs", unit="run", file=sys.stderr)
+            except ImportError:
+                pass
         text = (f"TRW {rec.primal:.6f} gap {rec.gap:.3g} delta {rec.delta:.2g} "
                 f"MAP calls {rec.n_oracle_calls}")
         if self.bar is not None:
-            self.bar.update(rec.outer - self.bar.n)
+            self.bar.update(rec.outer - self.bar.n)  # runs finished before this one
             self.bar.set_postfix_str(text, refresh=False)
         else:  # one line rewritten in place on a terminal, a line a second in a log
             tty = sys.stderr.isatty()
@@ -97,10 +131,13 @@ class _Progress:
                       f"{text}", end="   " if tty else "\n", file=sys.stderr, flush=True)
         return True
 
-    def close(self):
+    def close(self, finished=False):
+        """``finished``: every run ended (no max_time, no Ctrl-C), so the bar is full."""
         if self.bar is not None:
+            if finished:
+                self.bar.update(self.total - self.bar.n)
             self.bar.close()
-        elif self.enabled and sys.stderr.isatty():
+        elif self.started and sys.stderr.isatty():
             print(file=sys.stderr)
 
 
@@ -109,13 +146,15 @@ def _cmd_infer(args):
     model = _load(args)
     oracle = args.oracle if not args.oracle_options else (args.oracle, _options(args.oracle_options))
     progress = _Progress(args.rho_updates + 1, not args.quiet)
+    res = None
     try:
         res = infer(model, oracle=oracle, domain=args.domain, rho=args.rho,
                     rho_updates=args.rho_updates, rho_step=args.rho_step, tol=args.tol,
                     rho_tol=args.rho_tol, local_search=args.local_search,
                     max_time=args.max_time, seed=args.seed, callback=progress)
     finally:
-        progress.close()
+        progress.close(finished=res is not None and res.status not in (
+            Status.MAX_TIME, Status.INTERRUPTED))
     _report(args, model, _infer_summary(res, args), res.node_marginals, res.log_z_upper)
     return _exit_code(res.status)
 
@@ -184,7 +223,12 @@ def _options(pairs):
 
 
 def _common(sub):
-    sub.add_argument("model", help="model file in UAI MARKOV format (unary and pairwise factors)")
+    which = sub.add_mutually_exclusive_group(required=True)
+    which.add_argument("model", nargs="?",
+                       help="model file in UAI MARKOV format (unary and pairwise factors)")
+    which.add_argument("--example", choices=datasets.names(), metavar="NAME",
+                       help="a model shipped with fwcore instead of a file: "
+                            + ", ".join(datasets.names()))
     sub.add_argument("--evid", help="evidence file (UAI .evid) clamping some variables")
 
 
@@ -203,7 +247,9 @@ def _parser():
         prog="fwcore",
         description="Inference in discrete pairwise graphical models read from UAI files "
                     "(MARKOV format). Start with: fwcore infer MODEL.uai",
-        epilog="Run 'fwcore COMMAND --help' for the options of a command.")
+        epilog=_EPILOG.format(examples=", ".join(datasets.names())),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"fwcore {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     ex = sub.add_parser(
         "exact", help="exact log Z and marginals (variable elimination; small treewidth only)",
@@ -277,7 +323,7 @@ def main(argv=None):
         return _BROKEN_PIPE
     except (ValueError, TypeError, OSError) as err:
         print(f"fwcore {args.command}: error: {err}", file=sys.stderr)
-        return 2
+        return _BAD_ARGUMENTS
     except KeyboardInterrupt:  # before a result existed (reading the model, exact inference)
         print(f"fwcore {args.command}: interrupted", file=sys.stderr)
         return _INTERRUPTED

@@ -116,3 +116,48 @@ def test_cli_writes_its_files_and_exits_quietly_when_stdout_closes(tmp_path):
     assert res.stdout.startswith("chain.uai: 6000 variables")
     assert res.returncode == 141 and res.stderr == ""
     assert (tmp_path / "res.MAR").exists() and (tmp_path / "res.PR").exists()
+
+
+def test_example_models_are_reachable_from_the_package():
+    script = runpy.run_path(str(ROOT / "python" / "make_example_models.py"))
+    assert fwcore.datasets.names() == tuple(sorted(Path(n).stem for n in script["EXAMPLES"]))
+    for name in fwcore.datasets.names():
+        assert fwcore.datasets.path(name) == DATA / f"{name}.uai"
+        np.testing.assert_array_equal(fwcore.datasets.load(name).theta,
+                                      fwcore.read_uai(DATA / f"{name}.uai").theta)
+    with pytest.raises(ValueError, match="valid names: clique10, grid5x5"):
+        fwcore.datasets.path("grid6x6")
+
+
+def test_readme_first_command_runs_outside_the_tree(tmp_path):
+    # `fwcore infer --example grid5x5 --oracle exact`, from a folder with no model in it
+    res = subprocess.run([sys.executable, "-m", "fwcore", "infer", "--example", "grid5x5",
+                          "--oracle", "exact", "--quiet"], capture_output=True, text=True,
+                         cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "25 variables" in res.stdout and "(certified)" in res.stdout
+
+
+def test_cli_version_and_help(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0
+    assert capsys.readouterr().out == f"fwcore {fwcore.__version__}\n"
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    assert "fwcore infer --example grid5x5" in text and "PREFIX.MAR" in text
+    assert "130  interrupted" in text
+    with pytest.raises(SystemExit) as stop:  # a model file and --example: which one?
+        main(["infer", str(DATA / "grid5x5.uai"), "--example", "grid5x5"])
+    assert stop.value.code == 2
+
+
+def test_progress_bar_fills_and_waits_for_valid_arguments(capsys):
+    pytest.importorskip("tqdm")
+    model = str(DATA / "clique10.uai")
+    assert main(["infer", model, "--oracle", "exact", "--rho-updates", "2", "--tol", "-1"]) == 2
+    assert capsys.readouterr().err == "fwcore infer: error: tol must be a number > 0; got -1.0\n"
+    assert main(["infer", model, "--oracle", "exact", "--rho-updates", "2"]) == 0
+    last = capsys.readouterr().err.split("\r")[-1]
+    assert "FW runs: 100%" in last and "3/3" in last
