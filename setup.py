@@ -7,6 +7,7 @@ on Linux, stripped extensions.
 """
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ import setuptools
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.errors import CompileError
 
 if int(setuptools.__version__.split(".")[0]) < 77:  # pip's isolated builds get a new one
     sys.exit(f"fwcore's pyproject.toml (an SPDX license string) needs setuptools >= 77, "
@@ -43,10 +45,23 @@ _FLAGS["mingw32"] = _FLAGS["unix"]
 
 
 class BuildExt(build_ext):
-    """Adds the flags of the compiler this build uses to every extension."""
+    """Adds the flags of the compiler this build uses to every extension, keeping only the
+    GCC-style ones it accepts (Apple's clang or an old GCC may lack one)."""
+
+    def _accepts(self, flag):
+        with tempfile.TemporaryDirectory() as tmp:
+            src = Path(tmp, "probe.c")
+            src.write_text("int main(void) { return 0; }\n")
+            try:
+                self.compiler.compile([str(src)], output_dir=tmp, extra_postargs=[flag])
+            except CompileError:
+                return False
+        return True
 
     def build_extensions(self):
         compile_args, link_args = _FLAGS.get(self.compiler.compiler_type, {DEBUG: ([], [])})[DEBUG]
+        if self.compiler.compiler_type != "msvc":
+            compile_args = [f for f in compile_args if self._accepts(f)]
         if hasattr(self.compiler, "linker_so"):  # an interpreter's own rpath (pyenv's
             # LDSHARED has one) is no business of extensions that link no library of it
             self.compiler.linker_so = [a for a in self.compiler.linker_so
