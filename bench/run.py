@@ -3,7 +3,8 @@
     python bench/run.py                  # every benchmark module
     python bench/run.py kernels exact    # modules whose name contains a word
     python bench/run.py infer.InferMedium  # one class of one module
-    FWCORE_BENCH_PROFILE=quick python bench/run.py
+    python bench/run.py --quick kernels  # small sizes (FWCORE_BENCH_PROFILE=quick)
+    python bench/run.py --list           # the classes, run nothing
 
 For every class: `setup_cache` once, when it has one (asv's convention: its value is
 passed first to `setup` and every benchmark method); then for every parameter combination
@@ -11,6 +12,7 @@ passed first to `setup` and every benchmark method); then for every parameter co
 and each `peakmem_*` peak (tracemalloc, Python-level allocations incl. numpy). Prints one
 table per class.
 """
+import argparse
 import importlib
 import inspect
 import itertools
@@ -96,7 +98,8 @@ def run_class(cls):
     sys.stdout.flush()
 
 
-def main(words):
+def selected(words):
+    """The benchmark classes that ``words`` name (all of them when there are none)."""
     classes = {tuple(w.split(".", 1)) for w in words if "." in w}  # module.Class
     words = [w for w in words if "." not in w]
     for path in sorted((HERE / "benchmarks").glob("*.py")):
@@ -109,8 +112,38 @@ def main(words):
             if cls.__module__ == module.__name__ and any(
                     m.startswith(("time_", "track_", "peakmem_")) for m in dir(cls)) and (
                     not wanted or name in wanted):
-                run_class(cls)
+                yield cls
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python bench/run.py",
+        description="Run the asv benchmark classes of bench/benchmarks without asv and print "
+                    "one table per class (time_* medians in s, track_* values, peakmem_* "
+                    "peaks in MiB).",
+        epilog="Reference instances are read from ../shared/instances or $FWCORE_INSTANCES; "
+               "classes that need absent ones print 'skipped'.")
+    parser.add_argument("names", nargs="*", metavar="NAME",
+                        help="a word in a module's name (kernels, infer) or MODULE.CLASS "
+                             "(infer.InferMedium); none: every module")
+    parser.add_argument("--quick", action="store_true",
+                        help="small sizes, as FWCORE_BENCH_PROFILE=quick")
+    parser.add_argument("--list", action="store_true",
+                        help="print the selected classes and their parameters, run nothing")
+    args = parser.parse_args(argv)
+    if args.quick:  # before the benchmark modules read it at import
+        os.environ["FWCORE_BENCH_PROFILE"] = "quick"
+    found = False
+    for cls in selected(args.names):
+        found = True
+        if args.list:
+            print(f"{cls.__module__.split('.', 1)[1]}.{cls.__name__}  "
+                  f"{getattr(cls, 'param_names', [])}")
+        else:
+            run_class(cls)
+    if not found:
+        parser.error(f"no benchmark class matches {' '.join(args.names)}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()
