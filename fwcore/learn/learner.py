@@ -2,6 +2,7 @@
 and the one pass loop with its stopping rules, trace, callback and Ctrl-C handling
 (DESIGN.md "Contracts every task shares"); each learner supplies a `DualSolver`."""
 import abc
+import inspect
 import time
 
 import numpy as np
@@ -89,6 +90,30 @@ class StructuredLearner(abc.ABC):
     1 s: every per-example oracle call gets the time left as its time limit, and a pass
     that runs out of time is abandoned (`fwcore.learn.base.Deadline`). Validation and the
     per-example set-up (oracles, entropy weights) count but are not cut short."""
+
+    @classmethod
+    def _param_names(cls):
+        """The parameters of ``__init__``, each stored under its own name."""
+        return sorted(name for name in inspect.signature(cls.__init__).parameters
+                      if name != "self")
+
+    def get_params(self, deep=True):
+        """{parameter: value}, as scikit-learn's ``get_params`` (so that
+        ``sklearn.base.clone`` and grid searches work without fwcore depending on
+        scikit-learn). ``deep`` is accepted for its signature: no parameter of a learner is
+        an estimator with parameters of its own."""
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params):
+        """Set parameters by name (checked at the next ``fit``, as at construction);
+        returns the learner."""
+        valid = self._param_names()
+        for name, value in params.items():
+            if name not in valid:
+                raise ValueError(f"invalid parameter {name!r} for {type(self).__name__}; "
+                                 f"valid parameters: {', '.join(valid)}")
+            setattr(self, name, value)
+        return self
 
     def _constraints(self):
         return PARAMS
