@@ -59,11 +59,13 @@ class BuildExt(build_ext):
         return True
 
     def build_extensions(self):
-        compile_args, link_args = _FLAGS.get(self.compiler.compiler_type, {DEBUG: ([], [])})[DEBUG]
-        if self.compiler.compiler_type != "msvc":
+        kind = self.compiler.compiler_type
+        compile_args, link_args = _FLAGS[kind][DEBUG] if kind in _FLAGS else ([], [])
+        if kind != "msvc":
             compile_args = [f for f in compile_args if self._accepts(f)]
-        if hasattr(self.compiler, "linker_so"):  # an interpreter's own rpath (pyenv's
-            # LDSHARED has one) is no business of extensions that link no library of it
+        if hasattr(self.compiler, "linker_so"):
+            # the interpreter's own rpath (pyenv's LDSHARED has one): the extensions link
+            # no library of it
             self.compiler.linker_so = [a for a in self.compiler.linker_so
                                        if not a.startswith("-Wl,-rpath")]
         for ext in self.extensions:

@@ -106,7 +106,8 @@ class _Progress:
     the first record, so an argument error or an exact answer shows no bar."""
 
     def __init__(self, total, enabled):
-        self.total, self.enabled, self.bar, self.started, self.last = total, enabled, None, False, 0.0
+        self.total, self.enabled = total, enabled
+        self.bar, self.started, self.last = None, False, 0.0
 
     def __call__(self, rec):
         if not self.enabled:
