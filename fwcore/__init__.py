@@ -1,7 +1,6 @@
 """fwcore: inference and learning in discrete graphical models through MAP solvers,
 built on Frank-Wolfe."""
 from .model import PairwiseMRF
-from . import datasets
 from .generators import (grid, complete, bipartite, random_clique, random_grid, random_rbm,
                          potts_grid, frustrated_clique, segmentation_crf, skip_grid)
 from .uai import (read_uai, write_uai, read_mar, write_mar, read_pr, write_pr, read_map,
@@ -19,5 +18,6 @@ from .lp_relax import CardinalityFactor, Factor, LPResult, infer_lp
 from .learn import MLEStruct, SSVM, CRFExample
 from .matching_inference import (MatchingMarginals, bethe_bp, exact_matching_marginals,
                                  log_permanent, matching_marginals, permanent)
+from . import datasets
 
 __version__ = "0.1.0"
