@@ -6,12 +6,14 @@ from .interrupt import Guard
 from .oracles._common import node_argmax
 from .oracles.base import resolve_oracle
 from .results import MapResult, Record, Status, Trace
+from .factor_graph import solves_factor_graphs
 
 __all__ = ["infer_map"]
 
 _PARAMS = {"time_limit": TIME, "seed": SEED}
 
 
+@solves_factor_graphs
 def infer_map(model, method="auto", time_limit=None, seed=None, **options):
     """MAP assignment of ``model`` (argmax of <θ, μ(x)>) by the oracle named ``method``.
 
