@@ -196,3 +196,17 @@ def test_higher_order_instances_match_official_answers(instances):
         assert res.log_z == pytest.approx(fwcore.read_pr(folder / f"{name}.uai.PR"), abs=1e-3)
         for a, b in zip(res.node_marginals, fwcore.read_mar(folder / f"{name}.uai.MAR")):
             np.testing.assert_allclose(a, b, atol=1e-4)
+
+
+def test_auto_map_takes_an_exact_oracle_where_tables_forbid_pairs(monkeypatch):
+    """Local search cannot move between a reduction's feasible labellings: "auto" goes
+    exact there even when elimination is not cheap, and stays approximate elsewhere."""
+    import fwcore.oracles.base as base
+    monkeypatch.setattr(base, "AUTO_ELIMINATION_VARS", 0)
+    fg = random_factor_graph(4, n=9, n_factors=12)
+    assert not fg.reduced.is_forest()
+    assert fwcore.resolve_oracle("auto", fg.reduced).name in ("ilp", "toulbar2")
+    soft = fwcore.random_grid(4, 4, coupling=1.0, seed=0)
+    assert fwcore.resolve_oracle("auto", soft).name == "portfolio"
+    res = fwcore.infer_map(fg)
+    assert res.optimal and res.score == pytest.approx(brute_force(fg)[2])
