@@ -1,6 +1,7 @@
 """fwcore: inference and learning in discrete graphical models through MAP solvers,
 built on Frank-Wolfe."""
 from .model import PairwiseMRF
+from .factor_graph import FactorGraph
 from .generators import (grid, complete, bipartite, random_clique, random_grid, random_rbm,
                          potts_grid, frustrated_clique, segmentation_crf, skip_grid)
 from .uai import (read_uai, write_uai, read_mar, write_mar, read_pr, write_pr, read_map,

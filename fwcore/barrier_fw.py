@@ -36,6 +36,7 @@ from .oracles.base import LPOracle, resolve_oracle
 from .results import Status
 from .rho import edge_mutual_information, initial_rho, rho_direction
 from .trw import TRWObjective
+from .factor_graph import solves_factor_graphs
 
 __all__ = ["infer", "MarginalPolytope", "LocalPolytope"]
 
@@ -265,6 +266,7 @@ def _delta_rule(approximate, steps):
     return rule
 
 
+@solves_factor_graphs
 def infer(model, *, oracle="auto", domain="marginal", delta="adaptive", delta_init=1e-3,
           correction=True, local_search=True, rho="matrix-tree", rho_updates=10,
           rho_step="line-search", tol=0.01, rho_tol=0.5, max_iter=1000, max_time=None,

@@ -152,6 +152,10 @@ def check_model(model, name="model"):
     otherwise) whose finite log-potentials are at most `MAX_ABS_THETA` in absolute value
     (ValueError naming the first block that is not: larger ones overflow when summed)."""
     if not isinstance(model, PairwiseMRF):
+        if type(model).__name__ == "FactorGraph":
+            raise TypeError(f"{name} must be a fwcore.PairwiseMRF here; this FactorGraph's "
+                            f"exact pairwise reduction is {name}.reduced (the inference "
+                            "functions take a FactorGraph directly)")
         raise TypeError(f"{name} must be a fwcore.PairwiseMRF (build one with "
                         f"fwcore.PairwiseMRF(...) or fwcore.read_uai); got {type(model).__name__}")
     theta = model.theta

@@ -58,6 +58,15 @@ def _load(args):
     return model
 
 
+def _describe(model):
+    """'n variables, E edges', or for a FactorGraph its factors and its reduction."""
+    if hasattr(model, "factors"):
+        return (f"{model.n_vars} variables, {model.n_factors} factors of arity up to "
+                f"{model.max_arity} (solved as a pairwise model of {model.reduced.n_vars} "
+                f"variables and {model.reduced.n_edges} edges)")
+    return f"{model.n_vars} variables, {model.n_edges} edges"
+
+
 def _print_marginals(node_marginals, limit, out):
     shown = node_marginals if limit is None else node_marginals[:limit]
     for i, p in enumerate(shown):
@@ -90,7 +99,7 @@ def _report(args, model, lines, node_marginals, log_z):
         else:
             write_pr(args.out + ".PR", log_z)
             wrote = f"wrote {args.out}.MAR and {args.out}.PR"
-    print(f"{args.model}: {model.n_vars} variables, {model.n_edges} edges")
+    print(f"{args.model}: {_describe(model)}")
     for line in lines:
         print(line)
     print("node marginals P(x_i = 0), P(x_i = 1), ...:")
@@ -189,7 +198,7 @@ def _cmd_map(args):
                     **_options(args.oracle_options))
     if args.out:  # before printing, as in _report
         write_map(args.out + ".MAP", res.assignment)
-    print(f"{args.model}: {model.n_vars} variables, {model.n_edges} edges")
+    print(f"{args.model}: {_describe(model)}")
     print(f"MAP by {res.method}: {res.time:.3f} s, status {res.status.value}")
     bound = "none" if res.upper_bound is None else f"{res.upper_bound:.10g}"
     print(f"score = {res.score:.10g}, upper bound = {bound}")

@@ -21,6 +21,7 @@ import numpy as np
 
 from .checks import INFEASIBLE, Interval, Options, check_model, check_params
 from .results import MapResult, Record, Status, Trace
+from .factor_graph import solves_factor_graphs
 
 __all__ = ["ExactResult", "exact_inference", "exact_map", "AUTO_BRUTEFORCE_STATES"]
 
@@ -62,6 +63,7 @@ class ExactResult:
         return self.log_z
 
 
+@solves_factor_graphs
 def exact_inference(model, method="auto", memory_limit=2**31):
     """Exact log Z and marginals of ``model``.
 
@@ -89,6 +91,7 @@ def exact_inference(model, method="auto", memory_limit=2**31):
                                            gap=0.0, bound=float(log_z))]))
 
 
+@solves_factor_graphs
 def exact_map(model, method="auto", memory_limit=2**31):
     """Exact MAP: argmax_x <θ, μ(x)> (first maximiser in enumeration order for brute
     force). Same methods and ``memory_limit`` as `exact_inference`; elimination runs
@@ -214,7 +217,32 @@ def _eliminate_vertex(adj, v):
     return nb
 
 
-def _min_fill_order(model, cap=math.inf, budget=math.inf):
+def _functional_vars(model):
+    """Variables of degree >= 3 whose every edge table has exactly one finite entry per
+    state of theirs: each of their states fixes all neighbours, as the auxiliary variable
+    of a factor in a `FactorGraph` reduction does. Eliminated first, they turn back into
+    their factors (their clique table is states x scope), which is how a factor graph is
+    eliminated; left to min-fill they would be joined into products of their states."""
+    if not np.isneginf(model.theta[model.node_off[-1]:]).any():
+        return []
+    pos, k, a, b = model.edge_entries()
+    finite = model.theta[pos] > -np.inf
+    card = model.card.astype(np.int64)
+    ci, cj = card[model.edges[:, 0]], card[model.edges[:, 1]]
+    per_b = np.bincount((np.cumsum(cj) - cj)[k] + b, weights=finite, minlength=int(cj.sum()))
+    per_a = np.bincount((np.cumsum(ci) - ci)[k] + a, weights=finite, minlength=int(ci.sum()))
+    rows = np.repeat(np.arange(model.n_edges), cj)
+    fixes_i = np.bincount(rows, weights=per_b != 1, minlength=model.n_edges) == 0
+    fixes_j = np.bincount(np.repeat(np.arange(model.n_edges), ci), weights=per_a != 1,
+                          minlength=model.n_edges) == 0
+    ok = np.ones(model.n_vars, dtype=bool)
+    ok[model.edges[~fixes_i, 1]] = False  # j fixes i when each state b of j allows one a
+    ok[model.edges[~fixes_j, 0]] = False
+    ok &= np.diff(model.adj_start) >= 3
+    return np.flatnonzero(ok).tolist()
+
+
+def _min_fill_order(model, cap=math.inf, budget=math.inf, first=()):
     """Greedy min-fill: eliminate the variable whose elimination adds the fewest edges,
     ties broken by its clique table size (product of cards), then by index.
 
@@ -228,6 +256,7 @@ def _min_fill_order(model, cap=math.inf, budget=math.inf):
     exceed ``cap`` entries or when ``budget`` runs out (work counted as deg * (deg + 8) per
     fill count of a degree-deg variable, its set differences plus the Python loop, and 16
     per queued variable).
+    The variables ``first`` are eliminated before all others, in the order given.
     Returns the order (a full one has all ``model.n_vars`` variables) and the work done."""
     import heapq
     n = model.n_vars
@@ -246,11 +275,18 @@ def _min_fill_order(model, cap=math.inf, budget=math.inf):
         fill_lb[v] = sum(len(nb - adj[a]) - 1 for a in nb) // 2
         return (fill_lb[v], card[v] * math.prod(card[u] for u in nb), v)
 
-    version = [0] * n
-    heap = [key(v) + (0, True) for v in range(n)]  # + (version, exact)
-    heapq.heapify(heap)
     done = [False] * n
     order = []
+    for v in first:
+        if card[v] * math.prod(card[u] for u in adj[v]) > cap:
+            return order, work
+        done[v] = True
+        order.append(v)
+        work += 16 * len(adj[v]) ** 2
+        _eliminate_vertex(adj, v)
+    version = [0] * n
+    heap = [key(v) + (0, True) for v in range(n) if not done[v]]  # + (version, exact)
+    heapq.heapify(heap)
     while heap and work <= budget:
         fill, size, v, ver, exact = heapq.heappop(heap)
         if done[v] or ver != version[v]:
@@ -273,9 +309,10 @@ def _min_fill_order(model, cap=math.inf, budget=math.inf):
     return order, work
 
 
-def _bandwidth_order(model):
-    """Reverse Cuthill-McKee order: a low-bandwidth sweep that keeps the induced width of
-    grid-like graphs near their treewidth, where greedy min-fill can do much worse."""
+def _bandwidth_order(model, first=()):
+    """Reverse Cuthill-McKee order (after the variables ``first``): a low-bandwidth sweep
+    that keeps the induced width of grid-like graphs near their treewidth, where greedy
+    min-fill can do much worse."""
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import reverse_cuthill_mckee
     n = model.n_vars
@@ -284,7 +321,12 @@ def _bandwidth_order(model):
     e = model.edges
     g = coo_matrix((np.ones(2 * len(e)), (np.r_[e[:, 0], e[:, 1]], np.r_[e[:, 1], e[:, 0]])),
                    shape=(n, n)).tocsr()
-    return reverse_cuthill_mckee(g, symmetric_mode=True).tolist()
+    rcm = reverse_cuthill_mckee(g, symmetric_mode=True)
+    if not first:
+        return rcm.tolist()
+    later = np.ones(n, dtype=bool)
+    later[first] = False
+    return list(first) + rcm[later[rcm]].tolist()
 
 
 def _eliminate(model, order, cap=math.inf):
@@ -379,14 +421,15 @@ class EliminationPlan:
                                  f"variables, since the graph's {k}-core is not empty "
                                  f"(treewidth >= {k})")
         candidates = []
-        order = _bandwidth_order(model)
+        first = _functional_vars(model)
+        order = _bandwidth_order(model, first)
         sep, rcm_sizes = _eliminate(model, order, cap)
         if len(rcm_sizes) == n and max(rcm_sizes, default=0) <= cap:
             candidates.append(((max(rcm_sizes, default=0), sum(rcm_sizes)), order, sep))
         # min-fill stops once it would lose to the bandwidth order or exceed the limit
         mf_cap = candidates[0][0][0] if candidates else cap
         budget = math.inf if candidates or memory_limit is None else _MIN_FILL_WORK
-        order, work = _min_fill_order(model, mf_cap, budget)
+        order, work = _min_fill_order(model, mf_cap, budget, first)
         if len(order) == n:
             sep, sizes = _eliminate(model, order)
             candidates.insert(0, ((max(sizes, default=0), sum(sizes)), order, sep))  # wins ties

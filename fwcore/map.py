@@ -6,18 +6,21 @@ from .interrupt import Guard
 from .oracles._common import node_argmax
 from .oracles.base import resolve_oracle
 from .results import MapResult, Record, Status, Trace
+from .factor_graph import solves_factor_graphs
 
 __all__ = ["infer_map"]
 
 _PARAMS = {"time_limit": TIME, "seed": SEED}
 
 
+@solves_factor_graphs
 def infer_map(model, method="auto", time_limit=None, seed=None, **options):
     """MAP assignment of ``model`` (argmax of <θ, μ(x)>) by the oracle named ``method``.
 
     method : "exact" (the cheapest exact oracle: tree, bruteforce, elimination, toulbar2 or
         ilp, see `fwcore.oracles.exact_choice`), "auto" (that exact oracle when it is tree,
-        brute force or elimination, else the approximate "portfolio"), or any name in
+        brute force or elimination or when edge tables forbid pairs of states, as a
+        `FactorGraph`'s do, else the approximate "portfolio"), or any name in
         ``fwcore.available_oracles()`` (bruteforce, elimination, tree, ilp, toulbar2, icm,
         qpbo, trws, maxproduct, portfolio, lp).
     time_limit : seconds for the call (oracles that stop early return their best

@@ -15,6 +15,7 @@ from .interrupt import Guard
 from .results import Record, Status, Trace
 from .rho import initial_rho, rho_direction
 from .trw import TRWObjective
+from .factor_graph import solves_factor_graphs
 
 __all__ = ["MarginalResult", "Recorder", "trbp", "loopy_bp"]
 
@@ -113,6 +114,7 @@ _BP_PARAMS = {
 }
 
 
+@solves_factor_graphs
 def trbp(model, *, rho="matrix-tree", rho_updates=10, damping=0.5, max_iter=1000, tol=1e-8,
          max_time=None, callback=None, verbose=False):
     """Tree-reweighted BP (log domain, `fwcore.bp.trbp_beliefs`) with the outer rho loop of
@@ -127,6 +129,7 @@ def trbp(model, *, rho="matrix-tree", rho_updates=10, damping=0.5, max_iter=1000
                     max_time, callback, verbose, t0, "trbp")
 
 
+@solves_factor_graphs
 def loopy_bp(model, *, damping=0.5, max_iter=1000, tol=1e-8, max_time=None, callback=None,
              verbose=False):
     """Loopy (sum-product) BP: TRBP with rho = 1 on every edge. ``log_z_upper`` is the Bethe

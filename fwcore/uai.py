@@ -29,6 +29,7 @@ from numbers import Integral
 import numpy as np
 
 from .checks import check_model
+from .factor_graph import FactorGraph
 from .model import PairwiseMRF
 
 __all__ = ["read_uai", "write_uai", "read_mar", "write_mar", "read_pr", "write_pr",
@@ -181,20 +182,19 @@ def _ln_decimal(tok):
 
 
 def read_uai(path):
-    """Read a UAI MARKOV network with unary and pairwise factors as a PairwiseMRF.
+    """Read a UAI MARKOV or BAYES network: a `PairwiseMRF` when every factor has arity 1
+    or 2, else a `FactorGraph` (factors of any arity, constants).
 
     θ = log(table), taken from the decimal text where a double cannot hold the entry;
-    only zero entries give −inf, negative entries and nan/inf tokens are errors.
-    Factors on the same scope are summed in log space (tables multiplied); a pairwise
-    scope written (j, i) with j > i is transposed; arity-1 factors add to the unary.
-    Edges keep the order of their first factor. BAYES files, constant (arity-0) factors
-    and factors of arity > 2 raise ValueError: the pairwise model has no place for them.
+    only zero entries give −inf, negative entries and nan/inf tokens are errors. A BAYES
+    network's conditional probability tables are read as factors (their product is the
+    joint distribution, log Z = 0 before evidence). In the pairwise case factors on the
+    same scope are summed in log space (tables multiplied), a scope written (j, i) with
+    j > i is transposed, arity-1 factors add to the unary, and edges keep the order of
+    their first factor.
     """
     t = _Tokens(path)
-    kind = t.header(("MARKOV", "BAYES"), "a UAI model file")
-    if kind == "BAYES":
-        raise t.error("a BAYES network; the pairwise model reads MARKOV networks only "
-                      "(convert the CPTs to factors and write MARKOV)", 0)
+    t.header(("MARKOV", "BAYES"), "a UAI model file")
     n = t.int("the number of variables")
     if n > t.left():
         raise t.error(f"the file declares {n} variables but has only {t.left()} tokens "
@@ -202,27 +202,20 @@ def read_uai(path):
     first = t.pos
     card = [t.int(f"the cardinality of variable {i}", lo=1, hi=MAX_INDEX) for i in range(n)]
     n_factors = t.int("the number of factors")
-    if 2 * n_factors > t.left():
+    if n_factors > t.left():
         raise t.error(f"the file declares {n_factors} factors but has only {t.left()} "
                       "tokens left")
     scopes, scope_pos = [], []
     for f in range(n_factors):
         scope_pos.append(t.pos)
-        arity = t.int(f"the arity of factor {f}")
-        if arity == 0:
-            raise t.error(f"factor {f} is a constant (arity 0); the pairwise model has no "
-                          "constant term: drop it (it only shifts log Z)", t.pos - 1)
-        if arity > 2:
-            raise t.error(f"factor {f} has arity {arity}; the pairwise model takes factors "
-                          "of arity 1 and 2 only", t.pos - 1)
+        arity = t.int(f"the arity of factor {f}", hi=n)
         scope = tuple(t.int(f"a variable of factor {f}", hi=n - 1) for _ in range(arity))
-        if arity == 2 and scope[0] == scope[1]:
-            raise t.error(f"factor {f} has the variable {scope[0]} twice in its scope",
-                          t.pos - 1)
+        if len(set(scope)) < arity:
+            raise t.error(f"factor {f} has a variable twice in its scope "
+                          f"{' '.join(map(str, scope))}", t.pos - 1)
         scopes.append(scope)
     _check_unused_states(t, card, scopes, first)
-    unary = [None] * n  # θ_i allocated once its table has been read: paid for by the file
-    pair = {}  # (i, j), i < j -> summed table; dicts keep first-appearance order
+    tables = []  # each allocated once its entries have been read: paid for by the file
     for f, scope in enumerate(scopes):
         size = math.prod(card[v] for v in scope)
         count = t.int(f"the table size of factor {f}")
@@ -230,18 +223,23 @@ def read_uai(path):
             raise t.error(f"factor {f} (scope {' '.join(map(str, scope))}, declared at "
                           f"line {t.lines[scope_pos[f]]}) needs {size} table entries; the "
                           f"file says {count}", t.pos - 1)
-        logt = t.floats(count, f"the table of factor {f}", log=True,
-                        nonneg="tables hold potentials (>= 0), not log-potentials")
+        tables.append(t.floats(count, f"the table of factor {f}", log=True,
+                               nonneg="tables hold potentials (>= 0), not log-potentials")
+                      .reshape([card[v] for v in scope]))
+    t.end()
+    if any(len(s) not in (1, 2) for s in scopes):
+        return FactorGraph(card, list(zip(scopes, tables)))
+    unary = [None] * n
+    pair = {}  # (i, j), i < j -> summed table; dicts keep first-appearance order
+    for scope, logt in zip(scopes, tables):
         if len(scope) == 1:
             i = scope[0]
             unary[i] = logt if unary[i] is None else unary[i] + logt
             continue
         i, j = scope
-        logt = logt.reshape(card[i], card[j])
         if i > j:
             i, j, logt = j, i, logt.T
         pair[i, j] = pair[i, j] + logt if (i, j) in pair else logt
-    t.end()
     return PairwiseMRF(card, unary, list(pair), list(pair.values()))
 
 
@@ -262,37 +260,36 @@ def _check_unused_states(t, card, scopes, first):
 
 
 def write_uai(model, path):
-    """Write ``model`` as a UAI MARKOV file: one factor per variable, then one per edge,
-    each table = exp(θ) printed with 17 significant digits, so `read_uai` returns θ to
-    ~1e-16 (−inf exactly, as a 0 entry).
+    """Write ``model`` (a `PairwiseMRF` or a `FactorGraph`) as a UAI MARKOV file: for a
+    PairwiseMRF one factor per variable, then one per edge; for a FactorGraph its factors
+    as given. Each table = exp(θ) printed with 17 significant digits, so `read_uai`
+    returns θ to ~1e-16 (−inf exactly, as a 0 entry).
 
     Finite θ must lie in [log(tiny), log(max)] ≈ [−708.4, 709.8]; outside it exp(θ)
     overflows or loses precision, and rather than shift a factor by a constant (which
     would silently change log Z) this raises ValueError naming the factor.
     """
-    check_model(model)
-    theta = model.theta
-    bad = np.isfinite(theta) & ((theta > _LOG_MAX) | (theta < _LOG_TINY))
-    if bad.any():
-        k = int(np.flatnonzero(bad)[0])
-        if k < model.node_off[-1]:
-            i = int(np.searchsorted(model.node_off, k, "right")) - 1
-            what = f"the unary of variable {i}"
-        else:
-            e = int(np.searchsorted(model.edge_off, k, "right")) - 1
-            what = f"edge {e} ({model.edges[e, 0]}, {model.edges[e, 1]})"
-        raise ValueError(f"write_uai: θ = {theta[k]!r} in {what} is outside "
-                         f"[{_LOG_TINY:.1f}, {_LOG_MAX:.1f}], where exp(θ) cannot be "
-                         "written exactly as a potential; subtract a constant from that "
-                         "factor (log Z shifts by the same constant)")
-    pot = np.exp(theta)
-    n = model.n_vars
-    out = ["MARKOV", str(n), " ".join(map(str, model.card)), str(n + model.n_edges)]
-    out += [f"1 {i}" for i in range(n)]
-    out += [f"2 {i} {j}" for i, j in model.edges]
-    offs = np.concatenate([model.node_off, model.edge_off[1:]])
-    for a, b in zip(offs[:-1], offs[1:]):
-        out += ["", str(b - a), " ".join("%.17g" % v for v in pot[a:b])]
+    if isinstance(model, FactorGraph):
+        scopes = [s for s, _ in model.factors]
+        tables = [t.ravel() for _, t in model.factors]
+        names = [f"factor {k} (scope {' '.join(map(str, s))})" for k, s in enumerate(scopes)]
+    else:
+        check_model(model)
+        scopes = [(i,) for i in range(model.n_vars)] + [tuple(e) for e in model.edges.tolist()]
+        tables = [model.unary(i) for i in range(model.n_vars)] + \
+            [model.pairwise(e).ravel() for e in range(model.n_edges)]
+        names = [f"the unary of variable {i}" for i in range(model.n_vars)] + \
+            [f"edge {e} ({i}, {j})" for e, (i, j) in enumerate(model.edges.tolist())]
+    out = ["MARKOV", str(len(model.card)), " ".join(map(str, model.card)), str(len(scopes))]
+    out += [" ".join(map(str, (len(s),) + s)) for s in scopes]
+    for name, theta in zip(names, tables):
+        bad = np.isfinite(theta) & ((theta > _LOG_MAX) | (theta < _LOG_TINY))
+        if bad.any():
+            raise ValueError(f"write_uai: θ = {theta[np.flatnonzero(bad)[0]]!r} in {name} is "
+                             f"outside [{_LOG_TINY:.1f}, {_LOG_MAX:.1f}], where exp(θ) cannot "
+                             "be written exactly as a potential; subtract a constant from "
+                             "that factor (log Z shifts by the same constant)")
+        out += ["", str(theta.size), " ".join("%.17g" % v for v in np.exp(theta))]
     _write(path, out)
 
 
@@ -429,22 +426,42 @@ def write_evid(path, evidence):
 
 
 def apply_evidence(model, evidence):
-    """Clamp variables: a new PairwiseMRF, same indices and layout, in which each observed
-    variable's other states have θ_i = −inf."""
-    check_model(model)
-    theta = model.theta.copy()
-    for v, s in _evidence_pairs(evidence):
-        if v >= model.n_vars:
+    """Clamp variables: a new model of the same kind, same variable indices, in which each
+    observed variable's other states are impossible (θ_i = −inf; in a `FactorGraph`, the
+    factors' joint states that disagree with the evidence too, so its reduction keeps only
+    the states that agree)."""
+    pairs = _evidence_pairs(evidence)
+    card = model.card if isinstance(model, FactorGraph) else check_model(model).card
+    for v, s in pairs:
+        if v >= len(card):
             raise ValueError(f"evidence names variable {v}; the model has variables "
-                             f"0..{model.n_vars - 1}")
-        if s >= model.card[v]:
+                             f"0..{len(card) - 1}")
+        if s >= card[v]:
             raise ValueError(f"evidence sets variable {v} to state {s}; it has states "
-                             f"0..{model.card[v] - 1}")
+                             f"0..{card[v] - 1}")
+    if isinstance(model, FactorGraph):
+        observed = dict(pairs)
+        factors = [(scope, _clamp(table, scope, observed)) for scope, table in model.factors]
+        return FactorGraph(card, factors + [((v,), _clamp(np.zeros(card[v]), (v,), observed))
+                                            for v in observed])
+    theta = model.theta.copy()
+    for v, s in pairs:
         block = theta[model.node_off[v]:model.node_off[v + 1]]
         keep = block[s]
         block[:] = -np.inf
         block[s] = keep
     return model.with_theta(theta)
+
+
+def _clamp(table, scope, observed):
+    """``table`` (over ``scope``) with −inf wherever an observed variable disagrees."""
+    out = np.array(table, dtype=np.float64)
+    for axis, v in enumerate(scope):
+        if v in observed:
+            index = [slice(None)] * len(scope)
+            index[axis] = np.arange(out.shape[axis]) != observed[v]
+            out[tuple(index)] = -np.inf
+    return out
 
 
 # -- helpers --------------------------------------------------------------------------

@@ -252,6 +252,20 @@ def test_callback_false_interrupts_and_ctrl_c_keeps_the_last_measured_iterate(cl
 
 
 @pytest.mark.parametrize("cls", [MLEStruct, SSVM])
+def test_ctrl_c_in_the_set_up_returns_an_interrupted_unfitted_learner(cls, monkeypatch):
+    import fwcore.learn.learner as learner
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(learner, "make_model", interrupted)
+    m = cls(oracle="bruteforce").fit(*cycle_data(2))
+    assert m.status_ is Status.INTERRUPTED and m.n_iter_ == 0 and len(m.trace_) == 0
+    with pytest.raises(ValueError, match="not fitted"):
+        m.predict(cycle_data(2)[0])
+
+
+@pytest.mark.parametrize("cls", [MLEStruct, SSVM])
 def test_max_time_stops_with_max_time(cls):
     X, Y = cycle_data(2)
     m = cls(oracle="bruteforce", tol=0.0, max_iter=10**6, max_time=1e-9).fit(X, Y)

@@ -279,9 +279,9 @@ def test_variables_in_no_factor_within_the_cap_are_read(tmp_path):
 # -- malformed files ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("text, msg", [
-    ("BAYES\n2\n2 2\n1\n1 0\n2\n0.5 0.5\n", "BAYES"),
-    ("MARKOV\n3\n2 2 2\n1\n3 0 1 2\n8\n1 1 1 1 1 1 1 1\n", "arity 3"),
-    ("MARKOV\n1\n2\n1\n0\n1\n2.0\n", "constant"),
+    ("MARKOV\n3\n2 2 2\n1\n3 0 1 0\n8\n1 1 1 1 1 1 1 1\n", "line 5.*twice"),
+    ("MARKOV\n2\n2 2\n1\n3 0 1 0\n8\n1 1 1 1 1 1 1 1\n", "arity of factor 0 must be in 0..2"),
+    ("BAYES\n3\n2 2 2\n1\n3 0 1 2\n4\n1 1 1 1\n", "needs 8 table entries"),
     ("MARKOV\n2\n2 2\n1\n2 0 1\n4\n1 -1 1 1\n", "negative"),
     ("MARKOV\n2\n2 2\n1\n2 0 1\n3\n1 1 1\n", "needs 4 table entries"),
     ("MARKOV\n2\n2 2\n1\n2 0 1\n4\n1 1 1\n", "file ends"),

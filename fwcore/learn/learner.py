@@ -128,11 +128,17 @@ class StructuredLearner(abc.ABC):
         t0 = time.perf_counter()
         p = self._check_params()
         deadline = Deadline(p["max_time"])
-        model, examples, labels = make_model(p["model"], X, Y, self.n_labels, self.oracle)
+        try:  # Ctrl-C before the first pass: this call learned nothing; status_ says so
+            model, examples, labels = make_model(p["model"], X, Y, self.n_labels, self.oracle)
+            decoders = [model.decoder(ex) for ex in examples]
+            solver = self._solver(model, examples, labels, decoders, p)
+        except KeyboardInterrupt:
+            self.status_, self.trace_, self.n_iter_, self.n_oracle_calls_ = \
+                Status.INTERRUPTED, Trace(), 0, 0
+            return self
         self.features_ = model
         if p["model"] == "crf":
             self.n_labels_ = model.n_labels
-        solver = self._solver(model, examples, labels, [model.decoder(ex) for ex in examples], p)
         self._run(solver, p, t0, deadline)
         return self
 

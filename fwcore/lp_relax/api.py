@@ -10,6 +10,7 @@ from ..checks import CALLABLE, SEED, TIME, Interval, Options, check_bound_feasib
 from ..results import Record, Status, Trace
 from . import dual, primal
 from .regions import Regions
+from ..factor_graph import solves_factor_graphs
 
 __all__ = ["infer_lp", "LPResult", "METHODS"]
 
@@ -77,6 +78,7 @@ class LPResult:
     info: dict = field(default_factory=dict)
 
 
+@solves_factor_graphs
 def infer_lp(model, method="mplp", gamma=0.01, reg=0.01, max_iter=1000, tol=1e-6,
              max_time=None, callback=None, factors=(), projection="sort", seed=0):
     """MAP by the local-polytope LP relaxation (Smooth and Strong).

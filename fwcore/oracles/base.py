@@ -169,8 +169,11 @@ def resolve_oracle(spec, model, *, seed=None, **options):
     """The oracle for ``model`` named by ``spec``, shared by every entry point:
 
     - ``"exact"``: the cheapest exact oracle (`exact_choice`);
-    - ``"auto"``: that exact oracle when it is cheap (tree, brute force, elimination),
-      else the approximate ``"portfolio"``;
+    - ``"auto"``: that exact oracle when it is cheap (tree, brute force, elimination) or
+      when an edge table forbids pairs of states (−inf, as in a `FactorGraph`'s
+      reduction: one-variable moves cannot go from one feasible labelling to another,
+      so local search and message passing decode −inf there), else the approximate
+      ``"portfolio"``;
     - a registered name (`available_oracles`), with keyword ``options``, or a
       ``(name, options)`` pair;
     - a `MapOracle` instance (used as it is: fwcore passes time limits per call and never
@@ -186,7 +189,8 @@ def resolve_oracle(spec, model, *, seed=None, **options):
         name = spec
         if name in ("exact", "auto"):
             name = exact_choice(model)
-            if spec == "auto" and name in ("toulbar2", "ilp"):
+            hard = np.isneginf(model.theta[model.node_off[-1]:]).any()
+            if spec == "auto" and name in ("toulbar2", "ilp") and not hard:
                 name = "portfolio"
         if name not in _registry:
             raise ValueError(f"unknown oracle {spec!r}; valid names: {_names()}")

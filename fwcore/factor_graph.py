@@ -1,0 +1,252 @@
+"""Models with factors over any number of variables, solved through an exact pairwise
+reduction (DESIGN.md, "Factor graphs").
+
+    p(x) ∝ exp( Σ_f θ_f(x_f) )
+
+A factor over three or more variables becomes one auxiliary variable whose states are the
+factor's feasible joint states (θ_f > −inf), with θ_f as its unary, tied to each variable
+of the scope by a 0 / −inf consistency table. Every assignment of the user's variables
+with a finite score extends to exactly one assignment of the reduction with the same
+score, and no other assignment of the reduction is finite, so log Z, the MAP and the
+marginals of the user's variables are those of the reduction. Lower-order factors whose
+scope lies inside a larger factor's are folded into it first (exactly: tables add), which
+removes the cycles they would close through the auxiliary variable.
+
+Why a reduction and not a factor-graph layout beside the pairwise one: every solver of the
+library (exact elimination, TRW and Barrier FW, BP, MAP oracles, the LP relaxation) then
+runs unchanged, at its pairwise speed; on the UAI 2014 higher-order models the reduction
+costs at most the factors' feasible states squared per factor, measured in the note of
+issue 15. Its TRW bound is the bound of the reduced pairwise model, certified like any
+other: an upper bound on log Z of the factor graph, equal on factor trees.
+"""
+import functools
+import math
+from dataclasses import fields, replace
+
+import numpy as np
+
+from .model import PairwiseMRF, _check_card, _check_values
+
+__all__ = ["FactorGraph"]
+
+
+class FactorGraph:
+    """A Markov random field with factors of any arity, scores maximised.
+
+    Parameters
+    ----------
+    card : sequence of int, shape (n,)
+        Number of states of each variable (>= 1).
+    factors : sequence of (scope, table)
+        ``scope`` a tuple of distinct variable indices (any length, 0 for a constant),
+        ``table`` the log-potentials θ_f, an array of shape ``[card[v] for v in scope]``
+        indexed in scope order. ``-inf`` marks impossible joint states; NaN and ``+inf``
+        are rejected.
+
+    Every inference entry point (`fwcore.exact_inference`, `exact_map`, `infer`, `trbp`,
+    `loopy_bp`, `infer_map`, `infer_lp`) takes a FactorGraph: it solves the pairwise
+    reduction ``reduced`` (a `PairwiseMRF` whose first ``n_vars`` variables are the
+    user's) and returns its result on the user's variables: node marginals and
+    assignments of length ``n_vars``; edge marginals, ``mu`` and ``rho`` for the pairwise
+    factors kept as edges (``skeleton``). Marginals of higher-order factors are the node
+    marginals of their auxiliary variables: run on ``reduced`` to read them;
+    ``aux_factors[a]`` = (scope, flat indices of the joint states) of auxiliary variable
+    ``n_vars + a``.
+    """
+
+    __slots__ = ("card", "factors", "reduced", "skeleton", "aux_factors")
+
+    def __init__(self, card, factors):
+        card = _check_card(card)
+        self.card = card
+        self.factors = tuple(_check_factor(k, f, card) for k, f in enumerate(factors))
+        self.reduced, self.aux_factors = _reduce(card, self.factors)
+        red = self.reduced
+        n_edges = int((red.edges[:, 1] < card.shape[0]).sum())  # the pairwise factors, first
+        self.skeleton = PairwiseMRF.from_flat(
+            card, red.edges[:n_edges], np.concatenate([red.theta[:red.node_off[card.shape[0]]],
+                                                       red.theta[red.edge_off[0]:red.edge_off[n_edges]]]))
+
+    @property
+    def n_vars(self):
+        return int(self.card.shape[0])
+
+    @property
+    def n_factors(self):
+        return len(self.factors)
+
+    @property
+    def max_arity(self):
+        return max((len(s) for s, _ in self.factors), default=0)
+
+    def __repr__(self):
+        return (f"FactorGraph(n_vars={self.n_vars}, n_factors={self.n_factors}, "
+                f"max_arity={self.max_arity}, reduced={self.reduced!r})")
+
+    def score(self, x):
+        """Σ_f θ_f(x_f): the log-score of an assignment of the user's variables."""
+        x = self.skeleton.check_assignment(x)
+        return float(sum(t[tuple(x[list(s)])] for s, t in self.factors))
+
+    def extend(self, x):
+        """The reduction's assignment that extends ``x`` (each auxiliary variable at the
+        joint state of its scope); ValueError when ``x`` has score −inf (no extension)."""
+        x = self.skeleton.check_assignment(x)
+        full = np.zeros(self.reduced.n_vars, dtype=np.int64)
+        full[:self.n_vars] = x
+        n = self.n_vars
+        for a, (scope, states) in enumerate(self.aux_factors):
+            hit = np.flatnonzero(states == np.ravel_multi_index(x[list(scope)], self.card[list(scope)]))
+            if not hit.size:
+                raise ValueError("the assignment has score -inf: it breaks a factor's "
+                                 "impossible states, so the reduction has no such state")
+            full[n + a] = hit[0]
+        return full
+
+    def restrict(self, result):
+        """``result`` (of an entry point run on ``reduced``) on the user's variables: node
+        marginals and assignments cut to ``n_vars``, edge marginals, ``mu`` and ``rho`` to
+        the ``skeleton``'s edges. Other fields are scalars and stay."""
+        n, red, sk = self.n_vars, self.reduced, self.skeleton
+        cut = {}
+        names = {f.name for f in fields(result)}
+        if "node_marginals" in names:
+            cut["node_marginals"] = result.node_marginals[:n]
+            cut["edge_marginals"] = result.edge_marginals[:sk.n_edges]
+        if "mu" in names and result.mu is not None:
+            mu = result.mu
+            cut["mu"] = np.concatenate([mu[:red.node_off[n]],
+                                        mu[red.edge_off[0]:red.edge_off[sk.n_edges]]])
+        if "rho" in names and result.rho is not None:
+            cut["rho"] = np.asarray(result.rho)[:sk.n_edges]
+        if "assignment" in names and result.assignment is not None:
+            cut["assignment"] = np.asarray(result.assignment)[:n]
+        return replace(result, **cut)
+
+
+def solves_factor_graphs(entry):
+    """Let the inference function ``entry(model, ...)`` of a `PairwiseMRF` take a
+    `FactorGraph`: it runs on the reduction, and the result is restricted to the user's
+    variables (`FactorGraph.restrict`)."""
+
+    @functools.wraps(entry)
+    def run(model, *args, **kwargs):
+        if isinstance(model, FactorGraph):
+            return model.restrict(entry(model.reduced, *args, **kwargs))
+        return entry(model, *args, **kwargs)
+    return run
+
+
+def _check_factor(k, factor, card):
+    """(scope tuple, float64 table) of factor ``k``, validated."""
+    try:
+        scope, table = factor
+    except (TypeError, ValueError):
+        raise TypeError(f"factors[{k}] must be a pair (scope, table); got "
+                        f"{type(factor).__name__}") from None
+    scope = np.asarray(scope)
+    if scope.size and scope.dtype.kind not in "iu":
+        raise TypeError(f"factors[{k}] scope must hold integer variable indices; got dtype "
+                        f"{scope.dtype}")
+    scope = tuple(int(v) for v in scope.reshape(-1))
+    n = card.shape[0]
+    if any(v < 0 or v >= n for v in scope):
+        raise ValueError(f"factors[{k}] scope {scope} must index variables 0..{n - 1}")
+    if len(set(scope)) != len(scope):
+        raise ValueError(f"factors[{k}] scope {scope} repeats a variable")
+    table = np.asarray(table)
+    if table.dtype.kind not in "iuf":
+        raise TypeError(f"factors[{k}] table must be numeric; got dtype {table.dtype}")
+    shape = tuple(int(card[v]) for v in scope)
+    if table.shape != shape:
+        raise ValueError(f"factors[{k}] table has shape {table.shape}; its scope {scope} "
+                         f"needs {shape}")
+    table = table.astype(np.float64)
+    _check_values(f"factors[{k}] table", table)
+    table.setflags(write=False)
+    return scope, table
+
+
+def _sorted_factor(scope, table):
+    """The same factor with its scope in increasing order (table axes permuted)."""
+    order = np.argsort(scope, kind="stable")
+    return tuple(scope[i] for i in order), np.transpose(table, order)
+
+
+def _reduce(card, factors):
+    """The pairwise reduction: (PairwiseMRF, (scope, feasible flat states) of each
+    auxiliary variable). Variables with one possible state are conditioned on (their
+    factors sliced); constants go into variable 0's unary (if there is no variable, a
+    model with no states is refused); factors are folded into the largest factor that
+    contains their scope; pairwise factors become edges, larger ones auxiliary
+    variables."""
+    n = card.shape[0]
+    unary = [np.zeros(int(c)) for c in card]
+    larger = []
+    for scope, table in factors:
+        if len(scope) == 1:
+            unary[scope[0]] = unary[scope[0]] + table
+        else:
+            larger.append(_sorted_factor(scope, table))
+    # a variable with one possible state (evidence, or one state) is conditioned on:
+    # the factors are sliced there, so it joins no edge and no auxiliary variable
+    fixed = {v: int(np.argmax(u)) for v, u in enumerate(unary) if np.isfinite(u).sum() == 1}
+    groups = {}  # sorted scope -> summed table (first appearance order)
+    constant = 0.0
+    for scope, table in larger:
+        if any(v in fixed for v in scope):
+            table = table[tuple(fixed.get(v, slice(None)) for v in scope)]
+            scope = tuple(v for v in scope if v not in fixed)
+        if not scope:
+            constant += float(table)
+        elif len(scope) == 1:
+            unary[scope[0]] = unary[scope[0]] + table
+        else:
+            groups[scope] = groups[scope] + table if scope in groups else table
+    if constant:
+        if n == 0:
+            raise ValueError("factors holds a constant but the model has no variable")
+        unary[0] = unary[0] + constant
+    big = sorted((s for s in groups if len(s) > 2), key=len, reverse=True)
+    containing = {}  # variable -> scopes of arity > 2 holding it, largest first
+    for s in big:
+        for v in s:
+            containing.setdefault(v, []).append(s)
+    folded = {}
+    for s in list(groups):
+        host = next((h for h in containing.get(s[0], ()) if len(h) > len(s) and set(s) <= set(h)),
+                    None)
+        if host is not None:
+            folded[s] = host
+    for s in sorted(folded, key=len, reverse=True):  # a host may itself be folded later
+        h = folded[s]
+        while h in folded:
+            h = folded[h]
+        groups[h] = groups[h] + _broadcast(groups.pop(s), s, h, card)
+    pairs = [(s, t) for s, t in groups.items() if len(s) == 2]
+    auxes = [(s, t) for s, t in groups.items() if len(s) > 2]
+    aux_card, aux_unary, aux_edges, aux_tables, aux_factors = [], [], [], [], []
+    for a, (scope, table) in enumerate(auxes):
+        flat = table.ravel()
+        states = np.flatnonzero(flat > -np.inf)
+        if not states.size:  # an impossible factor: one state, -inf (found infeasible later)
+            states = np.zeros(1, dtype=np.int64)
+        states.setflags(write=False)
+        aux_factors.append((scope, states))
+        digits = np.unravel_index(states, table.shape)
+        aux_card.append(states.size)
+        aux_unary.append(flat[states])
+        for v, d in zip(scope, digits):
+            aux_edges.append((v, n + a))
+            aux_tables.append(np.where(np.arange(card[v])[:, None] == d[None, :], 0.0, -np.inf))
+    model = PairwiseMRF(np.concatenate([card, np.asarray(aux_card, dtype=np.int64)]),
+                        unary + aux_unary,
+                        [s for s, _ in pairs] + aux_edges,
+                        [t for _, t in pairs] + aux_tables)
+    return model, tuple(aux_factors)
+
+
+def _broadcast(table, scope, host, card):
+    """``table`` over ``scope`` as a table over ``host`` (a sorted superset)."""
+    shape = [int(card[v]) if v in scope else 1 for v in host]
+    return np.broadcast_to(table.reshape(shape), [int(card[v]) for v in host])
