@@ -82,46 +82,45 @@ def run(name, config, max_iter=None):
 def _problem_class(name, doc, configs, reference_from_runs=False):
     """An asv class over ``configs`` for one problem (built by a function so that the
     plain runner, which collects every module-level class with track_* methods, sees
-    only the concrete ones)."""
-    cache = {}
+    only the concrete ones). Every method runs once, in `setup_cache` (asv runs it once
+    per class, where each benchmark runs in a process of its own)."""
 
-    def result(config):
-        if config not in cache:
-            cache[config] = run(name, config)
-        return cache[config]
+    def setup_cache(self):
+        return {config: run(name, config) for config in configs}
 
-    def setup(self, config):
-        self.result, self.reference = result(config)
+    def setup(self, table, config):
+        self.result, self.reference = table[config]
         if reference_from_runs:   # the best decoded score over the compared methods
-            self.reference = max(result(c)[0].score for c in configs)
+            self.reference = max(res.score for res, _ in table.values())
 
-    def track_iters_to_1e3(self, config):
+    def track_iters_to_1e3(self, table, config):
         return first_within(self.result, self.reference)[0]
 
-    def track_seconds_to_1e3(self, config):
+    def track_seconds_to_1e3(self, table, config):
         return first_within(self.result, self.reference)[1]
 
-    def track_final_rel_gap(self, config):
+    def track_final_rel_gap(self, table, config):
         """(bound - reference) / |reference| after the last pass."""
         return (self.result.upper_bound - self.reference) / max(1.0, abs(self.reference))
 
-    def track_best_score(self, config):
+    def track_best_score(self, table, config):
         return self.result.score
 
-    def track_iters_to_best_score(self, config):
+    def track_iters_to_best_score(self, table, config):
         """First pass whose best decoded score is within 1e-3 of the reference (the LP
         optimum, or the best score of all methods)."""
         hit = np.flatnonzero(self.reference - self.result.trace.columns()["score"] <= REL * max(1.0, abs(self.reference)))
         return int(hit[0]) + 1 if hit.size else -1
 
-    def track_iters_run(self, config):
+    def track_iters_run(self, table, config):
         return self.result.n_iter
 
-    def track_seconds_per_iter(self, config):
+    def track_seconds_per_iter(self, table, config):
         return self.result.time / self.result.n_iter
 
     track_seconds_to_1e3.unit = track_seconds_per_iter.unit = "s"
-    members = {k: v for k, v in locals().items() if k == "setup" or k.startswith("track_")}
+    members = {k: v for k, v in locals().items()
+               if k in ("setup_cache", "setup") or k.startswith("track_")}
     return type(name.capitalize(), (), dict(
         members, __doc__=doc, __module__=__name__, param_names=["method"],
         params=[list(configs)], timeout=3600))
