@@ -2,6 +2,7 @@
 built on Frank-Wolfe."""
 from .model import PairwiseMRF
 from .factor_graph import FactorGraph
+from .convert import from_networkx, from_pgmpy, from_pyagrum
 from .generators import (grid, complete, bipartite, random_clique, random_grid, random_rbm,
                          potts_grid, frustrated_clique, segmentation_crf, skip_grid)
 from .uai import (read_uai, write_uai, read_mar, write_mar, read_pr, write_pr, read_map,

@@ -27,7 +27,7 @@ import numpy as np
 
 from .model import PairwiseMRF, _check_card, _check_values
 
-__all__ = ["FactorGraph"]
+__all__ = ["FactorGraph", "model_from_factors"]
 
 
 class FactorGraph:
@@ -122,6 +122,28 @@ class FactorGraph:
         if "assignment" in names and result.assignment is not None:
             cut["assignment"] = np.asarray(result.assignment)[:n]
         return replace(result, **cut)
+
+
+def model_from_factors(card, factors):
+    """The model of log-potential ``factors`` (scope, table) over variables of ``card``
+    states: a `PairwiseMRF` when every factor has arity 1 or 2 (factors on the same scope
+    summed, a scope (j, i) with j > i transposed, arity-1 factors added to the unary,
+    edges in the order of their first factor), else a `FactorGraph`."""
+    if any(len(scope) not in (1, 2) for scope, _ in factors):
+        return FactorGraph(card, factors)
+    unary = [None] * len(card)
+    pair = {}  # (i, j), i < j -> summed table; dicts keep first-appearance order
+    for scope, table in factors:
+        table = np.asarray(table, dtype=np.float64)
+        if len(scope) == 1:
+            i = scope[0]
+            unary[i] = table if unary[i] is None else unary[i] + table
+            continue
+        i, j = scope
+        if i > j:
+            i, j, table = j, i, table.T
+        pair[i, j] = pair[i, j] + table if (i, j) in pair else table
+    return PairwiseMRF(card, unary, list(pair), list(pair.values()))
 
 
 def solves_factor_graphs(entry):
