@@ -51,9 +51,13 @@ def test_pgmpy_markov_network_becomes_a_pairwise_model():
     assert model.theta[np.isneginf(model.theta)].size == 1             # the zero entry
 
 
-def test_pyagrum_bayes_net_matches_lazy_propagation():
-    gum = pytest.importorskip("pyagrum", reason="pyAgrum is not installed (pip install "
-                              "'fwcore[pyagrum]')")
+@pytest.fixture
+def gum():
+    return pytest.importorskip("pyagrum", reason="pyAgrum is not installed (pip install "
+                               "'fwcore[pyagrum]')")
+
+
+def test_pyagrum_bayes_net_matches_lazy_propagation(gum):
     gum.initRandom(3)
     bn = gum.fastBN("A->C<-B[3];C->D[4];A->D")
     model, names = from_pyagrum(bn)
@@ -66,9 +70,7 @@ def test_pyagrum_bayes_net_matches_lazy_propagation():
         np.testing.assert_allclose(res.node_marginals[i], ie.posterior(v).toarray(), atol=1e-12)
 
 
-def test_pyagrum_markov_random_field():
-    gum = pytest.importorskip("pyagrum", reason="pyAgrum is not installed (pip install "
-                              "'fwcore[pyagrum]')")
+def test_pyagrum_markov_random_field(gum):
     gum.initRandom(4)
     mrf = gum.fastMRF("A--B--C;C--A;C--D[3]")
     model, names = from_pyagrum(mrf)
