@@ -10,7 +10,8 @@ from typing import Optional
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from .checks import EXECUTOR, SEED, TIME, Interval, Options, check_feasible, check_model, check_params
+from .checks import (EXECUTOR, SEED, TIME, Interval, Options, check_feasible, check_model,
+                     check_params)
 from .model import PairwiseMRF
 from .oracles.base import resolve_oracle
 from .results import Record, Status, Trace
@@ -61,18 +62,19 @@ class _Inflated:
     code build it): m copies of each variable i, each with θ_i/m plus its own Gumbel noise
     γ_ik/m, and every copy of i joined to every copy of j by θ_ij/m². Its score is
     Σ_i <θ_i, q_i> + Σ_ij q_iᵀ θ_ij q_j + (1/m) Σ_ik γ_ik(x_ik), q_i = c_i/m the states'
-    frequencies among the copies of i. The copies are exchangeable, so the maximum is
-    taken exactly over the counts: ``graph`` has one variable per variable of the model
-    whose states are the count vectors c (C(m+k-1, k-1) of them for k states), unary
-    <θ_i, c>/m + G_i(c)/m with G_i(c) the best assignment of the copies' noise to the
-    counts (`scipy.optimize.linear_sum_assignment`), and pairwise c_iᵀ θ_ij c_j / m².
+    frequencies among the copies of i. Only the noise term depends on which copies take
+    which state, so the maximum is taken exactly over the counts: ``graph`` has one
+    variable per variable of the model whose states are the count vectors c
+    (C(m+k-1, k-1) of them for k states), unary <θ_i, c>/m + G_i(c)/m with G_i(c) the
+    best assignment of the copies' noise to the counts
+    (`scipy.optimize.linear_sum_assignment`), and pairwise c_iᵀ θ_ij c_j / m².
     That model has n variables where the inflated one has n m with m² times the edges
     (a clique at θ = 8, m = 5: toulbar2 took 47 s per call on the inflated graph)."""
 
     def __init__(self, model, m):
         self.model, self.m = model, m
-        self.counts = {k: _compositions(k, m) for k in set(model.card.tolist())}
-        C = [self.counts[k] for k in model.card.tolist()]
+        counts = {k: _compositions(k, m) for k in set(model.card.tolist())}
+        C = [counts[k] for k in model.card.tolist()]
         unary = [_product(c, model.unary(i)) / m for i, c in enumerate(C)]
         pairwise = [_pair(C[i], model.pairwise(e), C[j]) / (m * m)
                     for e, (i, j) in enumerate(model.edges)]
@@ -136,8 +138,9 @@ def perturb_and_map(model, *, oracle="exact", n_samples=10, inflation=5,
     What is guaranteed: with m = 1 and an exact oracle the mean is an upper bound on log Z
     *in expectation* (H&J Cor. 1: log Z <= E[max_x θ(x) + Σ_i γ_i(x_i)]), equal to it
     for a model without edges; a finite sample can fall below. For m > 1 there is no bound
-    either way: the inflated score tends, as m grows, to the naive mean-field value
-    max_q Σ_i <θ_i, q_i> + H(q_i) + Σ_ij q_iᵀ θ_ij q_j, a lower bound. An approximate oracle
+    either way: as m grows the noise term (1/m) G_i(c) tends to the entropy H(c/m), so the
+    maximum tends to the naive mean-field value max_q Σ_i <θ_i, q_i> + H(q_i) +
+    Σ_ij q_iᵀ θ_ij q_j, a lower bound. An approximate oracle
     only lowers each maximum. Nothing is certified, so ``certified`` is False and the status
     is never ``converged``.
 
@@ -147,8 +150,9 @@ def perturb_and_map(model, *, oracle="exact", n_samples=10, inflation=5,
         perturbed MAP vertices, i.e. the frequencies of the MAP states among the copies,
         node and edge marginals; for m = 1 Papandreou & Yuille's sample frequencies; it
         is the gradient of the estimate in θ), or None.
-    oracle : any oracle `fwcore.oracles.resolve_oracle` accepts; with ``inflation`` > 1 a
-        name or (name, options), as the oracle is built for the inflated model.
+    oracle : any oracle `fwcore.oracles.resolve_oracle` accepts, called on the count model
+        of `_Inflated` (for m = 1 the model itself); with ``inflation`` > 1 a name or
+        (name, options), as the oracle is built for that model. ``method`` names it.
     seed : every Gumbel draw and seeded oracle (None: fresh entropy). executor : any
         `concurrent.futures.Executor` for the independent estimates (the log Z one and
         each clamped one); the result equals the serial run's for a fixed ``seed``.
@@ -191,8 +195,9 @@ def perturb_and_map(model, *, oracle="exact", n_samples=10, inflation=5,
     complete = len(done) == len(clamps) and all(r[0].size == p["n_samples"] for r in done)
     status = (Status.INTERRUPTED if interrupted or any(r[4] for r in done)
               else Status.MAX_ITER if complete else Status.MAX_TIME)
-    trace = Trace(Record(iteration=k + 1, time=float(t - wall0), primal=float(values[:k + 1].mean()),
-                         n_oracle_calls=k + 1) for k, t in enumerate(runs[0][1] if n else ()))
+    trace = Trace(Record(iteration=k + 1, time=float(t - wall0),
+                         primal=float(values[:k + 1].mean()), n_oracle_calls=k + 1)
+                  for k, t in enumerate(runs[0][1] if n else ()))
     return PerturbResult(log_z=log_z, log_z_stderr=stderr, samples=values, node_marginals=nodes,
                          edge_marginals=edges, status=status,
                          n_oracle_calls=int(sum(r[2] for r in done)), inflation=m,
