@@ -136,13 +136,13 @@ def perturb_and_map(model, *, oracle="exact", n_samples=10, inflation=5,
     App. G: m = 5, 10 samples). Variables with a single feasible state are not perturbed.
 
     What is guaranteed: with m = 1 and an exact oracle the mean is an upper bound on log Z
-    *in expectation* (H&J Cor. 1: log Z <= E[max_x θ(x) + Σ_i γ_i(x_i)]), equal to it
-    for a model without edges; a finite sample can fall below. For m > 1 there is no bound
-    either way: as m grows the noise term (1/m) G_i(c) tends to the entropy H(c/m), so the
-    maximum tends to the naive mean-field value max_q Σ_i <θ_i, q_i> + H(q_i) +
-    Σ_ij q_iᵀ θ_ij q_j, a lower bound. An approximate oracle
-    only lowers each maximum. Nothing is certified, so ``certified`` is False and the status
-    is never ``converged``.
+    *in expectation* (H&J Cor. 1: log Z <= E[max_x θ(x) + Σ_i γ_i(x_i)]), equal to it for
+    a model without edges (for any m); a finite sample can fall below. For m > 1 there is
+    no bound either way: as m grows the noise term (1/m) G_i(c) tends to the entropy
+    H(c/m), so the maximum tends to the naive mean-field value max_q Σ_i <θ_i, q_i> +
+    H(q_i) + Σ_ij q_iᵀ θ_ij q_j, a lower bound. An approximate oracle only lowers each
+    maximum. Nothing is certified, so ``certified`` is False and the status is never
+    ``converged``.
 
     marginals : "condition" (App. G: clamp x_i = s, estimate log Z_{i,s} with ``n_samples``
         more MAP calls, μ_i(s) ∝ exp log Z_{i,s}: Σ_i (card_i) n_samples calls for the
@@ -156,6 +156,8 @@ def perturb_and_map(model, *, oracle="exact", n_samples=10, inflation=5,
     seed : every Gumbel draw and seeded oracle (None: fresh entropy). executor : any
         `concurrent.futures.Executor` for the independent estimates (the log Z one and
         each clamped one); the result equals the serial run's for a fixed ``seed``.
+        toulbar2 (what "exact" picks for dense models) needs processes: it fails in
+        worker threads (`fwcore.interrupt`).
     max_time : seconds; with it, or on Ctrl-C, the samples drawn so far make the result
         (status ``max_time`` / ``interrupted``); a MAP call stopped by the time limit is
         not used.
