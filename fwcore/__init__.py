@@ -16,6 +16,7 @@ from .fw import frank_wolfe, block_coordinate_frank_wolfe, FWResult
 from .marginals import MarginalResult, loopy_bp, trbp
 from .barrier_fw import infer
 from .batch import infer_many
+from .perturb import PerturbResult, perturb_and_map
 from .lp_relax import CardinalityFactor, Factor, LPResult, infer_lp
 from .learn import MLEStruct, SSVM, CRFExample
 from .matching_inference import (MatchingMarginals, bethe_bp, exact_matching_marginals,
