@@ -44,7 +44,7 @@ class FactorGraph:
         are rejected.
 
     Every inference entry point (`fwcore.exact_inference`, `exact_map`, `infer`, `trbp`,
-    `loopy_bp`, `infer_map`, `infer_lp`) takes a FactorGraph: it solves the pairwise
+    `loopy_bp`, `infer_map`, `infer_lp`, `perturb_and_map`) takes a FactorGraph: it solves the pairwise
     reduction ``reduced`` (a `PairwiseMRF` whose first ``n_vars`` variables are the
     user's) and returns its result on the user's variables: node marginals and
     assignments of length ``n_vars``; edge marginals, ``mu`` and ``rho`` for the pairwise
@@ -110,7 +110,7 @@ class FactorGraph:
         n, red, sk = self.n_vars, self.reduced, self.skeleton
         cut = {}
         names = {f.name for f in fields(result)}
-        if "node_marginals" in names:
+        if "node_marginals" in names and result.node_marginals is not None:
             cut["node_marginals"] = result.node_marginals[:n]
             cut["edge_marginals"] = result.edge_marginals[:sk.n_edges]
         if "mu" in names and result.mu is not None:

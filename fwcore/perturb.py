@@ -12,6 +12,7 @@ from scipy.optimize import linear_sum_assignment
 
 from .checks import (EXECUTOR, SEED, TIME, Interval, Options, check_feasible, check_model,
                      check_params)
+from .factor_graph import solves_factor_graphs
 from .model import PairwiseMRF
 from .oracles.base import resolve_oracle
 from .results import Record, Status, Trace
@@ -126,6 +127,7 @@ def _best_assignment(gamma, counts):
     return out
 
 
+@solves_factor_graphs
 def perturb_and_map(model, *, oracle="exact", n_samples=10, inflation=5,
                     marginals="condition", seed=None, executor=None, max_time=None):
     """Estimate log Z (and marginals) of ``model`` by Perturb-and-MAP, Barrier FW App. G.
