@@ -44,11 +44,11 @@ class FactorGraph:
         are rejected.
 
     Every inference entry point (`fwcore.exact_inference`, `exact_map`, `infer`, `trbp`,
-    `loopy_bp`, `infer_map`, `infer_lp`, `perturb_and_map`) takes a FactorGraph: it solves the pairwise
-    reduction ``reduced`` (a `PairwiseMRF` whose first ``n_vars`` variables are the
-    user's) and returns its result on the user's variables: node marginals and
-    assignments of length ``n_vars``; edge marginals, ``mu`` and ``rho`` for the pairwise
-    factors kept as edges (``skeleton``). Marginals of higher-order factors are the node
+    `loopy_bp`, `infer_map`, `infer_lp`, `perturb_and_map`) takes a FactorGraph: it
+    solves the pairwise reduction ``reduced`` (a `PairwiseMRF` whose first ``n_vars``
+    variables are the user's) and returns its result on the user's variables: node
+    marginals and assignments of length ``n_vars``; edge marginals, ``mu`` and ``rho``
+    for the pairwise factors kept as edges (``skeleton``). Marginals of higher-order factors are the node
     marginals of their auxiliary variables: run on ``reduced`` to read them;
     ``aux_factors[a]`` = (scope, flat indices of the joint states) of auxiliary variable
     ``n_vars + a``.
@@ -63,9 +63,9 @@ class FactorGraph:
         self.reduced, self.aux_factors = _reduce(card, self.factors)
         red = self.reduced
         n_edges = int((red.edges[:, 1] < card.shape[0]).sum())  # the pairwise factors, first
-        self.skeleton = PairwiseMRF.from_flat(
-            card, red.edges[:n_edges], np.concatenate([red.theta[:red.node_off[card.shape[0]]],
-                                                       red.theta[red.edge_off[0]:red.edge_off[n_edges]]]))
+        theta = np.concatenate([red.theta[:red.node_off[card.shape[0]]],
+                                red.theta[red.edge_off[0]:red.edge_off[n_edges]]])
+        self.skeleton = PairwiseMRF.from_flat(card, red.edges[:n_edges], theta)
 
     @property
     def n_vars(self):
@@ -96,7 +96,8 @@ class FactorGraph:
         full[:self.n_vars] = x
         n = self.n_vars
         for a, (scope, states) in enumerate(self.aux_factors):
-            hit = np.flatnonzero(states == np.ravel_multi_index(x[list(scope)], self.card[list(scope)]))
+            joint = np.ravel_multi_index(x[list(scope)], self.card[list(scope)])
+            hit = np.flatnonzero(states == joint)
             if not hit.size:
                 raise ValueError("the assignment has score -inf: it breaks a factor's "
                                  "impossible states, so the reduction has no such state")
