@@ -48,8 +48,9 @@ class FactorGraph:
     solves the pairwise reduction ``reduced`` (a `PairwiseMRF` whose first ``n_vars``
     variables are the user's) and returns its result on the user's variables: node
     marginals and assignments of length ``n_vars``; edge marginals, ``mu`` and ``rho``
-    for the pairwise factors kept as edges (``skeleton``). Marginals of higher-order factors are the node
-    marginals of their auxiliary variables: run on ``reduced`` to read them;
+    for the pairwise factors kept as edges (``skeleton``). Marginals of higher-order
+    factors are the node marginals of their auxiliary variables: run on ``reduced`` to
+    read them;
     ``aux_factors[a]`` = (scope, flat indices of the joint states) of auxiliary variable
     ``n_vars + a``.
     """
