@@ -2,6 +2,7 @@
 built on Frank-Wolfe."""
 from .model import PairwiseMRF
 from .factor_graph import FactorGraph
+from .convert import from_networkx, from_pgmpy, from_pyagrum
 from .generators import (grid, complete, bipartite, random_clique, random_grid, random_rbm,
                          potts_grid, frustrated_clique, segmentation_crf, skip_grid)
 from .uai import (read_uai, write_uai, read_mar, write_mar, read_pr, write_pr, read_map,
@@ -15,6 +16,7 @@ from .fw import frank_wolfe, block_coordinate_frank_wolfe, FWResult
 from .marginals import MarginalResult, loopy_bp, trbp
 from .barrier_fw import infer
 from .batch import infer_many
+from .perturb import PerturbResult, perturb_and_map
 from .lp_relax import CardinalityFactor, Factor, LPResult, infer_lp
 from .learn import MLEStruct, SSVM, CRFExample
 from .matching_inference import (MatchingMarginals, bethe_bp, exact_matching_marginals,

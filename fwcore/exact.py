@@ -243,13 +243,16 @@ def _functional_vars(model):
 
 
 def _min_fill_order(model, cap=math.inf, budget=math.inf, first=()):
-    """Greedy min-fill: eliminate the variable whose elimination adds the fewest edges,
-    ties broken by its clique table size (product of cards), then by index.
+    """Greedy weighted min-fill: eliminate the variable whose elimination adds the least
+    fill, each added edge (a, b) weighing card[a] * card[b] (the entries of the table it
+    adds; plain min-fill when the cards are equal), ties broken by its clique table size
+    (product of cards), then by index. On mixed cardinalities the weights matter: the UAI
+    linkage_14 reduction needs a clique table of 3.8e8 entries with them, 5.3e10 without.
 
-    Fill counts are recomputed lazily: after an elimination with fill f, a variable
-    around it is queued with a lower bound on its new fill count (its old one minus f,
-    minus deg - 1 more for a neighbour, whose pairs with the eliminated variable go) and
-    counted exactly only when that bound reaches the front of the queue, so a high-degree
+    Fills are recomputed lazily: after an elimination with fill f, a variable around it
+    is queued with a lower bound on its new fill (its old one minus f, minus for a
+    neighbour the weight of its pairs with the eliminated variable, which go) and counted
+    exactly only when that bound reaches the front of the queue, so a high-degree
     variable is not recounted at every touch; the order is that of eager recounting.
 
     Stops early, returning the order so far, when the next variable's clique table would
@@ -265,6 +268,8 @@ def _min_fill_order(model, cap=math.inf, budget=math.inf, first=()):
     if work > budget:
         return [], work
     card = model.card.tolist()
+    card0 = card[0] if n else 1
+    uniform = card.count(card0) == n
     adj = _NeighbourSets(model)
     fill_lb = [0] * n
 
@@ -272,7 +277,11 @@ def _min_fill_order(model, cap=math.inf, budget=math.inf, first=()):
         nonlocal work
         nb = adj[v]
         work += len(nb) * (len(nb) + 8)
-        fill_lb[v] = sum(len(nb - adj[a]) - 1 for a in nb) // 2
+        if uniform:  # every pair weighs card^2: count the pairs
+            fill_lb[v] = sum(len(nb - adj[a]) - 1 for a in nb) // 2 * card0 ** 2
+        else:
+            fill_lb[v] = sum(card[a] * (sum(card[b] for b in nb - adj[a]) - card[a])
+                             for a in nb) // 2
         return (fill_lb[v], card[v] * math.prod(card[u] for u in nb), v)
 
     done = [False] * n
@@ -298,7 +307,9 @@ def _min_fill_order(model, cap=math.inf, budget=math.inf, first=()):
             break
         done[v] = True
         order.append(v)
-        lost = {a: len(adj[a]) - 1 for a in adj[v]}  # pairs (v, x) each neighbour loses
+        # the weight of the pairs (v, x) each neighbour loses
+        lost = {a: card[v] * ((card0 * len(adj[a]) if uniform else sum(card[x] for x in adj[a]))
+                              - card[v]) for a in adj[v]}
         nb = _eliminate_vertex(adj, v)
         touched = set(nb).union(*(adj[a] for a in nb)) if nb else ()
         work += 16 * len(touched)

@@ -27,7 +27,7 @@ import numpy as np
 
 from .model import PairwiseMRF, _check_card, _check_values
 
-__all__ = ["FactorGraph"]
+__all__ = ["FactorGraph", "model_from_factors"]
 
 
 class FactorGraph:
@@ -44,12 +44,13 @@ class FactorGraph:
         are rejected.
 
     Every inference entry point (`fwcore.exact_inference`, `exact_map`, `infer`, `trbp`,
-    `loopy_bp`, `infer_map`, `infer_lp`) takes a FactorGraph: it solves the pairwise
-    reduction ``reduced`` (a `PairwiseMRF` whose first ``n_vars`` variables are the
-    user's) and returns its result on the user's variables: node marginals and
-    assignments of length ``n_vars``; edge marginals, ``mu`` and ``rho`` for the pairwise
-    factors kept as edges (``skeleton``). Marginals of higher-order factors are the node
-    marginals of their auxiliary variables: run on ``reduced`` to read them;
+    `loopy_bp`, `infer_map`, `infer_lp`, `perturb_and_map`) takes a FactorGraph: it
+    solves the pairwise reduction ``reduced`` (a `PairwiseMRF` whose first ``n_vars``
+    variables are the user's) and returns its result on the user's variables: node
+    marginals and assignments of length ``n_vars``; edge marginals, ``mu`` and ``rho``
+    for the pairwise factors kept as edges (``skeleton``). Marginals of higher-order
+    factors are the node marginals of their auxiliary variables: run on ``reduced`` to
+    read them;
     ``aux_factors[a]`` = (scope, flat indices of the joint states) of auxiliary variable
     ``n_vars + a``.
     """
@@ -63,9 +64,9 @@ class FactorGraph:
         self.reduced, self.aux_factors = _reduce(card, self.factors)
         red = self.reduced
         n_edges = int((red.edges[:, 1] < card.shape[0]).sum())  # the pairwise factors, first
-        self.skeleton = PairwiseMRF.from_flat(
-            card, red.edges[:n_edges], np.concatenate([red.theta[:red.node_off[card.shape[0]]],
-                                                       red.theta[red.edge_off[0]:red.edge_off[n_edges]]]))
+        theta = np.concatenate([red.theta[:red.node_off[card.shape[0]]],
+                                red.theta[red.edge_off[0]:red.edge_off[n_edges]]])
+        self.skeleton = PairwiseMRF.from_flat(card, red.edges[:n_edges], theta)
 
     @property
     def n_vars(self):
@@ -96,7 +97,8 @@ class FactorGraph:
         full[:self.n_vars] = x
         n = self.n_vars
         for a, (scope, states) in enumerate(self.aux_factors):
-            hit = np.flatnonzero(states == np.ravel_multi_index(x[list(scope)], self.card[list(scope)]))
+            joint = np.ravel_multi_index(x[list(scope)], self.card[list(scope)])
+            hit = np.flatnonzero(states == joint)
             if not hit.size:
                 raise ValueError("the assignment has score -inf: it breaks a factor's "
                                  "impossible states, so the reduction has no such state")
@@ -110,7 +112,7 @@ class FactorGraph:
         n, red, sk = self.n_vars, self.reduced, self.skeleton
         cut = {}
         names = {f.name for f in fields(result)}
-        if "node_marginals" in names:
+        if "node_marginals" in names and result.node_marginals is not None:
             cut["node_marginals"] = result.node_marginals[:n]
             cut["edge_marginals"] = result.edge_marginals[:sk.n_edges]
         if "mu" in names and result.mu is not None:
@@ -122,6 +124,28 @@ class FactorGraph:
         if "assignment" in names and result.assignment is not None:
             cut["assignment"] = np.asarray(result.assignment)[:n]
         return replace(result, **cut)
+
+
+def model_from_factors(card, factors):
+    """The model of log-potential ``factors`` (scope, table) over variables of ``card``
+    states: a `PairwiseMRF` when every factor has arity 1 or 2 (factors on the same scope
+    summed, a scope (j, i) with j > i transposed, arity-1 factors added to the unary,
+    edges in the order of their first factor), else a `FactorGraph`."""
+    if any(len(scope) not in (1, 2) for scope, _ in factors):
+        return FactorGraph(card, factors)
+    unary = [None] * len(card)
+    pair = {}  # (i, j), i < j -> summed table; dicts keep first-appearance order
+    for scope, table in factors:
+        table = np.asarray(table, dtype=np.float64)
+        if len(scope) == 1:
+            i = scope[0]
+            unary[i] = table if unary[i] is None else unary[i] + table
+            continue
+        i, j = scope
+        if i > j:
+            i, j, table = j, i, table.T
+        pair[i, j] = pair[i, j] + table if (i, j) in pair else table
+    return PairwiseMRF(card, unary, list(pair), list(pair.values()))
 
 
 def solves_factor_graphs(entry):

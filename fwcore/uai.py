@@ -29,7 +29,7 @@ from numbers import Integral
 import numpy as np
 
 from .checks import check_model
-from .factor_graph import FactorGraph
+from .factor_graph import FactorGraph, model_from_factors
 from .model import PairwiseMRF
 
 __all__ = ["read_uai", "write_uai", "read_mar", "write_mar", "read_pr", "write_pr",
@@ -188,10 +188,8 @@ def read_uai(path):
     θ = log(table), taken from the decimal text where a double cannot hold the entry;
     only zero entries give −inf, negative entries and nan/inf tokens are errors. A BAYES
     network's conditional probability tables are read as factors (their product is the
-    joint distribution, log Z = 0 before evidence). In the pairwise case factors on the
-    same scope are summed in log space (tables multiplied), a scope written (j, i) with
-    j > i is transposed, arity-1 factors add to the unary, and edges keep the order of
-    their first factor.
+    joint distribution, log Z = 0 before evidence). The model is assembled by
+    `fwcore.factor_graph.model_from_factors`.
     """
     t = _Tokens(path)
     t.header(("MARKOV", "BAYES"), "a UAI model file")
@@ -227,20 +225,7 @@ def read_uai(path):
                                nonneg="tables hold potentials (>= 0), not log-potentials")
                       .reshape([card[v] for v in scope]))
     t.end()
-    if any(len(s) not in (1, 2) for s in scopes):
-        return FactorGraph(card, list(zip(scopes, tables)))
-    unary = [None] * n
-    pair = {}  # (i, j), i < j -> summed table; dicts keep first-appearance order
-    for scope, logt in zip(scopes, tables):
-        if len(scope) == 1:
-            i = scope[0]
-            unary[i] = logt if unary[i] is None else unary[i] + logt
-            continue
-        i, j = scope
-        if i > j:
-            i, j, logt = j, i, logt.T
-        pair[i, j] = pair[i, j] + logt if (i, j) in pair else logt
-    return PairwiseMRF(card, unary, list(pair), list(pair.values()))
+    return model_from_factors(card, list(zip(scopes, tables)))
 
 
 def _check_unused_states(t, card, scopes, first):

@@ -268,3 +268,34 @@ def test_fw_inference_instances(instances, family):
 @pytest.mark.parametrize("name", UAI2014)
 def test_uai2014_instances(instances, name):
     check_instance(instances / "uai2014" / f"{name}.uai", 1e-3, 1e-4)
+
+
+def _eager_weighted_min_fill(model):
+    """The twin of `_min_fill_order`: recount every variable's weighted fill at every step."""
+    card = model.card.tolist()
+    adj = {v: set(model.adj_var[model.adj_start[v]:model.adj_start[v + 1]].tolist())
+           for v in range(model.n_vars)}
+    order = []
+    while adj:
+        def key(v):
+            nb = adj[v]
+            fill = sum(card[a] * card[b] for a in nb for b in nb if a < b and b not in adj[a])
+            return (fill, card[v] * math.prod(card[u] for u in nb), v)
+        v = min(adj, key=key)
+        order.append(v)
+        nb = adj.pop(v)
+        for a in nb:
+            adj[a].discard(v)
+            adj[a] |= nb - {a}
+    return order
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_lazy_weighted_min_fill_is_the_eager_order(seed):
+    rng = np.random.default_rng(seed)
+    n = 14
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.3]
+    card = rng.integers(2, 6, size=n) if seed % 2 else np.full(n, 3)
+    model = PairwiseMRF(card, None, pairs)
+    order, _ = exact._min_fill_order(model)
+    assert order == _eager_weighted_min_fill(model)

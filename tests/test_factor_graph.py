@@ -210,3 +210,12 @@ def test_auto_map_takes_an_exact_oracle_where_tables_forbid_pairs(monkeypatch):
     assert fwcore.resolve_oracle("auto", soft).name == "portfolio"
     res = fwcore.infer_map(fg)
     assert res.optimal and res.score == pytest.approx(brute_force(fg)[2])
+
+
+def test_perturb_and_map_takes_a_factor_graph():
+    fg = random_factor_graph(6, n=5, n_factors=4)
+    res = fwcore.perturb_and_map(fg, oracle="bruteforce", n_samples=4, inflation=1,
+                                 marginals="samples", seed=0)
+    assert len(res.node_marginals) == fg.n_vars and np.isfinite(res.log_z)
+    assert fwcore.perturb_and_map(fg, oracle="bruteforce", n_samples=2, inflation=1,
+                                  marginals=None, seed=0).node_marginals is None

@@ -1,0 +1,116 @@
+"""Models from other libraries: pgmpy and pyAgrum networks (Markov and Bayesian), and
+networkx graphs carrying log-potentials.
+
+Each converter returns ``(model, names)``: a `PairwiseMRF` when every factor has arity 1
+or 2, else a `FactorGraph` (`fwcore.factor_graph.model_from_factors`), and the other
+library's variable names in fwcore's index order, so ``names[i]`` is variable i. Tables
+of potentials (pgmpy, pyAgrum) become log-potentials; zeros are impossible states (−inf),
+negative or non-finite entries are refused. The libraries are optional extras, never
+imported here: the converters read the objects they are given.
+"""
+import numpy as np
+
+from .factor_graph import model_from_factors
+
+__all__ = ["from_pgmpy", "from_pyagrum", "from_networkx"]
+
+
+def from_pgmpy(network):
+    """A pgmpy network as a fwcore model: a ``DiscreteBayesianNetwork`` (its CPDs, whose
+    product is the joint: log Z = 0), a ``DiscreteMarkovNetwork`` or a pgmpy
+    ``FactorGraph`` (their factors). Variables are numbered in order of first appearance
+    in the CPDs or factors; states in pgmpy's order (``state_names``)."""
+    if hasattr(network, "get_cpds"):
+        factors = network.get_cpds()
+        if not factors:
+            raise ValueError("the Bayesian network has no CPDs; add them with add_cpds()")
+    elif hasattr(network, "factors"):
+        factors = list(network.factors)
+        if not factors:
+            raise ValueError("the Markov network has no factors; add them with add_factors()")
+    else:
+        raise TypeError(f"network must be a pgmpy DiscreteBayesianNetwork, DiscreteMarkovNetwork "
+                        f"or FactorGraph; got {type(network).__name__}")
+    tables = [(list(f.variables), np.asarray(f.values, dtype=np.float64)) for f in factors]
+    return _model(tables)
+
+
+def from_pyagrum(network):
+    """A pyAgrum ``BayesNet`` (its CPTs) or ``MarkovRandomField`` (its factors) as a
+    fwcore model; variables in the order of pyAgrum's node ids."""
+    if hasattr(network, "cpt"):
+        tensors = [network.cpt(v) for v in sorted(network.nodes())]
+    elif hasattr(network, "factor") and hasattr(network, "factors"):
+        tensors = [network.factor(set(f)) for f in network.factors()]
+    else:
+        raise TypeError(f"network must be a pyAgrum BayesNet or MarkovRandomField; got "
+                        f"{type(network).__name__}")
+    order = [network.variable(v).name() for v in sorted(network.nodes())]
+    # a pyAgrum tensor's array has its axes in the reverse order of its variable names
+    tables = [(list(t.names), np.asarray(t.toarray(), dtype=np.float64).T) for t in tensors]
+    return _model(tables, order)
+
+
+def from_networkx(graph, card="card", unary="unary", pairwise="pairwise"):
+    """A pairwise model from a networkx graph: node attribute ``card`` (the number of
+    states; else the length of the node's ``unary``), optional node attribute ``unary``
+    (log-potentials θ_i) and edge attribute ``pairwise`` (the log-potential table
+    θ_ij[x_a, x_b], a the edge's end that comes first in ``graph.nodes``); missing
+    log-potentials are 0. Variables in the order of ``graph.nodes``."""
+    if not hasattr(graph, "nodes") or not hasattr(graph, "edges"):
+        raise TypeError(f"graph must be a networkx graph; got {type(graph).__name__}")
+    if graph.is_directed() or graph.is_multigraph():
+        raise ValueError("graph must be an undirected simple graph (networkx.Graph); convert "
+                         "it with graph.to_undirected() or networkx.Graph(graph)")
+    names = list(graph.nodes)
+    index = {v: i for i, v in enumerate(names)}
+    cards, factors = [], []
+    for i, (v, data) in enumerate(graph.nodes(data=True)):
+        if card in data:
+            cards.append(data[card])
+        elif unary in data:
+            cards.append(len(data[unary]))
+        else:
+            raise ValueError(f"node {v!r} has neither a {card!r} nor a {unary!r} attribute: "
+                             "give its number of states")
+        if unary in data:
+            factors.append(((i,), data[unary]))
+    for a, b, data in graph.edges(data=True):
+        i, j = index[a], index[b]
+        table = data.get(pairwise)
+        if table is None:
+            table = np.zeros((int(cards[i]), int(cards[j])))
+        factors.append(((i, j) if i < j else (j, i), table))
+    return model_from_factors(cards, factors), names
+
+
+def _model(tables, order=None):
+    """(model, names) from (variable names, potential table) pairs; ``order`` fixes the
+    variable order (default: first appearance)."""
+    names = list(order) if order is not None else []
+    known = set(names)
+    for scope, _ in tables:
+        for v in scope:
+            if v not in known:
+                known.add(v)
+                names.append(v)
+    index = {v: i for i, v in enumerate(names)}
+    card = [0] * len(names)
+    factors = []
+    for k, (scope, table) in enumerate(tables):
+        if len(set(scope)) != len(scope):
+            raise ValueError(f"factor {k} has a variable twice in its scope {scope}")
+        for v, c in zip(scope, table.shape):
+            if card[index[v]] not in (0, c):
+                raise ValueError(f"variable {v!r} has {card[index[v]]} states in one factor "
+                                 f"and {c} in factor {k}")
+            card[index[v]] = c
+        if not np.isfinite(table).all() or (table < 0).any():
+            raise ValueError(f"factor {k} over {scope} has a negative or non-finite "
+                             "potential; tables hold potentials >= 0")
+        with np.errstate(divide="ignore"):
+            factors.append((tuple(index[v] for v in scope), np.log(table)))
+    if 0 in card:
+        v = names[card.index(0)]
+        raise ValueError(f"variable {v!r} is in no factor, so its number of states is unknown")
+    return model_from_factors(card, factors), names

@@ -1,0 +1,289 @@
+"""Perturb-and-MAP: log Z and marginals from MAP calls on randomly perturbed models, the
+baseline of Barrier FW Fig. 1(e, f) and App. G (Hazan & Jaakkola 2012, Sec. 4.1;
+Papandreou & Yuille 2011 for marginals from sample frequencies)."""
+import itertools
+import time
+from concurrent.futures import CancelledError
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from .checks import (EXECUTOR, SEED, TIME, Interval, Options, check_feasible, check_model,
+                     check_params)
+from .factor_graph import solves_factor_graphs
+from .model import PairwiseMRF
+from .oracles.base import resolve_oracle
+from .results import Record, Status, Trace
+
+__all__ = ["PerturbResult", "perturb_and_map"]
+
+_PARAMS = {
+    "n_samples": Interval(1, integer=True),
+    "inflation": Interval(1, integer=True),
+    "marginals": [Options("condition", "samples"), None],
+    "seed": SEED,
+    "executor": [EXECUTOR, None],
+    "max_time": TIME,
+}
+
+
+@dataclass(frozen=True)
+class PerturbResult:
+    """A Perturb-and-MAP estimate (`perturb_and_map`).
+
+    ``log_z`` = mean of the ``samples`` (perturbed MAP values of the inflated model, one
+    per MAP call; NaN when none finished), ``log_z_stderr`` their standard error (NaN
+    below two samples), ``node_marginals`` / ``edge_marginals`` (lists as in
+    `MarginalResult`; None when not asked for, edge marginals only with
+    ``marginals="samples"``; a variable whose conditioned estimates did not all finish
+    has NaN marginals), ``certified`` (always False: the value is a random estimate),
+    ``status`` (never ``converged``: ``max_iter`` when every sample was drawn,
+    ``max_time`` or ``interrupted`` for the best so far), ``n_oracle_calls`` (all MAP
+    calls), ``inflation``, ``time`` (s), ``method`` and ``trace`` (one `Record` per MAP
+    call of the log Z estimate; ``primal`` is the running mean)."""
+
+    log_z: float
+    log_z_stderr: float
+    samples: np.ndarray
+    node_marginals: Optional[list]
+    edge_marginals: Optional[list]
+    status: Status
+    n_oracle_calls: int
+    inflation: int
+    time: float
+    method: str
+    trace: Trace = Trace()
+    certified: bool = False
+
+
+class _Inflated:
+    """Hazan & Jaakkola's inflated model (Sec. 4.1, as Barrier FW App. G and the paper's
+    code build it): m copies of each variable i, each with θ_i/m plus its own Gumbel noise
+    γ_ik/m, and every copy of i joined to every copy of j by θ_ij/m². Its score is
+    Σ_i <θ_i, q_i> + Σ_ij q_iᵀ θ_ij q_j + (1/m) Σ_ik γ_ik(x_ik), q_i = c_i/m the states'
+    frequencies among the copies of i. Only the noise term depends on which copies take
+    which state, so the maximum is taken exactly over the counts: ``graph`` has one
+    variable per variable of the model whose states are the count vectors c
+    (C(m+k-1, k-1) of them for k states), unary <θ_i, c>/m + G_i(c)/m with G_i(c) the
+    best assignment of the copies' noise to the counts
+    (`scipy.optimize.linear_sum_assignment`), and pairwise c_iᵀ θ_ij c_j / m².
+    That model has n variables where the inflated one has n m with m² times the edges
+    (a clique at θ = 8, m = 5: toulbar2 took 47 s per call on the inflated graph)."""
+
+    def __init__(self, model, m):
+        self.model, self.m = model, m
+        counts = {k: _compositions(k, m) for k in set(model.card.tolist())}
+        C = [counts[k] for k in model.card.tolist()]
+        unary = [_product(c, model.unary(i)) / m for i, c in enumerate(C)]
+        pairwise = [_pair(C[i], model.pairwise(e), C[j]) / (m * m)
+                    for e, (i, j) in enumerate(model.edges)]
+        self.graph = PairwiseMRF([len(c) for c in C], unary, model.edges, pairwise)
+        self.C = C
+
+    def perturbed(self, scores, noise):
+        """``scores`` (the graph's layout) plus the noise terms G_i(c)/m for ``noise``, a
+        list of (m, card_i) arrays (None: that variable is not perturbed)."""
+        out = scores.copy()
+        g = self.graph
+        for i, gamma in enumerate(noise):
+            if gamma is not None:
+                out[g.node_off[i]:g.node_off[i + 1]] += _best_assignment(gamma, self.C[i]) / self.m
+        return out
+
+    def fold(self, x):
+        """The point (q_i, q_i q_jᵀ) of the model's layout for counts ``x``."""
+        q = [self.C[i][x[i]] / self.m for i in range(self.model.n_vars)]
+        return np.concatenate([*q, *(np.outer(q[i], q[j]).ravel() for i, j in self.model.edges)])
+
+
+def _compositions(k, m):
+    """Every count vector of m copies over k states, shape (C(m+k-1, k-1), k)."""
+    return np.array([np.bincount(c, minlength=k)
+                     for c in itertools.combinations_with_replacement(range(k), m)], dtype=float)
+
+
+def _pair(ci, table, cj):
+    """ci @ table @ cjᵀ, -inf where a count pair uses a -inf entry (never 0 * -inf)."""
+    bad = np.isneginf(table)
+    value = ci @ np.where(bad, 0.0, table) @ cj.T
+    return np.where((ci > 0) @ bad @ (cj > 0).T, -np.inf, value)
+
+
+def _product(c, row):
+    """c @ row, -inf where a count uses a -inf entry."""
+    return _pair(c, row[:, None], np.ones((1, 1)))[:, 0]
+
+
+def _best_assignment(gamma, counts):
+    """G(c) = max over assignments of the m copies to states with counts c of
+    Σ_k gamma[k, x_k], for each row c of ``counts``."""
+    out = np.empty(len(counts))
+    for r, c in enumerate(counts):
+        slots = gamma[:, np.repeat(np.arange(c.size), c.astype(int))]
+        rows, cols = linear_sum_assignment(slots, maximize=True)
+        out[r] = slots[rows, cols].sum()
+    return out
+
+
+@solves_factor_graphs
+def perturb_and_map(model, *, oracle="exact", n_samples=10, inflation=5,
+                    marginals="condition", seed=None, executor=None, max_time=None):
+    """Estimate log Z (and marginals) of ``model`` by Perturb-and-MAP, Barrier FW App. G.
+
+    Each of ``n_samples`` MAP calls maximises the inflated model (``inflation`` = m copies
+    of every variable, see `_Inflated`) plus zero-mean Gumbel noise γ/m on every copy's
+    unary potentials; ``log_z`` is the mean of the maxima (Hazan & Jaakkola 2012, Sec. 4.1;
+    App. G: m = 5, 10 samples). Variables with a single feasible state are not perturbed.
+
+    What is guaranteed: with m = 1 and an exact oracle the mean is an upper bound on log Z
+    *in expectation* (H&J Cor. 1: log Z <= E[max_x θ(x) + Σ_i γ_i(x_i)]), equal to it for
+    a model without edges (for any m); a finite sample can fall below. For m > 1 there is
+    no bound either way: as m grows the noise term (1/m) G_i(c) tends to the entropy
+    H(c/m), so the maximum tends to the naive mean-field value max_q Σ_i <θ_i, q_i> +
+    H(q_i) + Σ_ij q_iᵀ θ_ij q_j, a lower bound. An approximate oracle only lowers each
+    maximum. Nothing is certified, so ``certified`` is False and the status is never
+    ``converged``.
+
+    marginals : "condition" (App. G: clamp x_i = s, estimate log Z_{i,s} with ``n_samples``
+        more MAP calls, μ_i(s) ∝ exp log Z_{i,s}: Σ_i (card_i) n_samples calls for the
+        variables with card_i > 1), "samples" (no extra calls: the mean of the folded
+        perturbed MAP vertices, i.e. the frequencies of the MAP states among the copies,
+        node and edge marginals; for m = 1 Papandreou & Yuille's sample frequencies; it
+        is the gradient of the estimate in θ), or None.
+    oracle : any oracle `fwcore.oracles.resolve_oracle` accepts, called on the count model
+        of `_Inflated` (for m = 1 the model itself); with ``inflation`` > 1 a name or
+        (name, options), as the oracle is built for that model. ``method`` names it.
+    seed : every Gumbel draw and seeded oracle (None: fresh entropy). executor : any
+        `concurrent.futures.Executor` for the independent estimates (the log Z one and
+        each clamped one); the result equals the serial run's for a fixed ``seed``.
+        toulbar2 (what "exact" picks for dense models) needs processes: it fails in
+        worker threads (`fwcore.interrupt`).
+    max_time : seconds; with it, or on Ctrl-C, the samples drawn so far make the result
+        (status ``max_time`` / ``interrupted``); a MAP call stopped by the time limit is
+        not used.
+    """
+    t0, wall0 = time.perf_counter(), time.time()
+    model = check_feasible(check_model(model))
+    p = check_params(_PARAMS, n_samples=n_samples, inflation=inflation, marginals=marginals,
+                     seed=seed, executor=executor, max_time=max_time)
+    m = p["inflation"]
+    if m > 1 and not isinstance(oracle, (str, tuple)):
+        raise ValueError(f"oracle must be a name or a (name, options) pair when inflation > 1 "
+                         f"(the MAP calls are on the inflated model, {m} copies of each "
+                         "variable); use inflation=1 for an oracle object or function")
+    inflated = _Inflated(model, m)
+    first = resolve_oracle(oracle, inflated.graph)  # checks the spec; resolves "exact"
+    spec = first.name if oracle in ("exact", "auto") else oracle
+    clamps = [None]
+    if p["marginals"] == "condition":
+        clamps += [(i, s) for i in range(model.n_vars) if model.card[i] > 1
+                   for s in range(model.card[i])]
+    seeds = np.random.SeedSequence(p["seed"]).spawn(len(clamps))
+    deadline = None if p["max_time"] is None else wall0 + p["max_time"]
+    fold = p["marginals"] == "samples"
+    args = [(inflated, spec, c, p["n_samples"], s, deadline, fold) for c, s in zip(clamps, seeds)]
+    runs, interrupted = _run_all(args, p["executor"], deadline)
+
+    values = runs[0][0] if runs and runs[0] is not None else np.zeros(0)
+    n = values.size
+    log_z = float(values.mean()) if n else float("nan")
+    stderr = float(values.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
+    nodes = edges = None
+    if p["marginals"] == "samples" and n:
+        nodes, edges = model.split_marginals(runs[0][3] / n)
+    elif p["marginals"] == "condition":
+        nodes = _conditioned_marginals(model, clamps, runs)
+    done = [r for r in runs if r is not None]
+    complete = len(done) == len(clamps) and all(r[0].size == p["n_samples"] for r in done)
+    status = (Status.INTERRUPTED if interrupted or any(r[4] for r in done)
+              else Status.MAX_ITER if complete else Status.MAX_TIME)
+    trace = Trace(Record(iteration=k + 1, time=float(t - wall0),
+                         primal=float(values[:k + 1].mean()), n_oracle_calls=k + 1)
+                  for k, t in enumerate(runs[0][1] if n else ()))
+    return PerturbResult(log_z=log_z, log_z_stderr=stderr, samples=values, node_marginals=nodes,
+                         edge_marginals=edges, status=status,
+                         n_oracle_calls=int(sum(r[2] for r in done)), inflation=m,
+                         time=time.perf_counter() - t0,
+                         method=f"perturb-and-map/{first.name}", trace=trace)
+
+
+def _run_all(args, executor, deadline):
+    """`_estimate` on each argument tuple, serially or on ``executor``; returns the results
+    (None for a task that did not run) and whether Ctrl-C stopped the run."""
+    if executor is None:
+        runs = []
+        try:
+            for a in args:
+                if runs and (runs[-1][4] or (deadline is not None and time.time() >= deadline)):
+                    break
+                runs.append(_estimate(*a))
+        except KeyboardInterrupt:
+            return runs + [None] * (len(args) - len(runs)), True
+        return runs + [None] * (len(args) - len(runs)), False
+    futures = [executor.submit(_estimate, *a) for a in args]
+    try:
+        return [f.result() for f in futures], False
+    except KeyboardInterrupt:
+        for f in futures:
+            f.cancel()
+        return [_finished(f) for f in futures], True
+
+
+def _finished(future):
+    try:
+        return future.result(timeout=0) if future.done() else None
+    except CancelledError:
+        return None
+
+
+def _estimate(inflated, spec, clamp, n_samples, seed, deadline, fold):
+    """``n_samples`` perturbed MAP values of the inflated model, with variable i clamped to
+    state s when ``clamp`` = (i, s). Returns (values, wall times, MAP calls, sum of the
+    folded vertices or None, interrupted)."""
+    rng = np.random.default_rng(seed)
+    g = inflated.graph
+    oracle = resolve_oracle(spec, g, seed=int(rng.integers(2**31 - 1)))
+    scores = g.theta.copy()
+    if clamp is not None:
+        i, s = clamp
+        scores[g.node_off[i]:g.node_off[i + 1]][inflated.C[i][:, s] < inflated.m] = -np.inf
+    states = np.add.reduceat(np.isfinite(scores[:g.node_off[-1]]), g.node_off[:-1])
+    if (states == 0).any():  # x_i = s is impossible: log Z_{i,s} = -inf
+        return np.full(n_samples, -np.inf), [], 0, None, False
+    values, times, calls, total, interrupted = [], [], 0, None, False
+    try:
+        for _ in range(n_samples):
+            # zero-mean Gumbel noise; a variable with one feasible state gets none
+            noise = [rng.gumbel(size=(inflated.m, k)) - np.euler_gamma if free else None
+                     for k, free in zip(inflated.model.card, states > 1)]
+            left = None if deadline is None else deadline - time.time()
+            if left is not None and left <= 0:
+                break
+            perturbed = inflated.perturbed(scores, noise)
+            x = oracle.argmax(perturbed, time_limit=left)
+            calls += 1
+            if oracle.status is Status.MAX_TIME:
+                break
+            values.append(float(g.score(x, perturbed)))
+            times.append(time.time())
+            if fold:
+                mu = inflated.fold(x)
+                total = mu if total is None else total + mu
+    except KeyboardInterrupt:
+        interrupted = True
+    return np.array(values), times, calls, total, interrupted
+
+
+def _conditioned_marginals(model, clamps, runs):
+    """μ_i(s) ∝ exp(mean of the clamped estimate of log Z_{i,s}) (App. G); NaN for a
+    variable with an estimate missing; [1] for a single-state variable."""
+    logz = {c: (r[0].mean() if r is not None and r[0].size else np.nan)
+            for c, r in zip(clamps[1:], runs[1:])}
+    nodes = []
+    for i in range(model.n_vars):
+        v = np.array([logz.get((i, s), 0.0) for s in range(model.card[i])])
+        with np.errstate(invalid="ignore"):
+            nodes.append(np.exp(v - np.logaddexp.reduce(v)))
+    return nodes
