@@ -40,6 +40,9 @@ class MapOracle(abc.ABC):
     exact = False
     #: the constructor takes ``seed`` (randomised oracles); `resolve_oracle` passes it
     takes_seed = False
+    #: the constructor takes ``anytime``: with it, a call given a time limit keeps improving
+    #: its labelling until that limit (without, a fixed effort); `resolve_oracle` passes it
+    takes_anytime = False
     #: name of the optional extra a backend needs (None: numpy/scipy only)
     extra = None
     #: default time limit of each call in seconds (constructors that take one set it)
@@ -52,6 +55,9 @@ class MapOracle(abc.ABC):
         #: score optimal), STALLED (a local optimum without proof), MAX_ITER or MAX_TIME
         self.status = None
         self._bound = None
+        #: the last call's progress as `fwcore.results.Record`s (time since the call's
+        #: start, best score, best bound); empty for oracles that record none
+        self.progress = ()
 
     def argmax(self, scores, init=None, time_limit=None):
         """An int32 assignment maximising ``<scores, mu(x)>`` (scores: the flat layout,
@@ -165,7 +171,7 @@ def _names():
     return ", ".join(["exact", "auto", *sorted(_registry)])
 
 
-def resolve_oracle(spec, model, *, seed=None, **options):
+def resolve_oracle(spec, model, *, seed=None, anytime=None, **options):
     """The oracle for ``model`` named by ``spec``, shared by every entry point:
 
     - ``"exact"``: the cheapest exact oracle (`exact_choice`);
@@ -179,7 +185,8 @@ def resolve_oracle(spec, model, *, seed=None, **options):
     - a `MapOracle` instance (used as it is: fwcore passes time limits per call and never
       sets its attributes), or a function ``scores -> assignment``.
 
-    ``seed`` goes to the oracles that declare ``takes_seed``."""
+    ``seed`` goes to the oracles that declare ``takes_seed``, ``anytime`` (when not None)
+    to those that declare ``takes_anytime``."""
     _load_builtin()
     model = check_model(model)
     if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str):
@@ -200,6 +207,8 @@ def resolve_oracle(spec, model, *, seed=None, **options):
                              f"pip install 'fwcore[{cls.extra}]'")
         if cls.takes_seed and seed is not None:
             options.setdefault("seed", seed)
+        if cls.takes_anytime and anytime is not None:
+            options.setdefault("anytime", anytime)
         return cls(model, **options)
     if options:
         raise TypeError(f"options {sorted(options)} apply only to oracles chosen by name")
