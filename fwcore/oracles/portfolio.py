@@ -16,9 +16,11 @@ __all__ = ["PortfolioOracle"]
 
 #: default members, in order of preference; those not installed/registered are skipped
 DEFAULT_MEMBERS = ("qpbo", "trws", "icm")
-#: an anytime call's annealing slices take this share of the time left (a long cooling
-#: schedule first: annealing's result improves with the schedule's length)
-_SLICE_SHARE = 0.5
+#: an anytime call's first annealing run takes this share of the time left (a long
+#: cooling schedule: annealing's result improves with the schedule's length), later runs
+#: this share of the first one's
+_FIRST_SHARE = 0.5
+_LATER_SHARE = 0.125
 #: and are at least this long (seconds)
 _MIN_SLICE = 0.05
 
@@ -125,10 +127,13 @@ class PortfolioOracle(MapOracle):
                 y = self._expansion.argmax(scores, init=x, time_limit=self._left(end))
                 x, best = self._better(scores, x, best, y)
             left = self._left(end)
-            # the first run improves the best labelling; later ones start afresh (from the
-            # unary argmax) so that their labellings differ from it and fusion can combine
-            y = self._anneal.argmax(scores, init=x if len(progress) == 1 else None,
-                                    time_limit=min(max(_SLICE_SHARE * left, _MIN_SLICE), left))
+            # the first run improves the best labelling; later ones, shorter, start afresh
+            # (from the unary argmax) so that their labellings differ and fusion combines
+            if len(progress) == 1:
+                piece = max(_FIRST_SHARE * left, _MIN_SLICE)
+                y = self._anneal.argmax(scores, init=x, time_limit=min(piece, left))
+            else:
+                y = self._anneal.argmax(scores, time_limit=min(_LATER_SHARE * piece, left))
             fused, fused_score = self._fusion.fuse(scores, x, y)
             x, best = self._better(scores, fused, fused_score, y)
             if trws_running and end - time.perf_counter() > 1e-3:
