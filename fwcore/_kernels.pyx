@@ -22,7 +22,7 @@ cimport numpy as cnp
 from libc.math cimport INFINITY, exp, fabs, log
 from libc.stdint cimport int8_t, uint64_t
 from libc.stdlib cimport qsort
-from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
+from ._clock cimport monotonic
 
 from ._graph cimport Graph
 
@@ -291,13 +291,6 @@ def trw_line_search(const double[::1] theta, const double[::1] mu, const double[
 
 # -- ICM (Besag 1986; Barrier FW, Alg. 6) ----------------------------------------------
 
-cdef inline double _now() noexcept nogil:
-    """Monotonic clock in seconds."""
-    cdef timespec ts
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return ts.tv_sec + 1e-9 * ts.tv_nsec
-
-
 cdef inline uint64_t _splitmix64(uint64_t* state) noexcept nogil:
     cdef uint64_t z
     state[0] += <uint64_t>0x9E3779B97F4A7C15
@@ -471,7 +464,7 @@ def anneal(const double[::1] theta, Graph graph, int[::1] x, int[::1] best_x,
     cdef double fin = 0.0, best_fin, la, lc, delta, temp = t_start, t, u
     cdef double cool = 1.0 if n_moves <= 1 or t_end >= t_start else \
         (t_end / t_start) ** (4096.0 / n_moves)
-    cdef double stop = _now() + time_limit if time_limit > 0.0 else INFINITY
+    cdef double stop = monotonic() + time_limit if time_limit > 0.0 else INFINITY
     cdef bint overflow = False
     if n == 0:
         return 0.0, 0, 0, 0
@@ -494,7 +487,7 @@ def anneal(const double[::1] theta, Graph graph, int[::1] x, int[::1] best_x,
         while move < n_moves:
             if move & 4095 == 0 and move:
                 temp *= cool
-                if _now() > stop:
+                if monotonic() > stop:
                     break
             v = move % n
             move += 1

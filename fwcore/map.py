@@ -17,12 +17,12 @@ _PARAMS = {"time_limit": TIME, "seed": SEED}
 def infer_map(model, method="auto", time_limit=None, seed=None, **options):
     """MAP assignment of ``model`` (argmax of <θ, μ(x)>) by the oracle named ``method``.
 
-    method : "exact" (the cheapest exact oracle: tree, bruteforce, elimination, toulbar2 or
-        ilp, see `fwcore.oracles.exact_choice`), "auto" (that exact oracle when it is tree,
-        brute force or elimination or when edge tables forbid pairs of states, as a
-        `FactorGraph`'s do, else the approximate "portfolio"), or any name in
-        ``fwcore.available_oracles()`` (bruteforce, elimination, tree, ilp, toulbar2, icm,
-        qpbo, trws, maxproduct, portfolio, lp).
+    method : "exact" (the cheapest exact oracle: tree, bruteforce, elimination, cover,
+        toulbar2 or ilp, see `fwcore.oracles.exact_choice`), "auto" (that exact oracle when
+        it is tree, brute force, elimination or cover or when edge tables forbid pairs of
+        states, as a `FactorGraph`'s do, else the approximate "portfolio"), or any name in
+        ``fwcore.available_oracles()`` (bruteforce, elimination, tree, cover, ilp, toulbar2,
+        icm, qpbo, trws, maxproduct, anneal, expansion, portfolio, lp).
     time_limit : seconds for the call (oracles that stop early return their best
         labelling with status ``max_time``); the anytime oracles (portfolio, anneal) use
         all of it unless their bound proves optimality first (``anytime=False`` among the
