@@ -97,7 +97,7 @@ class AnnealOracle(MapOracle):
         x = node_argmax(m, scores).astype(np.int32) if init is None else init.copy()
         scale = temperature_scale(m, scores)
         self.n_moves = self.n_accepted = 0
-        if not (self.anytime and time_limit is not None) or m.n_vars == 0:
+        if not (self.anytime and time_limit is not None) or (m.card < 2).all():
             best, finished = self._run(scores, x, scale, self.sweeps * m.n_vars, time_limit)
             return best, None, (None if finished else Status.MAX_TIME)
         probe = _PROBE_SWEEPS * m.n_vars
