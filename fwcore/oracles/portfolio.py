@@ -37,12 +37,13 @@ class PortfolioOracle(MapOracle):
     After a call, ``member_scores`` maps each member's name (suffixed by its position when
     names repeat, e.g. two user functions) to its score and ``best`` names the winner.
 
-    ``anytime=True``: a call given a time limit runs the members, then until the limit
-    rounds of: α-expansion from the best labelling (multi-label models), simulated
-    annealing from it (each run half the time left; ``seed`` drives it), a
-    fusion move of the best with the annealed labelling and with the members' labellings
-    (`fwcore.oracles.anytime.Fusion`), and more TRW-S iterations while TRW-S has not
-    stalled (its bound is the certified one). It stops early when the bound proves the
+    ``anytime=True``: a call given a time limit runs the members and fuses their
+    labellings (`fwcore.oracles.anytime.Fusion`), then until the limit rounds of:
+    α-expansion from the best labelling (multi-label models); simulated annealing (the
+    first run from the best labelling, for half the time left; later runs, an eighth of
+    that, from the unary argmax, so that they differ from it; ``seed`` drives them); a
+    fusion move of the best with the annealed labelling; more TRW-S iterations while
+    TRW-S has not stalled (its bound is the certified one). It stops early when the bound proves the
     best score optimal (CONVERGED), else returns MAX_TIME; ``progress`` records (time,
     best score, best bound) after the members and after each round. Without a time limit a
     call is the plain portfolio.
