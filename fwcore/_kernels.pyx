@@ -22,6 +22,7 @@ cimport numpy as cnp
 from libc.math cimport INFINITY, exp, fabs, log
 from libc.stdint cimport int8_t, uint64_t
 from libc.stdlib cimport qsort
+from ._clock cimport monotonic
 
 from ._graph cimport Graph
 
@@ -402,6 +403,134 @@ def icm(const double[::1] theta, Graph graph, int[::1] x, int max_sweeps=100, or
                             dirty[adj_var[slot]] = 1
         score = _score(theta, card, edges, node_off, edge_off, x)
     return score, sweeps, not changed
+
+
+# -- simulated annealing (Kirkpatrick, Gelatt & Vecchi 1983; Metropolis et al. 1953) ------
+
+cdef inline double _local(const double[::1] theta, const int[::1] card,
+                          const long long[::1] node_off, const long long[::1] edge_off,
+                          const long long[::1] adj_start, const int[::1] adj_var,
+                          const int[::1] adj_edge, const int8_t[::1] adj_first,
+                          const int[::1] x, Py_ssize_t v, Py_ssize_t a,
+                          int* n_bad) noexcept nogil:
+    """The finite part of the terms of <theta, mu(x)> that involve v, with x_v = a; the
+    number of -inf terms among them goes to n_bad."""
+    cdef Py_ssize_t slot, u, e
+    cdef double s = 0.0, t = theta[node_off[v] + a]
+    n_bad[0] = 0
+    if t == -INFINITY:
+        n_bad[0] += 1
+    else:
+        s += t
+    for slot in range(adj_start[v], adj_start[v + 1]):
+        u = adj_var[slot]
+        e = adj_edge[slot]
+        if adj_first[slot]:
+            t = theta[edge_off[e] + a * card[u] + x[u]]
+        else:
+            t = theta[edge_off[e] + x[u] * card[v] + a]
+        if t == -INFINITY:
+            n_bad[0] += 1
+        else:
+            s += t
+    return s
+
+
+def anneal(const double[::1] theta, Graph graph, int[::1] x, int[::1] best_x,
+           double t_start, double t_end, long long n_moves, double time_limit,
+           unsigned long long seed, int[::1] log):
+    """Simulated annealing (maximising <theta, mu(x)>) from x, in place; best_x receives
+    the best labelling visited (x itself included).
+
+    Moves sweep the variables in index order (cache-friendly on locally numbered graphs);
+    a move proposes a state a != x_v drawn uniformly (inline splitmix64 generator,
+    reproducible from ``seed``) and is accepted by the Metropolis rule at temperature T:
+    always when the finite score does not drop, else with probability exp(delta / T).
+    Impossible states: the -inf terms of x are counted, never summed; a move that adds
+    -inf terms is rejected and one that removes some is accepted, so from a feasible x the
+    search never leaves the feasible set. T falls geometrically from t_start to t_end over
+    n_moves moves. time_limit (seconds, <= 0: none) is checked every 4096 moves. ``log``
+    (int32[n], work) lists the variables moved since the last best, so best_x is updated
+    in O(moves) (a full copy after n logged moves).
+    Returns (best finite score, best number of -inf terms, moves done, moves accepted).
+    """
+    cdef const int[::1] card = graph.card, adj_var = graph.adj_var, adj_edge = graph.adj_edge
+    cdef const int[:, ::1] edges = graph.edges
+    cdef const long long[::1] node_off = graph.node_off, edge_off = graph.edge_off
+    cdef const long long[::1] adj_start = graph.adj_start
+    cdef const int8_t[::1] adj_first = graph.adj_first
+    cdef Py_ssize_t n = card.shape[0], v, a, i, e, k, n_log = 0
+    cdef long long move = 0, accepted = 0
+    cdef int bad_a, bad_c, bad = 0, best_bad
+    cdef uint64_t state = seed
+    cdef double fin = 0.0, best_fin, la, lc, delta, temp = t_start, t, u
+    cdef double cool = 1.0 if n_moves <= 1 or t_end >= t_start else \
+        (t_end / t_start) ** (4096.0 / n_moves)
+    cdef double stop = monotonic() + time_limit if time_limit > 0.0 else INFINITY
+    cdef bint overflow = False
+    if n == 0:
+        return 0.0, 0, 0, 0
+    with nogil:
+        for i in range(n):                   # score of x: finite part and -inf count
+            t = theta[node_off[i] + x[i]]
+            if t == -INFINITY:
+                bad += 1
+            else:
+                fin += t
+        for e in range(edges.shape[0]):
+            t = theta[edge_off[e] + x[edges[e, 0]] * card[edges[e, 1]] + x[edges[e, 1]]]
+            if t == -INFINITY:
+                bad += 1
+            else:
+                fin += t
+        for i in range(n):
+            best_x[i] = x[i]
+        best_fin, best_bad = fin, bad
+        while move < n_moves:
+            if move & 4095 == 0 and move:
+                temp *= cool
+                if monotonic() > stop:
+                    break
+            v = move % n
+            move += 1
+            if card[v] < 2:
+                continue
+            a = _randint(&state, card[v] - 1)
+            if a >= x[v]:
+                a += 1
+            la = _local(theta, card, node_off, edge_off, adj_start, adj_var, adj_edge,
+                        adj_first, x, v, a, &bad_a)
+            lc = _local(theta, card, node_off, edge_off, adj_start, adj_var, adj_edge,
+                        adj_first, x, v, x[v], &bad_c)
+            if bad_a > bad_c:
+                continue
+            delta = la - lc
+            if bad_a == bad_c and delta < 0.0:
+                if delta < -40.0 * temp:     # exp(-40) ~ 4e-18: never accepted
+                    continue
+                u = (_splitmix64(&state) >> 11) * (1.0 / 9007199254740992.0)
+                if u >= exp(delta / temp):
+                    continue
+            x[v] = <int>a
+            fin += delta
+            bad += bad_a - bad_c
+            accepted += 1
+            if n_log < n:
+                log[n_log] = <int>v
+                n_log += 1
+            else:
+                overflow = True
+            if bad < best_bad or (bad == best_bad and fin > best_fin):
+                best_fin, best_bad = fin, bad
+                if overflow:
+                    for i in range(n):
+                        best_x[i] = x[i]
+                else:
+                    for k in range(n_log):
+                        best_x[log[k]] = x[log[k]]
+                n_log = 0
+                overflow = False
+    return best_fin, best_bad, move, accepted
 
 
 # -- Euclidean projection onto the simplex {w >= 0, sum w = z} --------------------------

@@ -6,7 +6,9 @@
   stages as in Kolmogorov's QPBO code; `bk_maxflow`: the same max-flow on any graph;
 - `message_sweeps` + `decode`: one forward and one backward pass of sequential max-sum
   message passing in the order 0..n-1, which is TRW-S (Kolmogorov 2006, Fig. 3) with node
-  weights gamma_s = 1/max(n_in(s), n_out(s)) and max-product BP with gamma = 1.
+  weights gamma_s = 1/max(n_in(s), n_out(s)) and max-product BP with gamma = 1;
+- `cover_enumerate`: exact MAP by enumerating the states of a binary vertex cover in Gray
+  code order, the other variables (an independent set) maximised one by one.
 
 Arguments follow `fwcore._kernels`: the arrays of a `PairwiseMRF` (card int32[n], edges
 int32[E, 2], node_off/edge_off int64, adj_start int64[n+1], adj_var/adj_edge int32[2E],
@@ -16,6 +18,7 @@ import numpy as np
 
 cimport numpy as cnp
 from libc.math cimport INFINITY, fabs
+from ._clock cimport monotonic
 from libc.stdint cimport int8_t
 
 from ._graph cimport Graph
@@ -585,3 +588,162 @@ def decode(const double[::1] theta, Graph graph, const long long[::1] msg_off,
                     best = hat[xs]
                     best_x = xs
             x[s] = best_x
+
+
+# -- exact MAP over a binary vertex cover -------------------------------------------------
+
+cdef inline double _pair(const double[::1] theta, const int[::1] card,
+                         const long long[::1] edge_off, Py_ssize_t e, bint first, int s,
+                         int u, int a, int b) noexcept nogil:
+    """θ_e(x_s = a, x_u = b) read from the slot of s (``first``: s is the edge's i)."""
+    if first:
+        return theta[edge_off[e] + a * card[u] + b]
+    return theta[edge_off[e] + b * card[s] + a]
+
+
+cdef double _cover_sync(const double[::1] theta, Graph graph, const int[::1] cover,
+                        const int8_t[::1] in_cover, int[::1] x, double[::1] field) noexcept nogil:
+    """From scratch for the cover's states in x: field (node layout) of each free variable
+    r, θ_r + Σ_s θ_sr(x_s, ·) over its cover neighbours; returns the cover's own score
+    (its node terms and the edges inside it)."""
+    cdef const int[::1] card = graph.card, adj_var = graph.adj_var, adj_edge = graph.adj_edge
+    cdef const long long[::1] node_off = graph.node_off, edge_off = graph.edge_off
+    cdef const long long[::1] adj_start = graph.adj_start
+    cdef const int8_t[::1] adj_first = graph.adj_first
+    cdef Py_ssize_t n = card.shape[0], k, slot
+    cdef int r, s, u, a
+    cdef double base = 0.0
+    for r in range(n):
+        if not in_cover[r]:
+            for a in range(card[r]):
+                field[node_off[r] + a] = theta[node_off[r] + a]
+    for k in range(cover.shape[0]):
+        s = cover[k]
+        base += theta[node_off[s] + x[s]]
+        for slot in range(adj_start[s], adj_start[s + 1]):
+            u = adj_var[slot]
+            if in_cover[u]:
+                if u > s:                # each edge inside the cover once
+                    base += _pair(theta, card, edge_off, adj_edge[slot], adj_first[slot],
+                                  s, u, x[s], x[u])
+            else:
+                for a in range(card[u]):
+                    field[node_off[u] + a] += _pair(theta, card, edge_off, adj_edge[slot],
+                                                    adj_first[slot], s, u, x[s], a)
+    return base
+
+
+cdef inline double _best(const double[::1] field, Py_ssize_t off, int c) noexcept nogil:
+    cdef double top = field[off]
+    cdef int a
+    for a in range(1, c):
+        if field[off + a] > top:
+            top = field[off + a]
+    return top
+
+
+cdef double _free_sum(const int[::1] card, const long long[::1] node_off, const int[::1] free,
+                      const double[::1] field) noexcept nogil:
+    """Σ over the free variables of their best field entry."""
+    cdef Py_ssize_t i
+    cdef double total = 0.0
+    for i in range(free.shape[0]):
+        total += _best(field, node_off[free[i]], card[free[i]])
+    return total
+
+
+def cover_enumerate(const double[::1] theta, Graph graph, const int[::1] cover,
+                    const int8_t[::1] in_cover, const int[::1] free, int[::1] x,
+                    double time_limit, const long long[::1] diff_start, double[::1] field,
+                    double[::1] diff):
+    """Exact MAP (all theta finite) when ``cover`` (k binary variables) is a vertex cover:
+    the other variables (``free``) are independent given the cover's states, so
+    max score = max over the 2^k cover states of [cover score + Σ_r max_a field_r(a)].
+    Enumerates the cover states in Gray code order, flipping one variable a step: its
+    neighbours' fields change by a precomputed difference (``diff``, work array; the
+    entries of cover[j]'s slots start at diff_start[j], card[neighbour] each), the sum of the free maxima by theirs, the cover score
+    by the flipped terms: O(degree · card) a step. The incremental sums are recomputed
+    from scratch every 4096 steps. time_limit (seconds, <= 0: none) is checked every
+    65536 steps. Writes the best labelling found into x and returns (its score as summed,
+    whether the enumeration finished).
+    """
+    cdef const int[::1] card = graph.card, adj_var = graph.adj_var, adj_edge = graph.adj_edge
+    cdef const long long[::1] node_off = graph.node_off, edge_off = graph.edge_off
+    cdef const long long[::1] adj_start = graph.adj_start
+    cdef const int8_t[::1] adj_first = graph.adj_first
+    cdef int k = cover.shape[0], j, s, u, a, old, new, r, c
+    cdef Py_ssize_t slot, i, d, off
+    cdef unsigned long long t, steps = 1ULL << k, best_code = 0, code = 0
+    cdef double base, free_sum, total, best = -INFINITY, before, stop
+    cdef bint finished = True
+    stop = monotonic() + time_limit if time_limit > 0.0 else INFINITY
+    with nogil:
+        d = 0                                # diff: θ_su(1, ·) − θ_su(0, ·), slot by slot
+        for j in range(k):
+            s = cover[j]
+            for slot in range(adj_start[s], adj_start[s + 1]):
+                u = adj_var[slot]
+                for a in range(card[u]):
+                    diff[d + a] = (_pair(theta, card, edge_off, adj_edge[slot],
+                                         adj_first[slot], s, u, 1, a)
+                                   - _pair(theta, card, edge_off, adj_edge[slot],
+                                           adj_first[slot], s, u, 0, a))
+                d += card[u]
+        for j in range(k):
+            x[cover[j]] = 0
+        base = _cover_sync(theta, graph, cover, in_cover, x, field)
+        free_sum = _free_sum(card, node_off, free, field)
+        t = 0
+        while True:
+            total = base + free_sum
+            if total > best:
+                best = total
+                best_code = code
+            t += 1
+            if t >= steps:
+                break
+            if t & 65535 == 0 and monotonic() > stop:
+                finished = False
+                break
+            j = 0                           # the bit that changes: trailing zeros of t
+            while not (t >> j) & 1:
+                j += 1
+            code ^= 1ULL << j
+            s = cover[j]
+            old = x[s]
+            new = 1 - old
+            x[s] = new
+            if t & 4095 == 0:
+                base = _cover_sync(theta, graph, cover, in_cover, x, field)
+                free_sum = _free_sum(card, node_off, free, field)
+                continue
+            base += theta[node_off[s] + new] - theta[node_off[s] + old]
+            d = diff_start[j]
+            for slot in range(adj_start[s], adj_start[s + 1]):
+                u = adj_var[slot]
+                c = card[u]
+                if in_cover[u]:
+                    if new:
+                        base += diff[d + x[u]]
+                    else:
+                        base -= diff[d + x[u]]
+                else:
+                    off = node_off[u]
+                    before = _best(field, off, c)
+                    for a in range(c):
+                        if new:
+                            field[off + a] += diff[d + a]
+                        else:
+                            field[off + a] -= diff[d + a]
+                    free_sum += _best(field, off, c) - before
+                d += c
+        for j in range(k):                  # the best cover states, then the free argmax
+            x[cover[j]] = (best_code >> j) & 1
+        _cover_sync(theta, graph, cover, in_cover, x, field)
+        for i in range(free.shape[0]):
+            r = free[i]
+            x[r] = 0
+            for a in range(1, card[r]):
+                if field[node_off[r] + a] > field[node_off[r] + x[r]]:
+                    x[r] = a
+    return best, finished

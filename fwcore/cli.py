@@ -317,7 +317,10 @@ def _parser():
     _common(mp)
     mp.add_argument("--method", default="auto", help=solvers + " (default auto)")
     _solver_options(mp)
-    mp.add_argument("--time-limit", type=float, metavar="SECONDS", help="time limit for the solver")
+    mp.add_argument("--time-limit", type=float, metavar="SECONDS",
+                    help="time limit for the solver; the anytime solvers (portfolio, anneal) "
+                         "use all of it to improve the answer unless their bound proves it "
+                         "optimal first (--option anytime=false: their fixed effort)")
     mp.add_argument("--out", metavar="PREFIX", help="write PREFIX.MAP")
     mp.set_defaults(run=_cmd_map)
     return p

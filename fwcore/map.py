@@ -17,20 +17,24 @@ _PARAMS = {"time_limit": TIME, "seed": SEED}
 def infer_map(model, method="auto", time_limit=None, seed=None, **options):
     """MAP assignment of ``model`` (argmax of <θ, μ(x)>) by the oracle named ``method``.
 
-    method : "exact" (the cheapest exact oracle: tree, bruteforce, elimination, toulbar2 or
-        ilp, see `fwcore.oracles.exact_choice`), "auto" (that exact oracle when it is tree,
-        brute force or elimination or when edge tables forbid pairs of states, as a
-        `FactorGraph`'s do, else the approximate "portfolio"), or any name in
-        ``fwcore.available_oracles()`` (bruteforce, elimination, tree, ilp, toulbar2, icm,
-        qpbo, trws, maxproduct, portfolio, lp).
+    method : "exact" (the cheapest exact oracle: tree, bruteforce, elimination, cover,
+        toulbar2 or ilp, see `fwcore.oracles.exact_choice`), "auto" (that exact oracle when
+        it is tree, brute force, elimination or cover or when edge tables forbid pairs of
+        states, as a `FactorGraph`'s do, else the approximate "portfolio"), or any name in
+        ``fwcore.available_oracles()`` (bruteforce, elimination, tree, cover, ilp, toulbar2,
+        icm, qpbo, trws, maxproduct, anneal, expansion, portfolio, lp).
     time_limit : seconds for the call (oracles that stop early return their best
-        labelling with status ``max_time``). seed : for the oracles that take one. Other
-        keyword ``options`` go to the oracle's constructor.
+        labelling with status ``max_time``); the anytime oracles (portfolio, anneal) use
+        all of it unless their bound proves optimality first (``anytime=False`` among the
+        options keeps them to their fixed effort). seed : for the oracles that take one.
+        Other keyword ``options`` go to the oracle's constructor.
 
     Returns a `MapResult`: ``assignment``, ``score``, ``upper_bound`` (None when the method
     has none), ``status`` (the oracle's: ``converged`` only when exact or proven by the
     bound; ``interrupted`` on Ctrl-C, with the best node scores' assignment and no bound),
-    ``time`` (seconds, oracle construction included) and ``method`` (the oracle used). A
+    ``time`` (seconds, oracle construction included), ``method`` (the oracle used) and
+    ``trace``: the anytime oracles' (time, score, bound) records (times from the start of
+    the oracle's call), else one record at the end. A
     model with no feasible assignment raises ValueError: before the oracle runs when arc
     consistency finds it (`fwcore.checks.check_feasible`), after it when an exact oracle's
     maximum or any certified bound proves it.
@@ -38,7 +42,8 @@ def infer_map(model, method="auto", time_limit=None, seed=None, **options):
     model = check_feasible(check_model(model))
     checked = check_params(_PARAMS, time_limit=time_limit, seed=seed)
     start = time.perf_counter()
-    oracle = resolve_oracle(method, model, seed=checked["seed"], **options)
+    oracle = resolve_oracle(method, model, seed=checked["seed"],
+                            anytime=checked["time_limit"] is not None, **options)
     limit = checked["time_limit"]
     if limit is not None:  # the oracle's construction counts towards the time limit
         limit = max(limit - (time.perf_counter() - start), 1e-2)
@@ -53,8 +58,8 @@ def infer_map(model, method="auto", time_limit=None, seed=None, **options):
     check_bound_feasible(model, bound)
     if oracle.exact and status is Status.CONVERGED:
         check_bound_feasible(model, score)      # the maximum itself
-    trace = Trace([Record(iteration=1, time=elapsed, primal=score, n_oracle_calls=1,
-                          bound=bound, score=score)])
+    trace = Trace(oracle.progress or [Record(iteration=1, time=elapsed, primal=score,
+                                             n_oracle_calls=1, bound=bound, score=score)])
     return MapResult(assignment=x, score=score, upper_bound=bound, status=status,
                      time=elapsed, method=oracle.name, n_iter=1, n_oracle_calls=1, trace=trace,
                      info={"requested": method})

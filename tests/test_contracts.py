@@ -11,6 +11,7 @@ import fwcore
 from fwcore import PairwiseMRF, random_clique, random_grid
 from fwcore.generators import grid
 from fwcore.oracles import LPOracle, MapOracle, available_oracles, exact_choice, resolve_oracle
+from fwcore.oracles.exact_oracles import binary_cover
 from fwcore.results import Record, Status, Trace
 
 INSTALLED = sorted(name for name, ok in available_oracles().items() if ok)
@@ -39,6 +40,8 @@ def make(name, model):
         pytest.skip("qpbo takes binary models only")
     if name == "tree" and model.n_edges != model.n_vars - model.n_components():
         pytest.skip("tree takes forests only")
+    if name == "cover" and binary_cover(model) is None:
+        pytest.skip("cover takes models with a binary vertex cover only")
     return resolve_oracle(name, model, seed=0)
 
 
@@ -75,7 +78,7 @@ def test_every_oracle_follows_the_contract(name, model_name):
 @pytest.mark.parametrize("name", INSTALLED)
 def test_every_oracle_honours_a_time_limit(name):
     model = random_grid(12, 12, coupling=3.0, seed=0)
-    if name in ("bruteforce", "tree"):
+    if name in ("bruteforce", "tree", "cover"):
         pytest.skip(f"{name} refuses this model at construction")
     oracle = resolve_oracle(name, model, seed=0)
     t0 = time.perf_counter()

@@ -203,6 +203,7 @@ def test_auto_map_takes_an_exact_oracle_where_tables_forbid_pairs(monkeypatch):
     exact there even when elimination is not cheap, and stays approximate elsewhere."""
     import fwcore.oracles.base as base
     monkeypatch.setattr(base, "AUTO_ELIMINATION_VARS", 0)
+    monkeypatch.setattr(base, "AUTO_COVER_VARS", 0)
     fg = random_factor_graph(4, n=9, n_factors=12)
     assert not fg.reduced.is_forest()
     assert fwcore.resolve_oracle("auto", fg.reduced).name in ("ilp", "toulbar2")

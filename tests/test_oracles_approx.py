@@ -1,21 +1,26 @@
-"""Approximate MAP oracles (icm, qpbo, trws, maxproduct) against brute force, and the
-kernels of fwcore._oracles against plain-NumPy twins."""
+"""Approximate MAP oracles (icm, qpbo, trws, maxproduct; the anytime anneal, fusion moves,
+expansion and portfolio of issue 14) against brute force, and the kernels of
+fwcore._oracles and fwcore._kernels.anneal against plain-NumPy twins."""
 import itertools
+import math
 
 import numpy as np
 import pytest
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_flow
 
-from fwcore import _oracles
+import fwcore
+from fwcore import _kernels, _oracles
 from fwcore.exact import exact_map
 from fwcore.model import PairwiseMRF
+from fwcore.oracles.anytime import Fusion, temperature_scale
 from fwcore.oracles.approximate import MaxProductOracle, QPBOOracle, TRWSOracle
 from fwcore.oracles.base import resolve_oracle
 from fwcore.results import Status
 
 TOL = 1e-7
 SEEDS = range(25)
+MASK = 2**64 - 1
 
 
 # -- random models ------------------------------------------------------------------------
@@ -90,12 +95,16 @@ def test_icm_warm_start_at_local_optimum_stays():
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_qpbo_exact_on_submodular_models(seed):
+@pytest.mark.parametrize("name", ["qpbo", "expansion"])
+def test_qpbo_and_expansion_exact_on_submodular_models(name, seed):
     model, opt = random_model(seed, n=9, max_card=2, submodular=True, p_inf=0.0)
-    oracle = resolve_oracle("qpbo", model)
+    oracle = resolve_oracle(name, model)
     x = oracle.argmax(model.theta)
     assert model.score(x) == pytest.approx(opt.score, abs=TOL)
-    assert oracle.upper_bound() == pytest.approx(opt.score, abs=1e-6)
+    if name == "qpbo":
+        assert oracle.upper_bound() == pytest.approx(opt.score, abs=1e-6)
+    else:  # α-expansion with two labels: optimal over y >= x and y <= x, so globally
+        assert oracle.status is Status.STALLED
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -436,3 +445,257 @@ def test_bounds_on_reference_instances(instances, stem, name):
     x = oracle.argmax(model.theta)
     assert model.score(x) <= opt + 1e-6
     assert oracle.upper_bound() >= opt - 1e-6
+
+
+
+
+# -- the annealing kernel vs its NumPy twin -------------------------------------------------
+
+def splitmix64(state):
+    state = (state + 0x9E3779B97F4A7C15) & MASK
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
+    return state, z ^ (z >> 31)
+
+
+def local(model, theta, x, v, a):
+    """(finite part, number of -inf terms) of the terms of <theta, mu(x)> that involve v,
+    with x_v = a."""
+    y = x.copy()
+    y[v] = a
+    terms = [theta[model.node_off[v] + a]]
+    for e, (i, j) in enumerate(model.edges):
+        if v in (i, j):
+            terms.append(theta[model.edge_off[e] + y[i] * model.card[j] + y[j]])
+    terms = np.array(terms)
+    bad = np.isneginf(terms)
+    return float(terms[~bad].sum()), int(bad.sum())
+
+
+def np_anneal(model, theta, x, t_start, t_end, n_moves, seed):
+    """Twin of `fwcore._kernels.anneal` (no time limit): (x, best_x, best finite score,
+    best -inf count, moves, accepted)."""
+    x = x.copy()
+    n = model.n_vars
+    flat = theta[model.flat_index(x)]
+    bad, fin = int(np.isneginf(flat).sum()), float(flat[np.isfinite(flat)].sum())
+    best_x, best = x.copy(), (bad, fin)
+    cool = 1.0 if n_moves <= 1 or t_end >= t_start else (t_end / t_start) ** (4096.0 / n_moves)
+    temp, state, move, accepted = t_start, seed, 0, 0
+    while move < n_moves:
+        if move % 4096 == 0 and move:
+            temp *= cool
+        v = move % n
+        move += 1
+        if model.card[v] < 2:
+            continue
+        state, r = splitmix64(state)
+        a = ((r >> 32) * (int(model.card[v]) - 1)) >> 32
+        if a >= x[v]:
+            a += 1
+        la, bad_a = local(model, theta, x, v, a)
+        lc, bad_c = local(model, theta, x, v, x[v])
+        if bad_a > bad_c:
+            continue
+        delta = la - lc
+        if bad_a == bad_c and delta < 0.0:
+            if delta < -40.0 * temp:
+                continue
+            state, r = splitmix64(state)
+            if (r >> 11) * (1.0 / 9007199254740992.0) >= math.exp(delta / temp):
+                continue
+        x[v] = a
+        fin += delta
+        bad += bad_a - bad_c
+        accepted += 1
+        if bad < best[0] or (bad == best[0] and fin > best[1]):
+            best, best_x = (bad, fin), x.copy()
+    return x, best_x, best[1], best[0], move, accepted
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_anneal_kernel_matches_twin(seed):
+    model, _ = random_model(seed, n=6, max_card=3, p_inf=0.15)
+    rng = np.random.default_rng(seed)
+    x0 = rng.integers(0, model.card).astype(np.int32)
+    t_start, t_end = [(2.0, 0.05), (0.3, 0.3), (50.0, 1e-3)][seed % 3]
+    n_moves = [500, 9000, 13000][seed % 3]
+    x, best_x = x0.copy(), np.empty_like(x0)
+    got = _kernels.anneal(model.theta, model.graph, x, best_x, t_start, t_end, n_moves, 0.0,
+                          seed, np.empty_like(x0))
+    tx, tbest, fin, bad, moves, accepted = np_anneal(model, model.theta, x0, t_start, t_end,
+                                                     n_moves, seed)
+    np.testing.assert_array_equal(x, tx)
+    np.testing.assert_array_equal(best_x, tbest)
+    assert got[1:] == (bad, moves, accepted)
+    assert got[0] == pytest.approx(fin, abs=1e-9)
+
+
+def test_anneal_kernel_best_copy_after_log_overflow():
+    # more accepted moves than variables between two bests: best_x is a full copy
+    model = fwcore.random_grid(3, seed=1)
+    x0 = np.zeros(model.n_vars, dtype=np.int32)
+    x, best_x = x0.copy(), np.empty_like(x0)
+    res = _kernels.anneal(model.theta, model.graph, x, best_x, 5.0, 0.01, 20000, 0.0, 7,
+                          np.empty_like(x0))
+    _, tbest, fin, _, _, _ = np_anneal(model, model.theta, x0, 5.0, 0.01, 20000, 7)
+    np.testing.assert_array_equal(best_x, tbest)
+    assert model.score(best_x) == pytest.approx(res[0], abs=1e-9)
+
+
+# -- every new solver vs brute force -----------------------------------------------------------
+
+def _solvers(model):
+    yield "anneal", resolve_oracle("anneal", model, sweeps=50, seed=0)
+    yield "expansion", resolve_oracle("expansion", model)
+    yield "portfolio", resolve_oracle("portfolio", model, anytime=True, seed=0)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("max_card", [2, 4])
+def test_never_above_optimum_nor_below_init(seed, max_card):
+    model, opt = random_model(seed, n=7, max_card=max_card, p_inf=0.1)
+    feasible_init = opt.assignment.copy()
+    rng = np.random.default_rng(seed)
+    for i in rng.choice(model.n_vars, 2, replace=False):  # perturb: maybe infeasible
+        feasible_init[i] = rng.integers(model.card[i])
+    for name, oracle in _solvers(model):
+        for init in (None, feasible_init):
+            x = oracle.argmax(model.theta, init=init, time_limit=0.05)
+            assert model.score(x) <= opt.score + TOL, name
+            if init is not None:
+                assert model.score(x) >= model.score(init) - TOL, name
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_anneal_never_leaves_the_feasible_set(seed):
+    # hot (t_start far above the scores' spread): the walk's final state is still feasible
+    model, opt = random_model(seed, n=8, max_card=3, p_inf=0.3)
+    x = opt.assignment.astype(np.int32)
+    best = np.empty_like(x)
+    _kernels.anneal(model.theta, model.graph, x, best, 100.0, 50.0, 1600, 0.0, seed,
+                    np.empty_like(x))
+    assert np.isfinite(model.score(x)) and model.score(best) == opt.score
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_anneal_finds_the_optimum_of_small_models(seed):
+    model, opt = random_model(seed, n=7, max_card=3, p_inf=0.0)
+    x = resolve_oracle("anneal", model, sweeps=3000, seed=seed).argmax(model.theta)
+    assert model.score(x) == pytest.approx(opt.score, abs=TOL)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_fusion_of_constant_labellings_is_exact_on_submodular_models(seed):
+    model, opt = random_model(seed, n=9, max_card=2, submodular=True, p_inf=0.0)
+    zeros, ones = (np.full(model.n_vars, k, dtype=np.int32) for k in (0, 1))
+    x, score = Fusion(model).fuse(model.theta, zeros, ones)
+    assert score == pytest.approx(opt.score, abs=TOL) == model.score(x)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_fusion_never_worse_than_the_incumbent(seed):
+    model, _ = random_model(seed, n=8, max_card=3, p_inf=0.2)
+    rng = np.random.default_rng(seed)
+    fusion = Fusion(model)
+    for _ in range(5):
+        x, y = (rng.integers(0, model.card).astype(np.int32) for _ in range(2))
+        fused, score = fusion.fuse(model.theta, x, y)
+        assert score == model.score(fused) and score >= model.score(x)
+        assert np.all((fused == x) | (fused == y))
+
+
+def test_expansion_on_a_metric_potts_chain_is_exact():
+    # attractive Potts on a chain: each expansion move is submodular and QPBO solves it
+    model = fwcore.potts_grid(1, 12, n_labels=4, coupling=0.0, seed=3)
+    theta = model.theta.copy()
+    theta[model.edge_off[0]:] = np.tile(np.eye(4).ravel() * 0.7, model.n_edges)
+    model = model.with_theta(theta)
+    opt = fwcore.infer_map(model, method="tree")
+    x = resolve_oracle("expansion", model).argmax(model.theta)
+    assert model.score(x) >= opt.score - 2 * 0.7 - TOL  # α-expansion's factor-2 bound
+    assert model.score(x) <= opt.score + TOL
+
+
+# -- time limits, warm starts, seeds ---------------------------------------------------------
+
+def test_anneal_respects_time_limit_and_reports_it():
+    model = fwcore.random_grid(30, seed=0)
+    oracle = resolve_oracle("anneal", model, sweeps=10**6, seed=0)
+    x = oracle.argmax(model.theta, time_limit=0.05)
+    assert oracle.status is Status.MAX_TIME
+    assert oracle.n_moves < 10**6 * model.n_vars
+    assert np.isfinite(model.score(x))
+
+
+def test_anytime_anneal_plans_a_schedule_for_its_time_limit():
+    model = fwcore.random_grid(20, seed=0)
+    oracle = resolve_oracle("anneal", model, sweeps=1, anytime=True, seed=0)
+    oracle.argmax(model.theta, time_limit=0.2)
+    assert oracle.status is Status.MAX_TIME
+    assert oracle.n_moves > 20 * model.n_vars     # more than the probe and `sweeps`
+    oracle.argmax(model.theta)                      # no time limit: the fixed effort
+    assert oracle.status is Status.STALLED and oracle.n_moves == model.n_vars
+
+
+def test_anneal_is_reproducible_from_seed_and_uses_init():
+    model, _ = random_model(4, n=12, max_card=3, p_inf=0.1)
+    a, b = (resolve_oracle("anneal", model, sweeps=20, seed=5) for _ in range(2))
+    np.testing.assert_array_equal(a.argmax(model.theta), b.argmax(model.theta))
+    init = a.argmax(model.theta)
+    cold = resolve_oracle("anneal", model, sweeps=1, t_start=1e-3, t_end=1e-3, seed=5)
+    warm = cold.argmax(model.theta, init=init)
+    assert model.score(warm) >= model.score(init)
+
+
+def test_infer_map_portfolio_spends_time_and_traces_progress():
+    model = fwcore.random_grid(12, seed=0)
+    res = fwcore.infer_map(model, method="portfolio", time_limit=0.5, seed=0)
+    assert res.status in (Status.MAX_TIME, Status.CONVERGED)
+    cols = res.trace.columns()
+    assert len(res.trace) >= 2
+    assert np.all(np.diff(cols["score"]) >= 0) and np.all(np.diff(cols["time"]) >= 0)
+    assert np.all(np.diff(cols["bound"]) <= 0)
+    assert cols["score"][-1] == res.score and cols["bound"][-1] == res.upper_bound
+    fast = fwcore.infer_map(model, method="portfolio")    # no time limit: members only
+    assert len(fast.trace) == 1 and res.score >= fast.score
+
+
+def test_anytime_portfolio_stops_when_the_bound_proves_optimality():
+    model, opt = random_model(2, n=9, max_card=2, submodular=True, p_inf=0.0)
+    oracle = resolve_oracle("portfolio", model, anytime=True, seed=0)
+    x = oracle.argmax(model.theta, time_limit=30.0)
+    assert oracle.status is Status.CONVERGED
+    assert model.score(x) == pytest.approx(opt.score, abs=TOL)
+    assert len(oracle.progress) == 1
+
+
+def test_anytime_portfolio_on_multi_label_models_with_impossible_states():
+    model, opt = random_model(7, n=8, max_card=4, p_inf=0.2)
+    res = fwcore.infer_map(model, method="portfolio", time_limit=0.2, seed=1)
+    assert res.score <= opt.score + TOL
+    assert res.upper_bound >= opt.score - TOL
+
+
+def test_temperature_scale():
+    model = fwcore.random_grid(4, coupling=2.0, seed=0)
+    blocks = model.theta[model.edge_off[0]:].reshape(-1, 4)
+    assert temperature_scale(model, model.theta) == pytest.approx(
+        np.mean(blocks.max(1) - blocks.min(1)))
+    flat = np.zeros(model.dim)
+    assert temperature_scale(model, flat) == 1.0
+
+
+def test_bad_options_raise_clear_errors():
+    model, _ = random_model(0, max_card=3)
+    with pytest.raises(ValueError, match="t_end"):
+        resolve_oracle("anneal", model, t_start=0.1, t_end=1.0)
+    with pytest.raises(ValueError, match="sweeps"):
+        resolve_oracle("anneal", model, sweeps=0)
+    with pytest.raises(TypeError, match="anytime"):
+        resolve_oracle("anneal", model, anytime="yes")
+    with pytest.raises(TypeError, match="anytime"):
+        resolve_oracle("portfolio", model, anytime=1)
+    with pytest.raises(ValueError, match="max_cycles"):
+        resolve_oracle("expansion", model, max_cycles=0)

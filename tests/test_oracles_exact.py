@@ -338,3 +338,56 @@ def test_reference_map_scores(instances, name):
         assert same(float(model.score(x)), ref, tol=1e-9), method
     if unfinished:
         pytest.skip(f"{', '.join(unfinished)} did not finish {name} within {TIME_LIMIT} s")
+
+
+# -- enumeration over a binary vertex cover (issue 14: exact calls on RBMs) ---------------
+
+def bipartite_model(seed, n_cover, n_free, max_card=3, p_inf=0.1):
+    """Complete bipartite: n_cover binary variables, n_free with 1..max_card states."""
+    rng = np.random.default_rng(seed)
+    card = np.concatenate([np.full(n_cover, 2), rng.integers(1, max_card + 1, n_free)])
+    edges = [(i, n_cover + j) for i in range(n_cover) for j in range(n_free)]
+    model = PairwiseMRF(card, edges=edges)
+    scores = rng.normal(scale=2.0, size=model.dim)
+    scores[rng.random(model.dim) < p_inf] = -np.inf
+    return model, scores
+
+
+def test_cover_matches_enumeration():
+    for seed in range(40):
+        model, scores = (random_model(seed, binary=True) if seed % 2 else
+                         bipartite_model(seed, int(seed % 5), 3))
+        oracle = resolve_oracle("cover", model)
+        for s in (scores, -np.abs(scores)):
+            opt = enumerate_max(model, s)
+            x = oracle.argmax(s)
+            assert same(float(model.score(x, s)), opt), seed
+            assert oracle.status is Status.CONVERGED and oracle.upper_bound() == model.score(x, s)
+
+
+def test_cover_past_the_resync_matches_elimination():
+    # 2^14 cover states: the incremental sums are recomputed every 4096 Gray steps
+    model, scores = bipartite_model(3, 14, 4, p_inf=0.05)
+    cover, elim = resolve_oracle("cover", model), resolve_oracle("elimination", model)
+    assert cover.cover.size == 14
+    for s in (scores, np.random.default_rng(1).normal(size=model.dim) * 3):
+        assert same(float(model.score(cover.argmax(s), s)),
+                    float(model.score(elim.argmax(s), s)))
+
+
+def test_cover_time_limit_returns_a_labelling_without_bound():
+    model, scores = bipartite_model(0, 26, 2, p_inf=0.0)
+    oracle = resolve_oracle("cover", model)
+    x = oracle.argmax(scores, time_limit=0.02)
+    assert oracle.status is Status.MAX_TIME and oracle.upper_bound() is None
+    assert np.isfinite(model.score(x, scores))
+
+
+def test_cover_refuses_large_or_non_binary_covers():
+    with pytest.raises(ValueError, match="max_cover=3"):
+        resolve_oracle("cover", bipartite_model(0, 4, 4, max_card=2)[0], max_cover=3)
+    triangle = PairwiseMRF([3, 3, 3], edges=[(0, 1), (1, 2), (0, 2)])
+    with pytest.raises(ValueError, match="non-binary"):
+        resolve_oracle("cover", triangle)
+    with pytest.raises(ValueError, match="max_cover"):
+        resolve_oracle("cover", triangle, max_cover=-1)

@@ -18,7 +18,7 @@ import fwcore
 from fwcore import infer, loopy_bp, trbp
 from fwcore.uai import read_mar, read_pr, read_uai
 
-from .common import INSTANCES, QUICK
+from .common import INSTANCES, QUICK, instance_path
 
 # the 5 instances per family that the paper code's figures (instances README) average over
 _FAMILIES = {
@@ -130,10 +130,7 @@ class InferTime:
     timeout = 600
 
     def setup(self, instance):
-        path = INSTANCES / "fw-inference" / f"{instance}.uai"
-        if not path.exists():
-            raise NotImplementedError(f"{path} not found")
-        self.model = read_uai(path)
+        self.model = read_uai(instance_path(f"fw-inference/{instance}.uai"))
 
     def time_infer_exact(self, instance):
         infer(self.model, oracle="exact")

@@ -54,9 +54,17 @@ def lp_objective(scores):
 
 
 def node_argmax(model, mu):
-    """Per variable, the state with the largest node marginal."""
-    return np.array([int(np.argmax(model.unary(i, mu))) for i in range(model.n_vars)],
-                    dtype=np.int64)
+    """Per variable, the state with the largest node marginal (the first on ties, as
+    `numpy.argmax`; state 0 when all are -inf), vectorised over the variables."""
+    if model.n_vars == 0:
+        return np.zeros(0, dtype=np.int64)
+    starts = model.node_off[:-1]
+    values = np.asarray(mu[:model.node_off[-1]], dtype=np.float64)
+    var = np.repeat(np.arange(model.n_vars), model.card)
+    top = np.maximum.reduceat(values, starts)
+    state = np.arange(values.size) - starts[var]
+    return np.minimum.reduceat(np.where(values == top[var], state, values.size),
+                               starts).astype(np.int64)
 
 
 def run_highs(solve, time_limit, options, in_place=False):

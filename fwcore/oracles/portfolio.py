@@ -1,17 +1,28 @@
 """A portfolio of MAP oracles that keeps the best score (Barrier FW Sec. 5 ran several
-approximate solvers and kept the best labelling)."""
+approximate solvers and kept the best labelling); with ``anytime=True`` it spends a call's
+time limit on annealing, fusion moves and TRW-S."""
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..results import Status
+from ..checks import BOOL, check_params
+from ..results import Record, Status, proves_optimal
+from .anytime import AnnealOracle, ExpansionOracle, Fusion
+from .approximate import TRWSOracle
 from .base import MapOracle, available_oracles, register_oracle, resolve_oracle
 
 __all__ = ["PortfolioOracle"]
 
 #: default members, in order of preference; those not installed/registered are skipped
 DEFAULT_MEMBERS = ("qpbo", "trws", "icm")
+#: an anytime call's first annealing run takes this share of the time left (a long
+#: cooling schedule: annealing's result improves with the schedule's length), later runs
+#: this share of the first one's
+_FIRST_SHARE = 0.5
+_LATER_SHARE = 0.125
+#: and are at least this long (seconds)
+_MIN_SLICE = 0.05
 
 
 @register_oracle
@@ -25,13 +36,27 @@ class PortfolioOracle(MapOracle):
     A call's time limit bounds the whole call (members run one after the other share it).
     After a call, ``member_scores`` maps each member's name (suffixed by its position when
     names repeat, e.g. two user functions) to its score and ``best`` names the winner.
+
+    ``anytime=True``: a call given a time limit runs the members and fuses their
+    labellings (`fwcore.oracles.anytime.Fusion`), then until the limit rounds of:
+    α-expansion from the best labelling (multi-label models); simulated annealing (the
+    first run from the best labelling, for half the time left; later runs, an eighth of
+    that, from the unary argmax, so that they differ from it; ``seed`` drives them); a
+    fusion move of the best with the annealed labelling; more TRW-S iterations while
+    TRW-S has not stalled (its bound is the certified one). It stops early when the bound proves the
+    best score optimal (CONVERGED), else returns MAX_TIME; ``progress`` records (time,
+    best score, best bound) after the members and after each round. Without a time limit a
+    call is the plain portfolio.
     """
 
     name = "portfolio"
     exact = False
+    takes_seed = True
+    takes_anytime = True
 
-    def __init__(self, model, members=None, threads=False):
+    def __init__(self, model, members=None, threads=False, anytime=False, seed=None):
         super().__init__(model)
+        self.anytime = check_params({"anytime": BOOL}, anytime=anytime)["anytime"]
         if members is None:
             binary = bool((model.card == 2).all())
             installed = available_oracles()
@@ -48,10 +73,18 @@ class PortfolioOracle(MapOracle):
         self.threads = bool(threads)
         self.member_scores = {}
         self.best = None
+        if self.anytime:
+            self._anneal = AnnealOracle(model, anytime=True, seed=seed)
+            self._expansion = ExpansionOracle(model) if (model.card > 2).any() else None
+            self._fusion = Fusion(model) if self._expansion is None else \
+                self._expansion.fusion
+            trws = [m for m in self.members if isinstance(m, TRWSOracle)]
+            self._trws = trws[0] if trws else TRWSOracle(model)
 
     def _argmax(self, scores, init, time_limit):
         # one time limit for the whole call: members run one after the other get what is left
-        end = None if time_limit is None else time.perf_counter() + time_limit
+        start = time.perf_counter()
+        end = None if time_limit is None else start + time_limit
 
         def run(oracle):
             left = None if end is None else max(end - time.perf_counter(), 1e-3)
@@ -70,6 +103,56 @@ class PortfolioOracle(MapOracle):
         self.best = names[k]
         bounds = [b for _, _, b in results if b is not None]
         timed_out = any(m.status is Status.MAX_TIME for m in self.members)
-        return results[k][0], (min(bounds) if bounds else None), \
-            (Status.MAX_TIME if timed_out else None)
+        bound = min(bounds) if bounds else None
+        self.progress = ()
+        if self.anytime and end is not None:
+            return self._spend(scores, results, bound, start, end)
+        return results[k][0], bound, (Status.MAX_TIME if timed_out else None)
+
+    def _spend(self, scores, results, bound, start, end):
+        """The anytime rounds after the members (see the class docstring)."""
+        k = int(np.argmax([s for _, s, _ in results]))
+        x, best = results[k][0], results[k][1]
+        for y, _, _ in results[:k] + results[k + 1:]:
+            x, best = self._fusion.fuse(scores, x, y)
+        progress = []
+
+        def record(bound):
+            progress.append(Record(iteration=len(progress) + 1, time=time.perf_counter() - start,
+                                   primal=best, bound=bound, score=best))
+
+        record(bound)
+        trws_running = self._trws.status in (Status.MAX_TIME, Status.MAX_ITER)
+        while not proves_optimal(best, bound) and end - time.perf_counter() > 1e-3:
+            if self._expansion is not None:
+                y = self._expansion.argmax(scores, init=x, time_limit=self._left(end))
+                x, best = self._better(scores, x, best, y)
+            left = self._left(end)
+            # the first run improves the best labelling; later ones, shorter, start afresh
+            # (from the unary argmax) so that their labellings differ and fusion combines
+            if len(progress) == 1:
+                piece = max(_FIRST_SHARE * left, _MIN_SLICE)
+                y = self._anneal.argmax(scores, init=x, time_limit=min(piece, left))
+            else:
+                y = self._anneal.argmax(scores, time_limit=min(_LATER_SHARE * piece, left))
+            fused, fused_score = self._fusion.fuse(scores, x, y)
+            x, best = self._better(scores, fused, fused_score, y)
+            if trws_running and end - time.perf_counter() > 1e-3:
+                y = self._trws.argmax(scores, init=x, time_limit=self._left(end))
+                x, best = self._better(scores, x, best, y)
+                b = self._trws.upper_bound()
+                bound = b if bound is None or b is None else min(bound, b)
+                trws_running = self._trws.status in (Status.MAX_TIME, Status.MAX_ITER)
+            record(bound)
+        self.progress = tuple(progress)
+        return x, bound, (None if proves_optimal(best, bound) else Status.MAX_TIME)
+
+    @staticmethod
+    def _left(end):
+        return max(end - time.perf_counter(), 1e-3)
+
+    def _better(self, scores, x, best, y):
+        """The better of (x, its score ``best``) and y."""
+        score = float(self.model.score(y, scores))
+        return (y, score) if score > best else (x, best)
 

@@ -1,0 +1,189 @@
+"""Anytime approximate MAP oracles (issue 14): simulated annealing, fusion moves and
+α-expansion through them.
+
+- ``anneal``: simulated annealing on the flat layout (`fwcore._kernels.anneal`); with
+  ``anytime=True`` a call plans its cooling schedule to fill its time limit;
+- `Fusion`: the fusion move of Lempitsky, Rother, Roth & Blake 2010 ("Fusion moves for
+  Markov random field optimization"): the best labelling that takes each variable's
+  label from either of two labellings, found by QPBO on the binary fusion problem;
+  unlabelled variables keep the incumbent's label, so the fused score never drops;
+- ``expansion``: α-expansion (Boykov, Veksler & Zabih 2001) with each move a fusion of
+  the incumbent with the constant labelling α (QPBO also solves the non-submodular moves
+  partially, as in Rother et al. 2007's "QPBO-α-expansion").
+"""
+import time
+
+import numpy as np
+
+from .. import _kernels
+from ..checks import BOOL, Interval, TIME, check_params, check_seed
+from ..model import PairwiseMRF
+from ..results import Status
+from .approximate import QPBOOracle
+from .base import MapOracle, register_oracle
+from ._common import node_argmax
+
+__all__ = ["AnnealOracle", "ExpansionOracle", "Fusion", "temperature_scale"]
+
+#: moves of the first, timed run of an anytime annealing call, in sweeps
+_PROBE_SWEEPS = 20
+
+
+def temperature_scale(model, scores):
+    """The mean range (max − min of the finite entries) of the edge tables of ``scores``
+    (of the node tables on a model without edges): the size of a typical move's change,
+    which sets the annealing temperatures. 1.0 when every table is constant."""
+    start = model.edge_off[0] if model.n_edges else 0
+    offsets = model.edge_off if model.n_edges else model.node_off
+    finite = np.isfinite(scores[start:])
+    hi = np.fmax.reduceat(np.where(finite, scores[start:], -np.inf), offsets[:-1] - start)
+    lo = np.fmin.reduceat(np.where(finite, scores[start:], np.inf), offsets[:-1] - start)
+    spread = (hi - lo)[np.isfinite(hi - lo)]
+    scale = float(spread.mean()) if spread.size else 0.0
+    return scale if scale > 0.0 else 1.0
+
+
+@register_oracle
+class AnnealOracle(MapOracle):
+    """Simulated annealing (Kirkpatrick, Gelatt & Vecchi 1983) with Metropolis moves of one
+    variable, sweeping the variables in index order; temperatures t_start → t_end
+    (multiples of `temperature_scale` of the call's scores), geometric cooling.
+
+    Starts from ``init`` (else the per-variable argmax of the unary scores) and returns the
+    best labelling visited, so never one scoring below the start; from a feasible start
+    it never visits an infeasible labelling (moves to -inf entries are rejected). A call
+    runs ``sweeps`` sweeps, stopped early by its time limit (status MAX_TIME, else
+    STALLED). With ``anytime=True`` and a time limit, it first runs a short probe to
+    measure its speed and then one schedule planned to fill the time left, from the best
+    labelling so far (again while time is left): longer schedules find better labellings.
+    Reproducible from ``seed``. No bound.
+    """
+
+    name = "anneal"
+    takes_seed = True
+    takes_anytime = True
+
+    _params = {"sweeps": Interval(1, integer=True), "t_start": Interval(0.0, lo_open=True),
+               "t_end": Interval(0.0, lo_open=True), "anytime": BOOL}
+
+    def __init__(self, model, sweeps=1000, t_start=1.0, t_end=0.01, anytime=False, seed=None):
+        super().__init__(model)
+        checked = check_params(self._params, sweeps=sweeps, t_start=t_start, t_end=t_end,
+                               anytime=anytime)
+        if checked["t_end"] > checked["t_start"]:
+            raise ValueError(f"t_end must be <= t_start; got t_end={t_end}, t_start={t_start}")
+        self.sweeps, self.t_start, self.t_end = checked["sweeps"], checked["t_start"], \
+            checked["t_end"]
+        self.anytime = checked["anytime"]
+        self._rng = check_seed(seed)
+        n = model.n_vars
+        self._best, self._log = np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32)
+        #: moves made and accepted by the last call
+        self.n_moves = self.n_accepted = 0
+
+    def _run(self, scores, x, scale, n_moves, seconds):
+        """One annealing schedule from x (in place); returns (best labelling, finished)."""
+        seed = int(self._rng.integers(2**63))
+        _, _, moves, accepted = _kernels.anneal(
+            scores, self.model.graph, x, self._best, self.t_start * scale,
+            self.t_end * scale, n_moves, 0.0 if seconds is None else seconds, seed, self._log)
+        self.n_moves += moves
+        self.n_accepted += accepted
+        return self._best.copy(), moves >= n_moves
+
+    def _argmax(self, scores, init, time_limit):
+        start = time.perf_counter()
+        m = self.model
+        x = node_argmax(m, scores).astype(np.int32) if init is None else init.copy()
+        scale = temperature_scale(m, scores)
+        self.n_moves = self.n_accepted = 0
+        if not (self.anytime and time_limit is not None) or (m.card < 2).all():
+            best, finished = self._run(scores, x, scale, self.sweeps * m.n_vars, time_limit)
+            return best, None, (None if finished else Status.MAX_TIME)
+        probe = _PROBE_SWEEPS * m.n_vars
+        best, _ = self._run(scores, x, scale, probe, time_limit)
+        rate = self.n_moves / max(time.perf_counter() - start, 1e-6)
+        while True:
+            left = time_limit - (time.perf_counter() - start)
+            if left <= 1e-3 * time_limit:
+                return best, None, Status.MAX_TIME
+            x = best.copy()
+            # a schedule for the time left (the probe's rate, 10% slack for the set-up)
+            best, _ = self._run(scores, x, scale, max(int(0.9 * rate * left), m.n_vars), left)
+
+
+class Fusion:
+    """Fusion moves for one model's structure (Lempitsky et al. 2010): `fuse` returns the
+    best labelling, found by QPBO on the binary fusion problem, that takes each variable's
+    label from x (label 0) or from a proposal y (label 1). The QPBO oracle works on a
+    binary model with the same edges, built once; variables QPBO leaves unlabelled keep x's
+    label and are then improved by ICM on the fusion problem, and the fused labelling is
+    returned only when it scores at least as well as x (so x is never made worse)."""
+
+    def __init__(self, model):
+        self.model = model
+        n = model.n_vars
+        binary = PairwiseMRF.from_flat(np.full(n, 2, dtype=np.int32), model.edges,
+                                       np.zeros(2 * n + 4 * model.n_edges))
+        self.qpbo = QPBOOracle(binary)
+        self._ci = model.card[model.edges[:, 1]].astype(np.int64)
+        self._zeros = np.zeros(n, dtype=np.int32)
+
+    def fuse(self, scores, x, y):
+        """(fused labelling, its score under ``scores``); x is the incumbent."""
+        m = self.model
+        base = float(m.score(x, scores))
+        differ = x != y
+        if not differ.any():
+            return x, base
+        node = scores[m.node_off[:-1, None] + np.stack([x, y], axis=1)]
+        i, j = m.edges[:, 0], m.edges[:, 1]
+        pick = np.array([[0, 0], [0, 1], [1, 0], [1, 1]])
+        xi = np.stack([x[i], y[i]], axis=1)[:, pick[:, 0]]
+        xj = np.stack([x[j], y[j]], axis=1)[:, pick[:, 1]]
+        pair = scores[m.edge_off[:-1, None] + xi * self._ci[:, None] + xj]
+        fused_scores = np.concatenate([node.ravel(), pair.ravel()])
+        z = self.qpbo.argmax(fused_scores, init=self._zeros)
+        fused = np.where(z == 1, y, x).astype(np.int32)
+        score = float(m.score(fused, scores))
+        if score >= base:
+            return fused, score
+        return x, base
+
+
+@register_oracle
+class ExpansionOracle(MapOracle):
+    """α-expansion (Boykov, Veksler & Zabih 2001) through fusion moves: from ``init`` (else
+    the per-variable argmax of the unary scores) it fuses the labelling with the constant
+    proposal x_i = α (variables with fewer states keep their label) for α = 0, 1, ...,
+    max card − 1, and repeats such cycles until one changes nothing (STALLED: a local
+    optimum for expansion moves), ``max_cycles`` or the time limit (MAX_TIME). Each move is
+    solved by QPBO (exactly when it is submodular, as on metric Potts models; otherwise
+    partially: unlabelled variables keep their label). Exact on binary submodular models.
+    No bound."""
+
+    name = "expansion"
+
+    def __init__(self, model, max_cycles=20):
+        super().__init__(model)
+        self.max_cycles = check_params({"max_cycles": Interval(1, integer=True)},
+                                       max_cycles=max_cycles)["max_cycles"]
+        self.fusion = Fusion(model)
+        self.n_cycles = 0
+
+    def _argmax(self, scores, init, time_limit):
+        m = self.model
+        start = time.perf_counter()
+        x = node_argmax(m, scores).astype(np.int32) if init is None else init.copy()
+        score = float(m.score(x, scores))
+        labels = int(m.card.max()) if m.n_vars else 0
+        for self.n_cycles in range(1, self.max_cycles + 1):
+            before = score
+            for alpha in range(labels):
+                if time_limit is not None and time.perf_counter() - start > time_limit:
+                    return x, None, Status.MAX_TIME
+                y = np.where(m.card > alpha, alpha, x).astype(np.int32)
+                x, score = self.fusion.fuse(scores, x, y)
+            if not score > before:
+                return x, None, Status.STALLED
+        return x, None, Status.MAX_ITER
