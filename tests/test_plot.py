@@ -1,0 +1,34 @@
+"""fwcore.plot draws what the results hold (skips without matplotlib)."""
+import numpy as np
+import pytest
+
+import fwcore
+from fwcore.plot import plot_map_trace, plot_marginals, plot_trace
+
+mpl = pytest.importorskip("matplotlib", reason="matplotlib is not installed (pip install "
+                          "'fwcore[plot]')")
+mpl.use("Agg")
+
+
+def test_trace_marginals_and_map_figures():
+    model = fwcore.random_grid(4, 5, coupling=1.0, seed=0)
+    res = fwcore.infer(model, oracle="exact", max_time=30)
+    ax = plot_trace(res)
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert labels[0] == "primal" and "certified bound" in labels
+    np.testing.assert_allclose(ax.get_lines()[0].get_ydata(), res.trace.columns()["primal"])
+    ax = plot_marginals(res, (4, 5))
+    np.testing.assert_allclose(ax.get_images()[0].get_array()[1, 2], res.node_marginals[7][1])
+    best = fwcore.infer_map(model, method="portfolio", time_limit=0.5)
+    ax = plot_map_trace(best)
+    assert ax.get_lines()[0].get_label() == "score"
+
+
+def test_bad_arguments():
+    res = fwcore.exact_inference(fwcore.random_grid(2, 2, seed=0))
+    with pytest.raises(ValueError, match="holds 6 variables"):
+        plot_marginals(res, (2, 3))
+    with pytest.raises(ValueError, match="state 2"):
+        plot_marginals(res, (2, 2), state=2)
+    with pytest.raises(TypeError, match="trace"):
+        plot_trace(object())
