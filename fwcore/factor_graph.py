@@ -93,16 +93,14 @@ class FactorGraph:
         """The reduction's assignment that extends ``x`` (each auxiliary variable at the
         joint state of its scope); ValueError when ``x`` has score −inf (no extension)."""
         x = self.skeleton.check_assignment(x)
+        if self.score(x) == -np.inf:
+            raise ValueError("the assignment has score -inf (it takes an impossible state "
+                             "of some factor): the reduction has no assignment extending it")
         full = np.zeros(self.reduced.n_vars, dtype=np.int64)
         full[:self.n_vars] = x
-        n = self.n_vars
         for a, (scope, states) in enumerate(self.aux_factors):
             joint = np.ravel_multi_index(x[list(scope)], self.card[list(scope)])
-            hit = np.flatnonzero(states == joint)
-            if not hit.size:
-                raise ValueError("the assignment has score -inf: it breaks a factor's "
-                                 "impossible states, so the reduction has no such state")
-            full[n + a] = hit[0]
+            full[self.n_vars + a] = np.searchsorted(states, joint)
         return full
 
     def restrict(self, result):
