@@ -20,7 +20,6 @@ issue 15. Its TRW bound is the bound of the reduced pairwise model, certified li
 other: an upper bound on log Z of the factor graph, equal on factor trees.
 """
 import functools
-import math
 from dataclasses import fields, replace
 
 import numpy as np

@@ -30,7 +30,6 @@ import numpy as np
 
 from .checks import check_model
 from .factor_graph import FactorGraph, model_from_factors
-from .model import PairwiseMRF
 
 __all__ = ["read_uai", "write_uai", "read_mar", "write_mar", "read_pr", "write_pr",
            "read_map", "write_map", "read_evid", "write_evid", "apply_evidence"]

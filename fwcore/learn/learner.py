@@ -5,7 +5,6 @@ import abc
 import inspect
 import time
 
-import numpy as np
 
 from ..checks import BOOL, CALLABLE, EXECUTOR, SEED, TIME, Interval, Options, check_params
 from ..results import Record, Status, Trace

@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from .. import _kernels
-from ..checks import BOOL, Interval, TIME, check_params, check_seed
+from ..checks import BOOL, Interval, check_params, check_seed
 from ..model import PairwiseMRF
 from ..results import Status
 from .approximate import QPBOOracle
