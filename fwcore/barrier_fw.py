@@ -299,7 +299,8 @@ def infer(model, *, oracle="auto", domain="marginal", delta="adaptive", delta_in
         mu over the vertices found so far, no MAP call; the paper code's option) or "fixed"
         (2 / (i + 3), Alg. 2 line 21). Measured on the paper's instances: line search gives
         better marginals and bounds on every family for the same MAP calls.
-    tol : FW gap (nats, absolute) ending the last inner run, whose answer is returned.
+    tol : float
+        FW gap (nats, absolute) ending the last inner run, whose answer is returned.
     rho_tol : FW gap ending the inner runs before it, which only steer rho (the paper's 0.5
         throughout; measured on its instances, a tight last run gives better marginals and
         bounds for fewer MAP calls than one tolerance for all). max_iter : FCFW iterations

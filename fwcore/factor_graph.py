@@ -42,6 +42,8 @@ class FactorGraph:
         indexed in scope order. ``-inf`` marks impossible joint states; NaN and ``+inf``
         are rejected.
 
+    Notes
+    -----
     Every inference entry point (`fwcore.exact_inference`, `exact_map`, `infer`, `trbp`,
     `loopy_bp`, `infer_map`, `infer_lp`, `perturb_and_map`) takes a FactorGraph: it
     solves the pairwise reduction ``reduced`` (a `PairwiseMRF` whose first ``n_vars``

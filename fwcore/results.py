@@ -48,7 +48,7 @@ class Record:
     `fwcore.infer`, f for the engine, the dual objective for `fwcore.infer_lp`); ``gap``
     the freshly computed certificate at this iterate (None when there is none). The
     optional fields are filled by the solvers that have them: ``delta`` (contraction),
-    ``n_active`` (|active set|), ``step`` (`StepType`), ``outer`` (outer iteration, e.g.
+    ``n_active`` (the size of the active set), ``step`` (`StepType`), ``outer`` (outer iteration, e.g.
     the rho update of Barrier FW Alg. 2), ``bound`` (a certified upper bound: on the
     maximum score for MAP, on log Z for marginal inference) and ``score`` (the best
     decoded score so far)."""

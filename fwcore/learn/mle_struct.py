@@ -173,6 +173,8 @@ class MLEStruct(StructuredLearner):
         symmetric [n, n, F], Y: mate arrays; blossom oracle); see
         `fwcore.learn.matching_model`.
 
+    Notes
+    -----
     Attributes: ``coef_`` (w = θ*(τ), `CRFFeatures` layout or the F edge-feature weights),
     ``primal_`` (the dual objective L(τ) that FW minimises, at the last measured iterate),
     ``gap_`` (its duality gap), ``marginals_`` (τ), ``dual_`` (`MLEDual`) and the shared

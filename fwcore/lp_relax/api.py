@@ -54,7 +54,7 @@ class LPResult:
     ``certified`` (the bound is a proof: True whenever there is a bound). ``objective``:
     the method's own objective at the end (the smoothed dual for soft-max/L2/AGD, L2
     shifted by qγ/2 as in the paper; the primal eq. 8 for BCFW). ``measure``: the last
-    optimality measure (duality gap for BCFW/SDCA, max |gradient| for GD/AGD, relative
+    optimality measure (duality gap for BCFW/SDCA, the largest absolute gradient entry for GD/AGD, relative
     decrease per pass for CD, ‖subgradient‖² for subgradient). ``n_iter``: passes over
     all regions. ``n_oracle_calls`` is 0: these solvers make no call to a MAP oracle of
     the model (each pass maximises every region, and global factors, locally).
@@ -97,7 +97,7 @@ def infer_lp(model, method="mplp", gamma=0.01, reg=0.01, max_iter=1000, tol=1e-6
     max_iter : int
         Passes over all regions.
     tol : float
-        Stop when the certified gap upper_bound - score <= tol·max(1, |score|), or when
+        Stop when the certified gap upper_bound - score <= tol·max(1, abs(score)), or when
         the method's measure (see `LPResult`) <= tol.
     max_time : float or None
         Seconds; stops with the best assignment so far (status max_time).
@@ -112,6 +112,8 @@ def infer_lp(model, method="mplp", gamma=0.01, reg=0.01, max_iter=1000, tol=1e-6
     seed : int
         Order of the region groups in bcfw/sdca.
 
+    Notes
+    -----
     Returns an `LPResult`. ``status`` is converged (tolerance met), max_iter, max_time,
     interrupted (callback or Ctrl-C), or stalled: "mplp" whose pass no longer lowers the
     bound while the bound does not certify the decoded score (a non-optimal fixed point of
