@@ -8,14 +8,17 @@ of potentials (pgmpy, pyAgrum) become log-potentials; zeros are impossible state
 negative or non-finite entries are refused. The libraries are optional extras, never
 imported here: the converters read the objects they are given.
 """
+from __future__ import annotations
+
 import numpy as np
 
-from .factor_graph import model_from_factors
+from .factor_graph import FactorGraph, model_from_factors
+from .model import PairwiseMRF
 
 __all__ = ["from_pgmpy", "from_pyagrum", "from_networkx"]
 
 
-def from_pgmpy(network):
+def from_pgmpy(network) -> tuple[PairwiseMRF | FactorGraph, list]:
     """A pgmpy network as a fwcore model: a ``DiscreteBayesianNetwork`` (its CPDs, whose
     product is the joint: log Z = 0), a ``DiscreteMarkovNetwork`` or a pgmpy
     ``FactorGraph`` (their factors). Variables are numbered in order of first appearance
@@ -35,7 +38,7 @@ def from_pgmpy(network):
     return _model(tables)
 
 
-def from_pyagrum(network):
+def from_pyagrum(network) -> tuple[PairwiseMRF | FactorGraph, list]:
     """A pyAgrum ``BayesNet`` (its CPTs) or ``MarkovRandomField`` (its factors) as a
     fwcore model; variables in the order of pyAgrum's node ids."""
     if hasattr(network, "cpt"):
@@ -51,7 +54,8 @@ def from_pyagrum(network):
     return _model(tables, order)
 
 
-def from_networkx(graph, card="card", unary="unary", pairwise="pairwise"):
+def from_networkx(graph, card: str = "card", unary: str = "unary",
+                  pairwise: str = "pairwise") -> tuple[PairwiseMRF, list]:
     """A pairwise model from a networkx graph: node attribute ``card`` (the number of
     states; else the length of the node's ``unary``), optional node attribute ``unary``
     (log-potentials θ_i) and edge attribute ``pairwise`` (the log-potential table

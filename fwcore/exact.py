@@ -13,6 +13,8 @@ Two methods (DESIGN.md, "Exact reference"):
 
 Log-potentials may be -inf; an all -inf slice reduces to -inf, never NaN.
 """
+from __future__ import annotations
+
 import math
 import time
 from dataclasses import dataclass, field
@@ -21,7 +23,8 @@ import numpy as np
 
 from .checks import INFEASIBLE, Interval, Options, check_model, check_params
 from .results import MapResult, Record, Status, Trace
-from .factor_graph import solves_factor_graphs
+from .factor_graph import FactorGraph, solves_factor_graphs
+from .model import PairwiseMRF
 
 __all__ = ["ExactResult", "exact_inference", "exact_map", "AUTO_BRUTEFORCE_STATES"]
 
@@ -64,7 +67,8 @@ class ExactResult:
 
 
 @solves_factor_graphs
-def exact_inference(model, method="auto", memory_limit=2**31):
+def exact_inference(model: PairwiseMRF | FactorGraph, method: str = "auto",
+                    memory_limit: float = 2**31) -> ExactResult:
     """Exact log Z and marginals of ``model``.
 
     ``method``: "bruteforce", "elimination", or "auto" (brute force up to
@@ -92,7 +96,7 @@ def exact_inference(model, method="auto", memory_limit=2**31):
 
 
 @solves_factor_graphs
-def exact_map(model, method="auto", memory_limit=2**31):
+def exact_map(model: PairwiseMRF | FactorGraph, method: str = "auto", memory_limit: float = 2**31) -> MapResult:
     """Exact MAP: argmax_x <θ, μ(x)> (first maximiser in enumeration order for brute
     force). Same methods and ``memory_limit`` as `exact_inference`; elimination runs
     max-product upward and backtracks in reverse elimination order. Raises ValueError

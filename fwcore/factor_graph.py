@@ -19,7 +19,10 @@ costs at most the factors' feasible states squared per factor, measured in the n
 issue 15. Its TRW bound is the bound of the reduced pairwise model, certified like any
 other: an upper bound on log Z of the factor graph, equal on factor trees.
 """
+from __future__ import annotations
+
 import functools
+from collections.abc import Sequence
 from dataclasses import fields, replace
 
 import numpy as np
@@ -58,7 +61,7 @@ class FactorGraph:
 
     __slots__ = ("card", "factors", "reduced", "skeleton", "aux_factors")
 
-    def __init__(self, card, factors):
+    def __init__(self, card: Sequence[int], factors: Sequence[tuple]):
         card = _check_card(card)
         self.card = card
         self.factors = tuple(_check_factor(k, f, card) for k, f in enumerate(factors))
@@ -125,7 +128,8 @@ class FactorGraph:
         return replace(result, **cut)
 
 
-def model_from_factors(card, factors):
+def model_from_factors(card: Sequence[int],
+                       factors: Sequence[tuple]) -> PairwiseMRF | FactorGraph:
     """The model of log-potential ``factors`` (scope, table) over variables of ``card``
     states: a `PairwiseMRF` when every factor has arity 1 or 2 (factors on the same scope
     summed, a scope (j, i) with j > i transposed, arity-1 factors added to the unary,

@@ -1,4 +1,6 @@
 """`infer_map`: MAP inference by any registered oracle, with a result record."""
+from __future__ import annotations
+
 import time
 
 from .checks import SEED, TIME, check_bound_feasible, check_feasible, check_model, check_params
@@ -6,7 +8,8 @@ from .interrupt import Guard
 from .oracles._common import node_argmax
 from .oracles.base import resolve_oracle
 from .results import MapResult, Record, Status, Trace
-from .factor_graph import solves_factor_graphs
+from .factor_graph import FactorGraph, solves_factor_graphs
+from .model import PairwiseMRF
 
 __all__ = ["infer_map"]
 
@@ -14,7 +17,8 @@ _PARAMS = {"time_limit": TIME, "seed": SEED}
 
 
 @solves_factor_graphs
-def infer_map(model, method="auto", time_limit=None, seed=None, **options):
+def infer_map(model: PairwiseMRF | FactorGraph, method="auto", time_limit: float | None = None,
+              seed: int | None = None, **options) -> MapResult:
     """MAP assignment of ``model`` (argmax of <θ, μ(x)>) by the oracle named ``method``.
 
     method : "exact" (the cheapest exact oracle: tree, bruteforce, elimination, cover,

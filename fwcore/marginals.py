@@ -2,6 +2,8 @@
 (tree-reweighted BP with the outer rho loop of Barrier FW Alg. 2, and loopy BP). Barrier
 FW itself (`fwcore.infer`) is in `fwcore.barrier_fw`.
 """
+from __future__ import annotations
+
 import sys
 import time
 from dataclasses import dataclass
@@ -15,7 +17,8 @@ from .interrupt import Guard
 from .results import Record, Status, Trace
 from .rho import initial_rho, rho_direction
 from .trw import TRWObjective
-from .factor_graph import solves_factor_graphs
+from .factor_graph import FactorGraph, solves_factor_graphs
+from .model import PairwiseMRF
 
 __all__ = ["MarginalResult", "Recorder", "trbp", "loopy_bp"]
 
@@ -115,8 +118,9 @@ _BP_PARAMS = {
 
 
 @solves_factor_graphs
-def trbp(model, *, rho="matrix-tree", rho_updates=10, damping=0.5, max_iter=1000, tol=1e-8,
-         max_time=None, callback=None, verbose=False):
+def trbp(model: PairwiseMRF | FactorGraph, *, rho: str | np.ndarray = "matrix-tree", rho_updates: int = 10,
+         damping: float = 0.5, max_iter: int = 1000, tol: float = 1e-8,
+         max_time: float | None = None, callback=None, verbose: bool = False) -> MarginalResult:
     """Tree-reweighted BP (log domain, `fwcore.bp.trbp_beliefs`) with the outer rho loop of
     Barrier FW Alg. 2 (rho_updates FW steps on rho towards the maximum spanning forest on
     the beliefs' mutual information). ``log_z_upper`` is TRW(beliefs; rho), an upper bound
@@ -130,8 +134,9 @@ def trbp(model, *, rho="matrix-tree", rho_updates=10, damping=0.5, max_iter=1000
 
 
 @solves_factor_graphs
-def loopy_bp(model, *, damping=0.5, max_iter=1000, tol=1e-8, max_time=None, callback=None,
-             verbose=False):
+def loopy_bp(model: PairwiseMRF | FactorGraph, *, damping: float = 0.5, max_iter: int = 1000, tol: float = 1e-8,
+             max_time: float | None = None, callback=None,
+             verbose: bool = False) -> MarginalResult:
     """Loopy (sum-product) BP: TRBP with rho = 1 on every edge. ``log_z_upper`` is the Bethe
     approximation of log Z at the beliefs (not a bound; ``certified`` is False)."""
     t0 = time.perf_counter()

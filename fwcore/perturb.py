@@ -1,6 +1,8 @@
 """Perturb-and-MAP: log Z and marginals from MAP calls on randomly perturbed models, the
 baseline of Barrier FW Fig. 1(e, f) and App. G (Hazan & Jaakkola 2012, Sec. 4.1;
 Papandreou & Yuille 2011 for marginals from sample frequencies)."""
+from __future__ import annotations
+
 import itertools
 import time
 from concurrent.futures import CancelledError
@@ -12,7 +14,7 @@ from scipy.optimize import linear_sum_assignment
 
 from .checks import (EXECUTOR, SEED, TIME, Interval, Options, check_feasible, check_model,
                      check_params)
-from .factor_graph import solves_factor_graphs
+from .factor_graph import FactorGraph, solves_factor_graphs
 from .model import PairwiseMRF
 from .oracles.base import resolve_oracle
 from .results import Record, Status, Trace
@@ -128,8 +130,10 @@ def _best_assignment(gamma, counts):
 
 
 @solves_factor_graphs
-def perturb_and_map(model, *, oracle="exact", n_samples=10, inflation=5,
-                    marginals="condition", seed=None, executor=None, max_time=None):
+def perturb_and_map(model: PairwiseMRF | FactorGraph, *, oracle="exact", n_samples: int = 10,
+                    inflation: int = 5, marginals: str | None = "condition",
+                    seed: int | None = None, executor=None,
+                    max_time: float | None = None) -> PerturbResult:
     """Estimate log Z (and marginals) of ``model`` by Perturb-and-MAP, Barrier FW App. G.
 
     Each of ``n_samples`` MAP calls maximises the inflated model (``inflation`` = m copies

@@ -20,6 +20,8 @@ Memory stays in proportion to the file: every table must be in the file before i
 stored, and the variables that appear in no factor (which cost θ entries but no file
 tokens) may declare at most `MAX_UNUSED_STATES` states in total.
 """
+from __future__ import annotations
+
 import math
 import os
 import re
@@ -30,6 +32,7 @@ import numpy as np
 
 from .checks import check_model
 from .factor_graph import FactorGraph, model_from_factors
+from .model import PairwiseMRF
 
 __all__ = ["read_uai", "write_uai", "read_mar", "write_mar", "read_pr", "write_pr",
            "read_map", "write_map", "read_evid", "write_evid", "apply_evidence"]
@@ -180,7 +183,7 @@ def _ln_decimal(tok):
 # -- model files --------------------------------------------------------------------
 
 
-def read_uai(path):
+def read_uai(path: str | os.PathLike) -> PairwiseMRF | FactorGraph:
     """Read a UAI MARKOV or BAYES network: a `PairwiseMRF` when every factor has arity 1
     or 2, else a `FactorGraph` (factors of any arity, constants).
 
@@ -243,7 +246,7 @@ def _check_unused_states(t, card, scopes, first):
                       first + v)
 
 
-def write_uai(model, path):
+def write_uai(model: PairwiseMRF | FactorGraph, path: str | os.PathLike) -> None:
     """Write ``model`` (a `PairwiseMRF` or a `FactorGraph`) as a UAI MARKOV file: for a
     PairwiseMRF one factor per variable, then one per edge; for a FactorGraph its factors
     as given. Each table = exp(θ) printed with 17 significant digits, so `read_uai`
@@ -379,7 +382,7 @@ def write_map(path, assignment, header="MAP"):
     _write(path, [header, " ".join(map(str, [x.size, *x]))])
 
 
-def read_evid(path):
+def read_evid(path: str | os.PathLike) -> dict:
     """Evidence ``{variable: state}`` from a UAI ``.evid`` file: the number of observed
     variables, then (variable, state) pairs. The older form with a leading sample count
     of 1 is accepted; a variable given twice is an error."""
@@ -409,7 +412,8 @@ def write_evid(path, evidence):
     _write(path, [" ".join(map(str, [len(pairs), *(a for p in pairs for a in p)]))])
 
 
-def apply_evidence(model, evidence):
+def apply_evidence(model: PairwiseMRF | FactorGraph,
+                   evidence: Mapping[int, int]) -> PairwiseMRF | FactorGraph:
     """Clamp variables: a new model of the same kind, same variable indices, in which each
     observed variable's other states are impossible (θ_i = −inf; in a `FactorGraph`, the
     factors' joint states that disagree with the evidence too, so its reduction keeps only

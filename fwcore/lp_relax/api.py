@@ -1,4 +1,6 @@
 """`infer_lp`: MAP by the LP relaxation, with the solvers of Smooth and Strong."""
+from __future__ import annotations
+
 import math
 import time
 from dataclasses import dataclass, field
@@ -10,7 +12,8 @@ from ..checks import CALLABLE, SEED, TIME, Interval, Options, check_bound_feasib
 from ..results import Record, Status, Trace
 from . import dual, primal
 from .regions import Regions
-from ..factor_graph import solves_factor_graphs
+from ..factor_graph import FactorGraph, solves_factor_graphs
+from ..model import PairwiseMRF
 
 __all__ = ["infer_lp", "LPResult", "METHODS"]
 
@@ -79,8 +82,9 @@ class LPResult:
 
 
 @solves_factor_graphs
-def infer_lp(model, method="mplp", gamma=0.01, reg=0.01, max_iter=1000, tol=1e-6,
-             max_time=None, callback=None, factors=(), projection="sort", seed=0):
+def infer_lp(model: PairwiseMRF | FactorGraph, method: str = "mplp", gamma: float = 0.01, reg: float = 0.01,
+             max_iter: int = 1000, tol: float = 1e-6, max_time: float | None = None,
+             callback=None, factors=(), projection: str = "sort", seed: int = 0) -> LPResult:
     """MAP by the local-polytope LP relaxation (Smooth and Strong).
 
     Parameters
