@@ -5,6 +5,8 @@ Each function draws on ``ax`` (a new figure's axes when None) and returns the ax
 (node marginals of a grid model as an image), `plot_map_trace` (a MAP run's score and
 bound against time).
 """
+from __future__ import annotations
+
 import numpy as np
 
 __all__ = ["plot_trace", "plot_marginals", "plot_map_trace"]
@@ -29,7 +31,7 @@ def _trace(result):
     return trace.columns()
 
 
-def plot_trace(result, ax=None):
+def plot_trace(result, ax=None) -> "matplotlib.axes.Axes":
     """The primal value (TRW for `fwcore.infer`), primal + gap and the certified bound of
     each recorded iterate against seconds, for any result with a ``trace``."""
     t = _trace(result)
@@ -44,7 +46,7 @@ def plot_trace(result, ax=None):
     return ax
 
 
-def plot_map_trace(result, ax=None):
+def plot_map_trace(result, ax=None) -> "matplotlib.axes.Axes":
     """Best score and certified bound of a MAP run (`fwcore.infer_map`, `infer_lp`)
     against seconds, as steps."""
     t = _trace(result)
@@ -58,7 +60,8 @@ def plot_map_trace(result, ax=None):
     return ax
 
 
-def plot_marginals(result, shape, state=1, ax=None):
+def plot_marginals(result, shape: tuple[int, int], state: int = 1,
+                   ax=None) -> "matplotlib.axes.Axes":
     """P(x_i = ``state``) of ``result.node_marginals`` as an image of ``shape`` (rows,
     cols), variables in row-major order, as `fwcore.random_grid` numbers them."""
     nodes = getattr(result, "node_marginals", None)
