@@ -7,7 +7,12 @@ bound against time).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    import matplotlib.axes
 
 __all__ = ["plot_trace", "plot_marginals", "plot_map_trace"]
 
@@ -31,7 +36,7 @@ def _trace(result):
     return trace.columns()
 
 
-def plot_trace(result, ax=None) -> "matplotlib.axes.Axes":
+def plot_trace(result, ax=None) -> matplotlib.axes.Axes:
     """The primal value (TRW for `fwcore.infer`), primal + gap and the certified bound of
     each recorded iterate against seconds, for any result with a ``trace``."""
     t = _trace(result)
@@ -46,7 +51,7 @@ def plot_trace(result, ax=None) -> "matplotlib.axes.Axes":
     return ax
 
 
-def plot_map_trace(result, ax=None) -> "matplotlib.axes.Axes":
+def plot_map_trace(result, ax=None) -> matplotlib.axes.Axes:
     """Best score and certified bound of a MAP run (`fwcore.infer_map`, `infer_lp`)
     against seconds, as steps."""
     t = _trace(result)
@@ -61,7 +66,7 @@ def plot_map_trace(result, ax=None) -> "matplotlib.axes.Axes":
 
 
 def plot_marginals(result, shape: tuple[int, int], state: int = 1,
-                   ax=None) -> "matplotlib.axes.Axes":
+                   ax=None) -> matplotlib.axes.Axes:
     """P(x_i = ``state``) of ``result.node_marginals`` as an image of ``shape`` (rows,
     cols), variables in row-major order, as `fwcore.random_grid` numbers them."""
     nodes = getattr(result, "node_marginals", None)
