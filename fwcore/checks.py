@@ -14,6 +14,7 @@ from concurrent.futures import Executor
 
 import numpy as np
 
+from .factor_graph import FactorGraph
 from .model import PairwiseMRF, concat_ranges
 
 __all__ = ["Interval", "Options", "Kind", "check_params", "check_model", "check_seed",
@@ -152,7 +153,7 @@ def check_model(model, name="model"):
     otherwise) whose finite log-potentials are at most `MAX_ABS_THETA` in absolute value
     (ValueError naming the first block that is not: larger ones overflow when summed)."""
     if not isinstance(model, PairwiseMRF):
-        if type(model).__name__ == "FactorGraph":
+        if isinstance(model, FactorGraph):
             raise TypeError(f"{name} must be a fwcore.PairwiseMRF here; this FactorGraph's "
                             f"exact pairwise reduction is {name}.reduced (the inference "
                             "functions take a FactorGraph directly)")

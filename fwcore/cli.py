@@ -60,7 +60,8 @@ def _load(args):
 
 def _describe(model):
     """'n variables, E edges', or for a FactorGraph its factors and its reduction."""
-    if hasattr(model, "factors"):
+    from .factor_graph import FactorGraph
+    if isinstance(model, FactorGraph):
         return (f"{model.n_vars} variables, {model.n_factors} factors of arity up to "
                 f"{model.max_arity} (solved as a pairwise model of {model.reduced.n_vars} "
                 f"variables and {model.reduced.n_edges} edges)")

@@ -415,9 +415,8 @@ def write_evid(path, evidence):
 def apply_evidence(model: PairwiseMRF | FactorGraph,
                    evidence: Mapping[int, int]) -> PairwiseMRF | FactorGraph:
     """Clamp variables: a new model of the same kind, same variable indices, in which each
-    observed variable's other states are impossible (θ_i = −inf; in a `FactorGraph`, the
-    factors' joint states that disagree with the evidence too, so its reduction keeps only
-    the states that agree)."""
+    observed variable's other states are impossible (θ_i = −inf; a `FactorGraph` gets a
+    unary factor per observed variable, and its reduction conditions on it)."""
     pairs = _evidence_pairs(evidence)
     card = model.card if isinstance(model, FactorGraph) else check_model(model).card
     for v, s in pairs:
@@ -428,10 +427,8 @@ def apply_evidence(model: PairwiseMRF | FactorGraph,
             raise ValueError(f"evidence sets variable {v} to state {s}; it has states "
                              f"0..{card[v] - 1}")
     if isinstance(model, FactorGraph):
-        observed = dict(pairs)
-        factors = [(scope, _clamp(table, scope, observed)) for scope, table in model.factors]
-        return FactorGraph(card, factors + [((v,), _clamp(np.zeros(card[v]), (v,), observed))
-                                            for v in observed])
+        clamps = [((v,), np.where(np.arange(card[v]) == s, 0.0, -np.inf)) for v, s in pairs]
+        return FactorGraph(card, list(model.factors) + clamps)
     theta = model.theta.copy()
     for v, s in pairs:
         block = theta[model.node_off[v]:model.node_off[v + 1]]
@@ -439,17 +436,6 @@ def apply_evidence(model: PairwiseMRF | FactorGraph,
         block[:] = -np.inf
         block[s] = keep
     return model.with_theta(theta)
-
-
-def _clamp(table, scope, observed):
-    """``table`` (over ``scope``) with −inf wherever an observed variable disagrees."""
-    out = np.array(table, dtype=np.float64)
-    for axis, v in enumerate(scope):
-        if v in observed:
-            index = [slice(None)] * len(scope)
-            index[axis] = np.arange(out.shape[axis]) != observed[v]
-            out[tuple(index)] = -np.inf
-    return out
 
 
 # -- helpers --------------------------------------------------------------------------
