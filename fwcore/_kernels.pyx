@@ -742,3 +742,119 @@ def trbp_sweeps(const double[::1] theta, Graph graph, const long long[::1] msg_o
             if change < tol:
                 break
     return sweep, change
+
+
+# -- tree decomposition of the TRW bound (`fwcore.trw_dual`) -----------------------------
+
+def forest_partition(Py_ssize_t n, const int[:, ::1] edges):
+    """Greedy first-fit partition of the edges into forests: each edge, in order, joins
+    the first forest in which its ends are not yet connected (one union-find per forest,
+    path halving). Returns (forest index of each edge as int32, number of forests)."""
+    cdef Py_ssize_t n_edges = edges.shape[0], e, k, n_forests = 0, a, b
+    cdef int[::1] forest = np.empty(n_edges, dtype=np.int32)
+    parents = []
+    cdef int[::1] up
+    for e in range(n_edges):
+        k = 0
+        while True:
+            if k == n_forests:
+                parents.append(np.arange(n, dtype=np.int32))
+                n_forests += 1
+            up = parents[k]
+            a, b = edges[e, 0], edges[e, 1]
+            while up[a] != a:
+                up[a] = up[up[a]]
+                a = up[a]
+            while up[b] != b:
+                up[b] = up[up[b]]
+                b = up[b]
+            if a != b:
+                up[a] = b
+                forest[e] = k
+                break
+            k += 1
+    return np.asarray(forest), n_forests
+
+
+def forest_sum_product(Graph graph, const double[::1] node_theta,
+                       const double[::1] edge_theta, const long long[::1] edge_pos,
+                       const long long[::1] order, const int[::1] parent_edge,
+                       const long long[::1] up_off, double[::1] belief, double[::1] edge_mu,
+                       double[::1] up, double[::1] log_z, double[::1] work):
+    """Exact sum-product on m forests over copies of the model's variables (two passes).
+
+    Copy u = t n + v is variable v in forest t; its unary log-potentials are
+    node_theta[t D + node_off[v] : ...] (D = node_off[n]); its parent is the other end of
+    edge parent_edge[u] = e in the same forest (-1 at a root), with the log-potential
+    table edge_theta[edge_pos[u] : ...], laid out as the model's table of e. ``order``
+    lists every copy, each after its parent. Writes the forests' node marginals into
+    ``belief`` (length m D), the marginal of each copy's parent edge into ``edge_mu``
+    (edge_theta's layout) and log Z of forest t into log_z[t]. ``up`` (length
+    up_off[m n]) holds the upward message of copy u over its parent's states at
+    up_off[u]; ``work`` is scratch of length >= max card.
+    """
+    cdef const int[::1] card = graph.card
+    cdef const int[:, ::1] edges = graph.edges
+    cdef const long long[::1] node_off = graph.node_off
+    cdef Py_ssize_t n = card.shape[0], n_copies = order.shape[0], k, u, v, p, t, e, xu, xp
+    cdef Py_ssize_t cu, cp, at
+    cdef long long dim = node_off[n], ou, op, eo, uo
+    cdef bint first
+    cdef double m
+    cdef double* buf = &work[0] if work.shape[0] else NULL
+    with nogil:
+        for k in range(belief.shape[0]):
+            belief[k] = node_theta[k]
+        for t in range(log_z.shape[0]):
+            log_z[t] = 0.0
+        for k in range(n_copies - 1, -1, -1):  # upward: children before parents
+            u = order[k]
+            t, v = u // n, u % n
+            ou, cu = t * dim + node_off[v], card[v]
+            e = parent_edge[u]
+            if e < 0:
+                log_z[t] += _lse(&belief[ou], cu)
+                continue
+            first = edges[e, 0] == v
+            p = edges[e, 1] if first else edges[e, 0]
+            op, cp, eo, uo = t * dim + node_off[p], card[p], edge_pos[u], up_off[u]
+            for xp in range(cp):
+                for xu in range(cu):
+                    buf[xu] = belief[ou + xu] + edge_theta[eo + xu * cp + xp if first
+                                                           else eo + xp * cu + xu]
+                m = _lse(buf, cu)
+                up[uo + xp] = m
+                belief[op + xp] += m
+        for k in range(n_copies):  # downward: parents (normalised log-beliefs) first
+            u = order[k]
+            t, v = u // n, u % n
+            ou, cu = t * dim + node_off[v], card[v]
+            e = parent_edge[u]
+            if e >= 0:
+                first = edges[e, 0] == v
+                p = edges[e, 1] if first else edges[e, 0]
+                op, cp, eo, uo = t * dim + node_off[p], card[p], edge_pos[u], up_off[u]
+                # the edge's marginal: u's upward belief + table + the parent's normalised
+                # belief without u's message (-inf where that message is: no state of
+                # u's subtree allows x_p)
+                for xu in range(cu):
+                    for xp in range(cp):
+                        at = eo + xu * cp + xp if first else eo + xp * cu + xu
+                        m = up[uo + xp]
+                        edge_mu[at] = 0.0 if m == -INFINITY else exp(
+                            belief[ou + xu] + edge_theta[at] + belief[op + xp] - m)
+                for xu in range(cu):
+                    if belief[ou + xu] == -INFINITY:
+                        continue
+                    for xp in range(cp):
+                        at = eo + xu * cp + xp if first else eo + xp * cu + xu
+                        m = up[uo + xp]
+                        buf[xp] = -INFINITY if m == -INFINITY else (
+                            belief[op + xp] - m + edge_theta[at])
+                    belief[ou + xu] += _lse(buf, cp)
+            _normalise(&belief[ou], cu)
+        for k in range(n_copies):
+            u = order[k]
+            ou, cu = (u // n) * dim + node_off[u % n], card[u % n]
+            for xu in range(cu):
+                belief[ou + xu] = exp(belief[ou + xu])

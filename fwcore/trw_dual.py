@@ -1,0 +1,233 @@
+"""The TRW upper bound on log Z in its tree-decomposition form (Wainwright, Jaakkola &
+Willsky 2005, Sec. 3-4), minimised by L-BFGS: a certified bound at every iterate, which
+converges where TRBP does not (frustrated models).
+
+Forests T_1..T_m over all variables carry weights w_t > 0 summing to 1; edge e appears
+with probability ρ_e = Σ_{t ∋ e} w_t. Forest t has its own log-potentials φ_t (on every
+node and on its edges) with Σ_t w_t φ_t = θ, so by convexity of log Z
+
+    log Z(θ) <= Σ_t w_t A_t(φ_t)
+
+with A_t forest t's log-partition function (exact, by `fwcore._kernels.forest_sum_product`).
+Over φ the least value is the TRW bound at ρ; the forests then agree on their node and
+edge marginals (the TRW beliefs). The ρ loop is Barrier FW Alg. 2's: the forest set grows
+by the maximum spanning forest on the beliefs' mutual information, with weight
+2 / (k + 3) at step k. The first forests split the edges (`_kernels.forest_partition`),
+each with weight 1/m.
+"""
+import time
+
+import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import breadth_first_order, connected_components
+
+from ._kernels import forest_partition, forest_sum_product
+from .model import concat_ranges
+from .rho import edge_mutual_information, max_spanning_forest
+
+__all__ = ["TreeDecomposition", "trw_dual_bound"]
+
+
+class TreeDecomposition:
+    """Forests given as edge masks with weights, laid out for `forest_sum_product` (copy
+    t n + v is variable v in forest t), and the TRW bound of log-potentials φ: a node part
+    (m, D) and a flat edge part with, for each forest, the tables of its edges."""
+
+    def __init__(self, model, forests, weights):
+        n, m = model.n_vars, len(forests)
+        self.model, self.weights = model, np.asarray(weights, dtype=np.float64)
+        t_of, e_of = np.nonzero(np.asarray(forests, dtype=bool).reshape(m, model.n_edges))
+        a = t_of * n + model.edges[e_of, 0]
+        b = t_of * n + model.edges[e_of, 1]
+        # one breadth-first search over all forests from a virtual root joined to one
+        # copy in each tree
+        size = m * n
+        _, label = connected_components(
+            coo_matrix((np.ones(len(a)), (a, b)), shape=(size, size)), directed=False)
+        _, heads = np.unique(label, return_index=True)
+        rows = np.concatenate([a, b, np.full(len(heads), size)])
+        cols = np.concatenate([b, a, heads])
+        g = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(size + 1, size + 1)).tocsr()
+        order, pred = breadth_first_order(g, size, directed=True, return_predecessors=True)
+        self.order = order[1:].astype(np.int64)
+        child = np.where(pred[b] == a, b, a)
+        self.parent_edge = np.full(size, -1, dtype=np.int32)
+        self.parent_edge[child] = e_of
+        parent = a + b - child
+        self.up_off = np.zeros(size + 1, dtype=np.int64)
+        up_size = np.zeros(size, dtype=np.int64)
+        up_size[child] = model.card[parent % n]
+        np.cumsum(up_size, out=self.up_off[1:])
+        # edge tables: copy child[k] holds edge e_of[k] of forest t_of[k]
+        sizes = np.zeros(size, dtype=np.int64)
+        sizes[child] = np.diff(model.edge_off)[e_of]
+        self.edge_pos = np.zeros(size, dtype=np.int64)
+        self.edge_pos[1:] = np.cumsum(sizes)[:-1]
+        ent = np.argsort(child, kind="stable")  # tables in copy order
+        self.entry = concat_ranges(model.edge_off[e_of[ent]], sizes[child[ent]])
+        self.entry_forest = np.repeat(t_of[ent], sizes[child[ent]])
+        self.rho = np.bincount(e_of, weights=self.weights[t_of], minlength=model.n_edges)
+        dim = int(model.node_off[-1])
+        self.n_forests, self.dim = m, dim
+        self._mu = np.empty(m * dim)
+        self._edge_mu = np.empty(self.entry.size)
+        self._up = np.empty(int(self.up_off[-1]))
+        self._log_z = np.empty(m)
+        self._work = np.empty(int(model.card.max()) if n else 0)
+        theta = model.theta
+        self._node_free = np.isfinite(theta[:dim])
+        self._edge_free = np.isfinite(theta[self.entry])
+        self._rho_entry = np.zeros(theta.size)
+        self._rho_entry[model.node_off[-1]:] = np.repeat(self.rho, np.diff(model.edge_off))
+
+    def start(self):
+        """φ with every forest at θ's node potentials and θ_e / ρ_e on its edges (0 for
+        -inf entries of θ, which `_project` restores)."""
+        theta = self.model.theta
+        node = np.tile(np.where(self._node_free, theta[:self.dim], 0.0), self.n_forests)
+        edge = np.where(self._edge_free, theta[self.entry], 0.0) / self._rho_entry[self.entry]
+        return np.concatenate([node, edge])
+
+    def _project(self, phi):
+        """φ moved onto Σ_t w_t φ_t = θ: node entries by the same shift in every forest,
+        edge entries by the shift over ρ_e; -inf entries of θ are kept."""
+        theta, w, m = self.model.theta, self.weights, self.n_forests
+        node = phi[:m * self.dim].reshape(m, -1)
+        node = np.where(self._node_free, node + theta[:self.dim] - w @ node, theta[:self.dim])
+        edge = phi[m * self.dim:]
+        edge = np.where(self._edge_free, edge, 0.0)
+        mean = np.bincount(self.entry, weights=w[self.entry_forest] * edge,
+                           minlength=theta.size)
+        with np.errstate(invalid="ignore"):
+            shift = (theta - mean)[self.entry] / self._rho_entry[self.entry]
+        edge = np.where(self._edge_free, edge + shift, theta[self.entry])
+        return node, edge
+
+    def value_grad(self, phi):
+        """(Σ_t w_t A_t at φ projected, its gradient in φ, the forests' node marginals
+        (m, D), their edge marginals in the edge part's layout)."""
+        w, m = self.weights, self.n_forests
+        node, edge = self._project(phi)
+        forest_sum_product(self.model.graph, node.ravel(), edge, self.edge_pos, self.order,
+                           self.parent_edge, self.up_off, self._mu, self._edge_mu, self._up,
+                           self._log_z, self._work)
+        mu = self._mu.reshape(m, -1)
+        g_node = w[:, None] * mu
+        g_node = np.where(self._node_free, g_node - w[:, None] * g_node.sum(axis=0), 0.0)
+        g_edge = w[self.entry_forest] * self._edge_mu
+        total = np.bincount(self.entry, weights=g_edge, minlength=self.model.theta.size)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            g_edge = g_edge - (w[self.entry_forest] / self._rho_entry[self.entry]
+                               * total[self.entry])
+        g_edge = np.where(self._edge_free, g_edge, 0.0)
+        return float(w @ self._log_z), np.concatenate([g_node.ravel(), g_edge]), mu, \
+            self._edge_mu
+
+    def beliefs(self, mu, edge_mu):
+        """The weighted mean of the forests' marginals as a flat vector of the model's
+        layout (edge e's from the forests that hold it, weighted by w_t / ρ_e)."""
+        model, w = self.model, self.weights
+        out = np.bincount(self.entry, weights=w[self.entry_forest] * edge_mu,
+                          minlength=model.theta.size).astype(np.float64)
+        out[model.node_off[-1]:] /= np.where(self._rho_entry[model.node_off[-1]:] > 0,
+                                             self._rho_entry[model.node_off[-1]:], 1.0)
+        out[:model.node_off[-1]] = w @ mu
+        return out
+
+
+class _TimeUp(Exception):
+    pass
+
+
+def _lbfgs(fg, x, max_iter, tol, memory=10):
+    """Minimise a smooth convex function by L-BFGS (two-loop recursion, Armijo
+    backtracking; pairs with no positive curvature are skipped). ``fg(x)`` returns
+    (value, gradient). Stops after ``max_iter`` iterations, when the largest gradient
+    entry is below ``tol`` or when no step decreases the value; returns the last x."""
+    f, g = fg(x)
+    pairs = []
+    for _ in range(max_iter):
+        if not np.any(np.abs(g) > tol):
+            break
+        d = -g
+        alphas = []
+        for s, y, r in reversed(pairs):
+            a = r * (s @ d)
+            d = d - a * y
+            alphas.append(a)
+        if pairs:
+            s, y, r = pairs[-1]
+            d = d * ((s @ y) / (y @ y))
+            for (s, y, r), a in zip(pairs, reversed(alphas)):
+                d = d + (a - r * (y @ d)) * s
+        else:
+            d = d / max(np.abs(g).max(), 1.0)
+        slope = g @ d
+        if slope >= 0.0:  # not a descent direction: restart from the gradient
+            pairs.clear()
+            d = -g / max(np.abs(g).max(), 1.0)
+            slope = g @ d
+        step = 1.0
+        for _ in range(40):
+            x_new = x + step * d
+            f_new, g_new = fg(x_new)
+            if f_new <= f + 1e-4 * step * slope:
+                break
+            step *= 0.5
+        else:
+            break
+        s, y = x_new - x, g_new - g
+        if s @ y > 1e-16:
+            pairs.append((s, y, 1.0 / (s @ y)))
+            del pairs[:-memory]
+        x, f, g = x_new, f_new, g_new
+    return x
+
+
+def trw_dual_bound(model, rho_updates=10, max_iter=300, tol=1e-6, deadline=None):
+    """The TRW bound on log Z minimised over φ (L-BFGS, at most ``max_iter`` iterations
+    per ρ step) and over ρ (``rho_updates`` steps of Barrier FW Alg. 2); module docstring.
+    Returns (the least bound evaluated, the beliefs there as a flat vector, number of
+    forest sum-product passes). Stops at ``deadline`` (a time.perf_counter() value)
+    with the least bound so far; every evaluated point is a valid bound."""
+    forest, m = forest_partition(model.n_vars, model.edges) if model.n_edges else (
+        np.zeros(0, np.int32), 1)
+    forests = [forest == t for t in range(m)]
+    weights = np.full(m, 1.0 / m)
+    best = [np.inf, None, 0]
+    phi = None
+    try:
+        for k in range(rho_updates + 1):
+            dec = TreeDecomposition(model, forests, weights)
+            start = dec.start()
+            if phi is not None:  # the old forests keep their potentials
+                start[:phi_node.size] = phi_node
+                start[dec.n_forests * dec.dim:][:phi_edge.size] = phi_edge
+
+            def f(x):
+                if deadline is not None and best[2] and time.perf_counter() > deadline:
+                    raise _TimeUp
+                value, grad, mu, edge_mu = dec.value_grad(x)
+                best[2] += 1
+                if value < best[0]:
+                    best[:2] = value, dec.beliefs(mu, edge_mu)
+                return value, grad
+
+            phi = _lbfgs(f, start, max_iter, tol)
+            if k == rho_updates or not model.n_edges:
+                break
+            nu = dec.beliefs(*dec.value_grad(phi)[2:])
+            new = max_spanning_forest(model.n_vars, model.edges,
+                                      edge_mutual_information(model, nu)) > 0.5
+            gamma = 2.0 / (k + 3.0)
+            phi_node, phi_edge = phi[:dec.n_forests * dec.dim], phi[dec.n_forests * dec.dim:]
+            weights = (1.0 - gamma) * weights
+            same = [t for t, old in enumerate(forests) if np.array_equal(old, new)]
+            if same:  # a forest already held gains the weight
+                weights[same[0]] += gamma
+            else:
+                forests.append(new)
+                weights = np.append(weights, gamma)
+    except _TimeUp:
+        pass
+    return best[0], best[1], best[2]
