@@ -33,7 +33,7 @@ from .fw import (Domain, LocalSearch, MFWCorrection, adaptive_delta, correct, fr
                  safeguarded_newton)
 from .interrupt import Guard
 from .exact import EliminationPlan, exact_inference, fits_bruteforce
-from .marginals import MarginalResult, Recorder, loopy_bp, trbp
+from .marginals import MarginalResult, Recorder, loopy_bp
 from .oracles.base import LPOracle, resolve_oracle
 from .results import Status
 from .rho import edge_mutual_information, initial_rho, rho_direction
@@ -358,7 +358,7 @@ def infer(model: PairwiseMRF | FactorGraph, *, oracle="auto", domain: str = "mar
         if np.isneginf(model.theta).any():
             log_states = float(np.log(model.card.astype(np.float64)).sum())
             model = model.with_theta(finite_penalty(model, model.theta, 50.0 + log_states))
-        rho = rho0 = initial_rho(model, rho)
+        rho = initial_rho(model, rho)
         dom = _make_domain(model, oracle, domain, p["seed"])
     except KeyboardInterrupt:
         return _interrupted_in_set_up(model, domain, delta0, t0)

@@ -184,7 +184,7 @@ def _lbfgs(fg, x, max_iter, tol, memory=10):
     return x
 
 
-def trw_dual_bound(model, rho_updates=10, max_iter=300, tol=1e-6, deadline=None):
+def trw_dual_bound(model, rho_updates=20, max_iter=50, tol=1e-6, deadline=None):
     """The TRW bound on log Z minimised over φ (L-BFGS, at most ``max_iter`` iterations
     per ρ step) and over ρ (``rho_updates`` steps of Barrier FW Alg. 2); module docstring.
     Returns (the least bound evaluated, the beliefs there as a flat vector, number of
@@ -195,16 +195,18 @@ def trw_dual_bound(model, rho_updates=10, max_iter=300, tol=1e-6, deadline=None)
     forests = [forest == t for t in range(m)]
     weights = np.full(m, 1.0 / m)
     best = [np.inf, None, 0]
-    phi = None
+    old = None
     try:
         for k in range(rho_updates + 1):
             dec = TreeDecomposition(model, forests, weights)
-            start = dec.start()
-            if phi is not None:  # the old forests keep their potentials
-                start[:phi_node.size] = phi_node
-                start[dec.n_forests * dec.dim:][:phi_edge.size] = phi_edge
+            phi = dec.start()
+            if old is not None:  # the forests held before keep their potentials
+                old_dec, old_phi = old
+                n_node = old_dec.n_forests * old_dec.dim
+                phi[:n_node] = old_phi[:n_node]
+                phi[dec.n_forests * dec.dim:][:old_phi.size - n_node] = old_phi[n_node:]
 
-            def f(x):
+            def f(x, dec=dec):
                 if deadline is not None and best[2] and time.perf_counter() > deadline:
                     raise _TimeUp
                 value, grad, mu, edge_mu = dec.value_grad(x)
@@ -213,16 +215,16 @@ def trw_dual_bound(model, rho_updates=10, max_iter=300, tol=1e-6, deadline=None)
                     best[:2] = value, dec.beliefs(mu, edge_mu)
                 return value, grad
 
-            phi = _lbfgs(f, start, max_iter, tol)
+            phi = _lbfgs(f, phi, max_iter, tol)
             if k == rho_updates or not model.n_edges:
                 break
+            old = dec, phi
             nu = dec.beliefs(*dec.value_grad(phi)[2:])
             new = max_spanning_forest(model.n_vars, model.edges,
                                       edge_mutual_information(model, nu)) > 0.5
             gamma = 2.0 / (k + 3.0)
-            phi_node, phi_edge = phi[:dec.n_forests * dec.dim], phi[dec.n_forests * dec.dim:]
             weights = (1.0 - gamma) * weights
-            same = [t for t, old in enumerate(forests) if np.array_equal(old, new)]
+            same = [t for t, held in enumerate(forests) if np.array_equal(held, new)]
             if same:  # a forest already held gains the weight
                 weights[same[0]] += gamma
             else:

@@ -1,5 +1,4 @@
 """Barrier FW marginal inference (fwcore.marginals) against exact answers."""
-import math
 
 import numpy as np
 import pytest
