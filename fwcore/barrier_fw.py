@@ -368,7 +368,7 @@ def infer(model: PairwiseMRF | FactorGraph, *, oracle="auto", domain: str = "mar
     if domain == "local":
         local_steps = 0
     exact = dom.exact
-    # an approximate oracle leaves a share of max_time to the bound at a point of L
+    # an approximate oracle leaves a share of max_time to the tree-decomposition bound
     fw_time = max_time if exact or max_time is None else (1 - _L_BOUND_SHARE) * max_time
     dom.deadline = None if fw_time is None else t0 + fw_time
     # with adaptive delta a record's gap is over M (or L): TRW + gap + slack bounds log Z

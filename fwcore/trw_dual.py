@@ -27,6 +27,9 @@ from .rho import edge_mutual_information, max_spanning_forest
 
 __all__ = ["TreeDecomposition", "trw_dual_bound"]
 
+#: memory of L-BFGS's (s, y) pairs: 3 to 10 pairs, fewer when φ is large
+_LBFGS_BYTES = 2**28
+
 
 class TreeDecomposition:
     """Forests given as edge masks with weights, laid out for `forest_sum_product` (copy
@@ -215,7 +218,8 @@ def trw_dual_bound(model, rho_updates=20, max_iter=50, tol=1e-6, deadline=None):
                     best[:2] = value, dec.beliefs(mu, edge_mu)
                 return value, grad
 
-            phi = _lbfgs(f, phi, max_iter, tol)
+            memory = int(np.clip(_LBFGS_BYTES // (16 * max(phi.size, 1)), 3, 10))
+            phi = _lbfgs(f, phi, max_iter, tol, memory)
             if k == rho_updates or not model.n_edges:
                 break
             old = dec, phi
