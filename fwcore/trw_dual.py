@@ -79,31 +79,36 @@ class TreeDecomposition:
         self._work = np.empty(int(model.card.max()) if n else 0)
         theta = model.theta
         self._node_free = np.isfinite(theta[:dim])
-        self._edge_free = np.isfinite(theta[self.entry])
-        self._rho_entry = np.zeros(theta.size)
-        self._rho_entry[model.node_off[-1]:] = np.repeat(self.rho, np.diff(model.edge_off))
+        # per edge-part entry k: its index among θ's edge entries, w_t, ρ_e and θ
+        self._at = self.entry - dim
+        self._w_at = self.weights[self.entry_forest]
+        self._rho_edges = np.repeat(self.rho, np.diff(model.edge_off))
+        self._rho_at = self._rho_edges[self._at]
+        self._theta_at = theta[self.entry]
+        self._edge_free = np.isfinite(self._theta_at)
 
     def start(self):
         """φ with every forest at θ's node potentials and θ_e / ρ_e on its edges (0 for
         -inf entries of θ, which `_project` restores)."""
-        theta = self.model.theta
-        node = np.tile(np.where(self._node_free, theta[:self.dim], 0.0), self.n_forests)
-        edge = np.where(self._edge_free, theta[self.entry], 0.0) / self._rho_entry[self.entry]
-        return np.concatenate([node, edge])
+        node = np.where(self._node_free, self.model.theta[:self.dim], 0.0)
+        edge = np.where(self._edge_free, self._theta_at, 0.0) / self._rho_at
+        return np.concatenate([np.tile(node, self.n_forests), edge])
+
+    def _edge_sums(self, values):
+        """Σ over the forests holding each edge entry of ``values`` (edge-part layout)."""
+        return np.bincount(self._at, weights=values, minlength=self._rho_edges.size)
 
     def _project(self, phi):
         """φ moved onto Σ_t w_t φ_t = θ: node entries by the same shift in every forest,
         edge entries by the shift over ρ_e; -inf entries of θ are kept."""
-        theta, w, m = self.model.theta, self.weights, self.n_forests
+        theta, w, m = self.model.theta[:self.dim], self.weights, self.n_forests
         node = phi[:m * self.dim].reshape(m, -1)
-        node = np.where(self._node_free, node + theta[:self.dim] - w @ node, theta[:self.dim])
-        edge = phi[m * self.dim:]
-        edge = np.where(self._edge_free, edge, 0.0)
-        mean = np.bincount(self.entry, weights=w[self.entry_forest] * edge,
-                           minlength=theta.size)
+        node = np.where(self._node_free, node + theta - w @ node, theta)
+        edge = np.where(self._edge_free, phi[m * self.dim:], 0.0)
+        mean = self._edge_sums(self._w_at * edge)[self._at]
         with np.errstate(invalid="ignore"):
-            shift = (theta - mean)[self.entry] / self._rho_entry[self.entry]
-        edge = np.where(self._edge_free, edge + shift, theta[self.entry])
+            edge = np.where(self._edge_free, edge + (self._theta_at - mean) / self._rho_at,
+                            self._theta_at)
         return node, edge
 
     def value_grad(self, phi):
@@ -117,25 +122,18 @@ class TreeDecomposition:
         mu = self._mu.reshape(m, -1)
         g_node = w[:, None] * mu
         g_node = np.where(self._node_free, g_node - w[:, None] * g_node.sum(axis=0), 0.0)
-        g_edge = w[self.entry_forest] * self._edge_mu
-        total = np.bincount(self.entry, weights=g_edge, minlength=self.model.theta.size)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            g_edge = g_edge - (w[self.entry_forest] / self._rho_entry[self.entry]
-                               * total[self.entry])
-        g_edge = np.where(self._edge_free, g_edge, 0.0)
+        g_edge = self._w_at * self._edge_mu
+        g_edge -= self._w_at / self._rho_at * self._edge_sums(g_edge)[self._at]
+        g_edge[~self._edge_free] = 0.0
         return float(w @ self._log_z), np.concatenate([g_node.ravel(), g_edge]), mu, \
             self._edge_mu
 
     def beliefs(self, mu, edge_mu):
         """The weighted mean of the forests' marginals as a flat vector of the model's
         layout (edge e's from the forests that hold it, weighted by w_t / ρ_e)."""
-        model, w = self.model, self.weights
-        out = np.bincount(self.entry, weights=w[self.entry_forest] * edge_mu,
-                          minlength=model.theta.size).astype(np.float64)
-        out[model.node_off[-1]:] /= np.where(self._rho_entry[model.node_off[-1]:] > 0,
-                                             self._rho_entry[model.node_off[-1]:], 1.0)
-        out[:model.node_off[-1]] = w @ mu
-        return out
+        edges = self._edge_sums(self._w_at * edge_mu)
+        return np.concatenate([self.weights @ mu, edges / np.where(self._rho_edges > 0,
+                                                                   self._rho_edges, 1.0)])
 
 
 class _TimeUp(Exception):
