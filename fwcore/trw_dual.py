@@ -218,7 +218,8 @@ def trw_dual_bound(model, rho_updates=20, max_iter=50, tol=1e-6, deadline=None):
 
             memory = int(np.clip(_LBFGS_BYTES // (16 * max(phi.size, 1)), 3, 10))
             phi = _lbfgs(f, phi, max_iter, tol, memory)
-            if k == rho_updates or not model.n_edges:
+            if k == rho_updates or not model.n_edges or (
+                    deadline is not None and time.perf_counter() > deadline):
                 break
             old = dec, phi
             nu = dec.beliefs(*dec.value_grad(phi)[2:])
