@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._symbolic import cuthill_mckee, eliminate, sorted_neighbours
 from .checks import INFEASIBLE, Interval, Options, check_model, check_params
 from .results import MapResult, Record, Status, Trace
 from .factor_graph import FactorGraph, solves_factor_graphs
@@ -34,6 +35,7 @@ MAX_BRUTEFORCE_STATES = 2**40   # beyond this enumeration would run for days
 _CHUNK_ENTRIES = 2**22          # flat indices held per brute-force chunk (32 MiB)
 _CORE_ROUNDS = 100              # k-core peeling rounds before the width proof gives up
 _MIN_FILL_WORK = 5e6            # min-fill's work budget when no order fits the limit yet
+_INT64_MAX = 2**63 - 1          # where the symbolic kernel's table sizes saturate
 _PARAMS = {"method": Options("auto", "bruteforce", "elimination"),
            "memory_limit": Interval(0.0, lo_open=True)}
 
@@ -325,43 +327,41 @@ def _min_fill_order(model, cap=math.inf, budget=math.inf, first=()):
 
 
 def _bandwidth_order(model, first=()):
-    """Reverse Cuthill-McKee order (after the variables ``first``): a low-bandwidth sweep
-    that keeps the induced width of grid-like graphs near their treewidth, where greedy
-    min-fill can do much worse."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import reverse_cuthill_mckee
-    n = model.n_vars
-    if n == 0:
-        return []
-    e = model.edges
-    g = coo_matrix((np.ones(2 * len(e)), (np.r_[e[:, 0], e[:, 1]], np.r_[e[:, 1], e[:, 0]])),
-                   shape=(n, n)).tocsr()
-    rcm = reverse_cuthill_mckee(g, symmetric_mode=True)
-    if not first:
-        return rcm.tolist()
-    later = np.ones(n, dtype=bool)
+    """Reverse Cuthill-McKee order (after the variables ``first``; int64 array): a
+    low-bandwidth sweep that keeps the induced width of grid-like graphs near their
+    treewidth, where greedy min-fill can do much worse. The `cuthill_mckee` kernel gives
+    scipy.sparse.csgraph.reverse_cuthill_mckee's order on the canonical CSR."""
+    degree = np.diff(model.adj_start).astype(np.int32)
+    rcm = cuthill_mckee(model.adj_start, sorted_neighbours(model.adj_start, model.adj_var),
+                        degree, np.argsort(degree).astype(np.int64))
+    if not len(first):
+        return rcm
+    later = np.ones(model.n_vars, dtype=bool)
     later[first] = False
-    return list(first) + rcm[later[rcm]].tolist()
+    return np.concatenate([np.asarray(first, dtype=np.int64), rcm[later[rcm]]])
 
 
 def _eliminate(model, order, cap=math.inf):
-    """Symbolic elimination along ``order``: the separator (neighbours at elimination, in
-    elimination order) of every variable, and the clique table sizes card_v * prod(card
-    of S_v), in elimination order. Stops after the first table over ``cap`` entries, so
-    ``sizes`` is shorter than ``order`` or ends with that table."""
-    card = model.card.tolist()
-    adj = _NeighbourSets(model)
-    pos = np.zeros(model.n_vars, dtype=np.int64)
-    pos[order] = np.arange(len(order))
-    pos = pos.tolist()
+    """Symbolic elimination along ``order`` (the `eliminate` kernel): the separators
+    (neighbours at elimination, in elimination order) of every variable and the clique
+    table sizes card_v * prod(card of S_v), in elimination order. Stops after the first
+    table over ``cap`` entries: ``sizes`` then ends with that table and the separators
+    are None. Sizes the kernel saturates (at 2**63 - 1) are recounted exactly."""
+    order = np.ascontiguousarray(order, dtype=np.int64)
+    limit = _INT64_MAX if cap >= _INT64_MAX else math.floor(cap)
+    start, var, sizes = eliminate(model.adj_start, model.adj_var, model.card, order, limit)
+    saturated = np.flatnonzero(sizes == _INT64_MAX).tolist()
+    sizes = sizes.tolist()
+    for k in saturated:
+        sizes[k] = math.prod(model.card[np.r_[order[k], var[start[k]:start[k + 1]]]].tolist())
+        if sizes[k] > cap:  # the first table over a cap beyond 2**63 - 1
+            return None, sizes[:k + 1]
+    if sizes and sizes[-1] > cap:
+        return None, sizes
+    start, var = start.tolist(), var.tolist()
     sep = [None] * model.n_vars
-    sizes = []
-    for v in order:
-        sep[v] = tuple(sorted(adj[v], key=pos.__getitem__))
-        sizes.append(card[v] * math.prod(card[u] for u in sep[v]))
-        if sizes[-1] > cap:
-            break
-        _eliminate_vertex(adj, v)
+    for k, v in enumerate(order.tolist()):
+        sep[v] = tuple(var[start[k]:start[k + 1]])
     return sep, sizes
 
 
@@ -439,8 +439,8 @@ class EliminationPlan:
         first = _functional_vars(model)
         order = _bandwidth_order(model, first)
         sep, rcm_sizes = _eliminate(model, order, cap)
-        if len(rcm_sizes) == n and max(rcm_sizes, default=0) <= cap:
-            candidates.append(((max(rcm_sizes, default=0), sum(rcm_sizes)), order, sep))
+        if sep is not None:  # the bandwidth order fits
+            candidates.append(((max(rcm_sizes, default=0), sum(rcm_sizes)), order.tolist(), sep))
         # min-fill stops once it would lose to the bandwidth order or exceed the limit
         mf_cap = candidates[0][0][0] if candidates else cap
         budget = math.inf if candidates or memory_limit is None else _MIN_FILL_WORK
