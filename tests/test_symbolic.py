@@ -1,6 +1,7 @@
 """The symbolic elimination kernels (fwcore/_symbolic.pyx) against their Python twins:
-the elimination game on neighbour sets, scipy's reverse Cuthill-McKee on the canonical
-CSR, and sorted rows; and elimination plans built with the twins equal the kernels'."""
+the elimination game and lazy weighted min-fill on neighbour sets, scipy's reverse
+Cuthill-McKee, sorted rows; and elimination plans built with the twins equal the
+kernels'."""
 import math
 
 import numpy as np
@@ -15,10 +16,31 @@ from fwcore.generators import grid_edges
 from fwcore.model import PairwiseMRF
 
 
+class NeighbourSets(dict):
+    """Neighbour sets of the model's variables, each built from the CSR on first use."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.start, self.var = model.adj_start, model.adj_var
+
+    def __missing__(self, v):
+        nb = self[v] = set(self.var[self.start[v]:self.start[v + 1]].tolist())
+        return nb
+
+
+def eliminate_vertex(adj, v):
+    """Eliminate v from the graph ``adj``: its neighbours become a clique. Returns N(v)."""
+    nb = adj.pop(v)
+    for a in nb:
+        adj[a].discard(v)
+        adj[a] |= nb - {a}
+    return nb
+
+
 def eliminate_twin(model, order, cap=math.inf):
     """The twin of `exact._eliminate`: the elimination game on neighbour sets."""
     card = model.card.tolist()
-    adj = exact._NeighbourSets(model)
+    adj = NeighbourSets(model)
     pos = np.zeros(model.n_vars, dtype=np.int64)
     pos[order] = np.arange(len(order))
     pos = pos.tolist()
@@ -29,8 +51,70 @@ def eliminate_twin(model, order, cap=math.inf):
         sizes.append(card[v] * math.prod(card[u] for u in sep[v]))
         if sizes[-1] > cap:
             return None, sizes
-        exact._eliminate_vertex(adj, v)
+        eliminate_vertex(adj, v)
     return sep, sizes
+
+
+def min_fill_twin(model, cap=math.inf, budget=math.inf, first=()):
+    """The twin of `exact._min_fill_order` (its docstring states the rule): lazy
+    recounts on neighbour sets, a heap of (fill, size, v, version, exact) tuples."""
+    import heapq
+    n = model.n_vars
+    deg = np.diff(model.adj_start)
+    work = int((deg * (deg + 8)).sum())  # the first fill counts
+    if work > budget:
+        return [], work
+    card = model.card.tolist()
+    card0 = card[0] if n else 1
+    uniform = card.count(card0) == n
+    adj = NeighbourSets(model)
+    fill_lb = [0] * n
+
+    def key(v):  # (fill, table size, v): the exact priority of v
+        nonlocal work
+        nb = adj[v]
+        work += len(nb) * (len(nb) + 8)
+        if uniform:  # every pair weighs card^2: count the pairs
+            fill_lb[v] = sum(len(nb - adj[a]) - 1 for a in nb) // 2 * card0 ** 2
+        else:
+            fill_lb[v] = sum(card[a] * (sum(card[b] for b in nb - adj[a]) - card[a])
+                             for a in nb) // 2
+        return (fill_lb[v], card[v] * math.prod(card[u] for u in nb), v)
+
+    done = [False] * n
+    order = []
+    for v in first:
+        if card[v] * math.prod(card[u] for u in adj[v]) > cap:
+            return order, work
+        done[v] = True
+        order.append(v)
+        work += 16 * len(adj[v]) ** 2
+        eliminate_vertex(adj, v)
+    version = [0] * n
+    heap = [key(v) + (0, True) for v in range(n) if not done[v]]  # + (version, exact)
+    heapq.heapify(heap)
+    while heap and work <= budget:
+        fill, size, v, ver, exact = heapq.heappop(heap)
+        if done[v] or ver != version[v]:
+            continue
+        if not exact:
+            heapq.heappush(heap, key(v) + (ver, True))
+            continue
+        if size > cap:
+            break
+        done[v] = True
+        order.append(v)
+        # the weight of the pairs (v, x) each neighbour loses
+        lost = {a: card[v] * ((card0 * len(adj[a]) if uniform else sum(card[x] for x in adj[a]))
+                              - card[v]) for a in adj[v]}
+        nb = eliminate_vertex(adj, v)
+        touched = set(nb).union(*(adj[a] for a in nb)) if nb else ()
+        work += 16 * len(touched)
+        for u in touched:  # fill counts change only around the new edges
+            fill_lb[u] = max(0, fill_lb[u] - fill - lost.get(u, 0))
+            version[u] += 1
+            heapq.heappush(heap, (fill_lb[u], 0, u, version[u], False))
+    return order, work
 
 
 def bandwidth_twin(model, first=()):
@@ -91,6 +175,20 @@ def test_kernels_match_twins_on_random_graphs(seed):
             assert exact._eliminate(m, order, cap) == eliminate_twin(m, order, cap)
 
 
+@pytest.mark.parametrize("seed", range(250))
+def test_min_fill_matches_twin_on_random_graphs(seed):
+    """Full orders, and the stops: at a cap, at a work budget, during ``first``."""
+    m = random_graph(seed)
+    rng = np.random.default_rng(seed + 2000)
+    first = rng.permutation(m.n_vars)[:int(rng.integers(0, 4))].tolist() if m.n_vars else []
+    order, work = min_fill_twin(m, first=first)
+    assert exact._min_fill_order(m, first=first) == (order, work)
+    for cap, budget in ((8, math.inf), (2**6, math.inf), (math.inf, work // 2),
+                        (math.inf, work // 5), (1, math.inf)):
+        assert exact._min_fill_order(m, cap, budget, first) == min_fill_twin(m, cap, budget,
+                                                                           first)
+
+
 @pytest.mark.parametrize("shape", [(1, 1), (1, 30), (5, 5), (7, 13), (30, 30)])
 def test_kernels_match_twins_on_grids(shape):
     m = grid(*shape)
@@ -98,6 +196,7 @@ def test_kernels_match_twins_on_grids(shape):
     assert order == bandwidth_twin(m).tolist()
     assert exact._eliminate(m, order) == eliminate_twin(m, order)
     assert exact._eliminate(m, order, 2**5) == eliminate_twin(m, order, 2**5)
+    assert exact._min_fill_order(m) == min_fill_twin(m)
 
 
 def test_sizes_beyond_int64_are_exact():
@@ -120,6 +219,7 @@ def test_plans_equal_the_twins_plans(seed, monkeypatch):
             with monkeypatch.context() as mp:
                 mp.setattr(exact, "_eliminate", eliminate_twin)
                 mp.setattr(exact, "_bandwidth_order", bandwidth_twin)
+                mp.setattr(exact, "_min_fill_order", min_fill_twin)
                 want = _plan(m, limit)
             assert _plan(m, limit) == want
 
