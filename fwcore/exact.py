@@ -359,7 +359,6 @@ class EliminationPlan:
     Models that fit get the same order as with no limit."""
 
     def __init__(self, model, memory_limit=None):
-        card = model.card.tolist()
         n = model.n_vars
         cap = math.inf if memory_limit is None else memory_limit / 8  # table entries
         if memory_limit is not None:
@@ -412,6 +411,7 @@ class EliminationPlan:
         self.local = [(v,) + tuple(sum(self.edges[e]) - v for e in self.own_edges[v])
                       for v in range(n)]
         self.width = max((len(c) - 1 for c in self.clique), default=0)
+        card = model.card.tolist()
         self.message_entries = sum(math.prod(card[u] for u in s) for s in self.sep)
         self.bytes = 8 * (self.max_table + self.message_entries)
         if memory_limit is not None and self.bytes > memory_limit:
