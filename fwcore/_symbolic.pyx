@@ -1,8 +1,9 @@
 # cython: language_level=3
-"""Symbolic elimination kernels over a model's CSR adjacency (``adj_start``, ``adj_var``):
-the elimination game along an order (separators and clique table sizes, stopping at the
-first table over a cap) and the row-sorted adjacency the bandwidth order is computed on.
-Their twins are in tests/test_symbolic.py."""
+"""Symbolic elimination kernels over a model's CSR adjacency (``adj_start``, ``adj_var``),
+for `fwcore.exact.EliminationPlan`: the elimination game along an order (separators and
+clique table sizes, stopping at the first table over a cap), greedy weighted min-fill,
+and the reverse Cuthill-McKee order on the row-sorted adjacency. All run without the GIL;
+their Python twins are in tests/test_symbolic.py."""
 import numpy as np
 
 from libc.stdint cimport INT64_MAX, int64_t
