@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._symbolic import cuthill_mckee, eliminate, min_fill, sorted_neighbours
 from .checks import INFEASIBLE, Interval, Options, check_model, check_params
 from .results import MapResult, Record, Status, Trace
 from .factor_graph import FactorGraph, solves_factor_graphs
@@ -34,6 +35,7 @@ MAX_BRUTEFORCE_STATES = 2**40   # beyond this enumeration would run for days
 _CHUNK_ENTRIES = 2**22          # flat indices held per brute-force chunk (32 MiB)
 _CORE_ROUNDS = 100              # k-core peeling rounds before the width proof gives up
 _MIN_FILL_WORK = 5e6            # min-fill's work budget when no order fits the limit yet
+_INT64_MAX = 2**63 - 1          # where the symbolic kernel's table sizes saturate
 _PARAMS = {"method": Options("auto", "bruteforce", "elimination"),
            "memory_limit": Interval(0.0, lo_open=True)}
 
@@ -199,28 +201,6 @@ def _bruteforce_map(model):
 # -- elimination order and clique tree --------------------------------------------------
 
 
-class _NeighbourSets(dict):
-    """Neighbour sets of the model's variables, each built from the CSR adjacency on first
-    use: a symbolic elimination stopped early touches only the variables it reached."""
-
-    def __init__(self, model):
-        super().__init__()
-        self.start, self.var = model.adj_start, model.adj_var
-
-    def __missing__(self, v):
-        nb = self[v] = set(self.var[self.start[v]:self.start[v + 1]].tolist())
-        return nb
-
-
-def _eliminate_vertex(adj, v):
-    """Eliminate v from the graph ``adj``: its neighbours become a clique. Returns N(v)."""
-    nb = adj.pop(v)
-    for a in nb:
-        adj[a].discard(v)
-        adj[a] |= nb - {a}
-    return nb
-
-
 def _functional_vars(model):
     """Variables of degree >= 3 whose every edge table has exactly one finite entry per
     state of theirs: each of their states fixes all neighbours, as the auxiliary variable
@@ -247,122 +227,77 @@ def _functional_vars(model):
 
 
 def _min_fill_order(model, cap=math.inf, budget=math.inf, first=()):
-    """Greedy weighted min-fill: eliminate the variable whose elimination adds the least
-    fill, each added edge (a, b) weighing card[a] * card[b] (the entries of the table it
-    adds; plain min-fill when the cards are equal), ties broken by its clique table size
-    (product of cards), then by index. On mixed cardinalities the weights matter: the UAI
-    linkage_14 reduction needs a clique table of 3.8e8 entries with them, 5.3e10 without.
+    """Greedy weighted min-fill (the `min_fill` kernel): eliminate the variable whose
+    elimination adds the least fill, each added edge (a, b) weighing card[a] * card[b] (the
+    entries of the table it adds; plain min-fill when the cards are equal), ties broken by
+    its clique table size (product of cards), then by index. On mixed cardinalities the
+    weights matter: the UAI linkage_14 reduction needs a clique table of 3.8e8 entries
+    with them, 5.3e10 without.
 
-    Fills are recomputed lazily: after an elimination with fill f, a variable around it
+    Fills are recounted lazily: after an elimination with fill f, a variable around it
     is queued with a lower bound on its new fill (its old one minus f, minus for a
     neighbour the weight of its pairs with the eliminated variable, which go) and counted
     exactly only when that bound reaches the front of the queue, so a high-degree
-    variable is not recounted at every touch; the order is that of eager recounting.
+    variable is not recounted at every touch; the order is that of eager recounting
+    (fills and sizes are exact below 2**63, which any model whose tables fit stays under).
 
     Stops early, returning the order so far, when the next variable's clique table would
     exceed ``cap`` entries or when ``budget`` runs out (work counted as deg * (deg + 8) per
-    fill count of a degree-deg variable, its set differences plus the Python loop, and 16
-    per queued variable).
+    fill count of a degree-deg variable, and 16 per queued variable).
     The variables ``first`` are eliminated before all others, in the order given.
     Returns the order (a full one has all ``model.n_vars`` variables) and the work done."""
-    import heapq
-    n = model.n_vars
     deg = np.diff(model.adj_start)
     work = int((deg * (deg + 8)).sum())  # the first fill counts
     if work > budget:
         return [], work
-    card = model.card.tolist()
-    card0 = card[0] if n else 1
-    uniform = card.count(card0) == n
-    adj = _NeighbourSets(model)
-    fill_lb = [0] * n
-
-    def key(v):  # (fill, table size, v): the exact priority of v
-        nonlocal work
-        nb = adj[v]
-        work += len(nb) * (len(nb) + 8)
-        if uniform:  # every pair weighs card^2: count the pairs
-            fill_lb[v] = sum(len(nb - adj[a]) - 1 for a in nb) // 2 * card0 ** 2
-        else:
-            fill_lb[v] = sum(card[a] * (sum(card[b] for b in nb - adj[a]) - card[a])
-                             for a in nb) // 2
-        return (fill_lb[v], card[v] * math.prod(card[u] for u in nb), v)
-
-    done = [False] * n
-    order = []
-    for v in first:
-        if card[v] * math.prod(card[u] for u in adj[v]) > cap:
-            return order, work
-        done[v] = True
-        order.append(v)
-        work += 16 * len(adj[v]) ** 2
-        _eliminate_vertex(adj, v)
-    version = [0] * n
-    heap = [key(v) + (0, True) for v in range(n) if not done[v]]  # + (version, exact)
-    heapq.heapify(heap)
-    while heap and work <= budget:
-        fill, size, v, ver, exact = heapq.heappop(heap)
-        if done[v] or ver != version[v]:
-            continue
-        if not exact:
-            heapq.heappush(heap, key(v) + (ver, True))
-            continue
-        if size > cap:
-            break
-        done[v] = True
-        order.append(v)
-        # the weight of the pairs (v, x) each neighbour loses
-        lost = {a: card[v] * ((card0 * len(adj[a]) if uniform else sum(card[x] for x in adj[a]))
-                              - card[v]) for a in adj[v]}
-        nb = _eliminate_vertex(adj, v)
-        touched = set(nb).union(*(adj[a] for a in nb)) if nb else ()
-        work += 16 * len(touched)
-        for u in touched:  # fill counts change only around the new edges
-            fill_lb[u] = max(0, fill_lb[u] - fill - lost.get(u, 0))
-            version[u] += 1
-            heapq.heappush(heap, (fill_lb[u], 0, u, version[u], False))
-    return order, work
+    order, work = min_fill(model.adj_start, model.adj_var, model.card,
+                           np.asarray(first, dtype=np.int64), _int64_limit(cap),
+                           _int64_limit(budget), work)
+    return order.tolist(), work
 
 
 def _bandwidth_order(model, first=()):
-    """Reverse Cuthill-McKee order (after the variables ``first``): a low-bandwidth sweep
-    that keeps the induced width of grid-like graphs near their treewidth, where greedy
-    min-fill can do much worse."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import reverse_cuthill_mckee
-    n = model.n_vars
-    if n == 0:
-        return []
-    e = model.edges
-    g = coo_matrix((np.ones(2 * len(e)), (np.r_[e[:, 0], e[:, 1]], np.r_[e[:, 1], e[:, 0]])),
-                   shape=(n, n)).tocsr()
-    rcm = reverse_cuthill_mckee(g, symmetric_mode=True)
-    if not first:
-        return rcm.tolist()
-    later = np.ones(n, dtype=bool)
+    """Reverse Cuthill-McKee order (after the variables ``first``; int64 array): a
+    low-bandwidth sweep that keeps the induced width of grid-like graphs near their
+    treewidth, where greedy min-fill can do much worse. The `cuthill_mckee` kernel gives
+    scipy.sparse.csgraph.reverse_cuthill_mckee's order on the canonical CSR."""
+    degree = np.diff(model.adj_start).astype(np.int32)
+    rcm = cuthill_mckee(model.adj_start, sorted_neighbours(model.adj_start, model.adj_var),
+                        degree, np.argsort(degree).astype(np.int64))
+    if not len(first):
+        return rcm
+    later = np.ones(model.n_vars, dtype=bool)
     later[first] = False
-    return list(first) + rcm[later[rcm]].tolist()
+    return np.concatenate([np.asarray(first, dtype=np.int64), rcm[later[rcm]]])
 
 
 def _eliminate(model, order, cap=math.inf):
-    """Symbolic elimination along ``order``: the separator (neighbours at elimination, in
-    elimination order) of every variable, and the clique table sizes card_v * prod(card
-    of S_v), in elimination order. Stops after the first table over ``cap`` entries, so
-    ``sizes`` is shorter than ``order`` or ends with that table."""
-    card = model.card.tolist()
-    adj = _NeighbourSets(model)
-    pos = np.zeros(model.n_vars, dtype=np.int64)
-    pos[order] = np.arange(len(order))
-    pos = pos.tolist()
+    """Symbolic elimination along ``order`` (the `eliminate` kernel): the separators
+    (neighbours at elimination, in elimination order) of every variable and the clique
+    table sizes card_v * prod(card of S_v), in elimination order. Stops after the first
+    table over ``cap`` entries: ``sizes`` then ends with that table and the separators
+    are None. Sizes the kernel saturates (at 2**63 - 1) are recounted exactly."""
+    order = np.ascontiguousarray(order, dtype=np.int64)
+    start, var, sizes = eliminate(model.adj_start, model.adj_var, model.card, order,
+                                  _int64_limit(cap))
+    saturated = np.flatnonzero(sizes == _INT64_MAX).tolist()
+    sizes = sizes.tolist()
+    for k in saturated:
+        sizes[k] = math.prod(model.card[np.r_[order[k], var[start[k]:start[k + 1]]]].tolist())
+        if sizes[k] > cap:  # the first table over a cap beyond 2**63 - 1
+            return None, sizes[:k + 1]
+    if sizes and sizes[-1] > cap:
+        return None, sizes
+    start, var = start.tolist(), var.tolist()
     sep = [None] * model.n_vars
-    sizes = []
-    for v in order:
-        sep[v] = tuple(sorted(adj[v], key=pos.__getitem__))
-        sizes.append(card[v] * math.prod(card[u] for u in sep[v]))
-        if sizes[-1] > cap:
-            break
-        _eliminate_vertex(adj, v)
+    for k, v in enumerate(order.tolist()):
+        sep[v] = tuple(var[start[k]:start[k + 1]])
     return sep, sizes
+
+
+def _int64_limit(x):
+    """A cap or budget for the kernels: floor(x), at most 2**63 - 1 (no limit)."""
+    return _INT64_MAX if x >= _INT64_MAX else math.floor(x)
 
 
 def _core_table(model, cap):
@@ -424,7 +359,6 @@ class EliminationPlan:
     Models that fit get the same order as with no limit."""
 
     def __init__(self, model, memory_limit=None):
-        card = model.card.tolist()
         n = model.n_vars
         cap = math.inf if memory_limit is None else memory_limit / 8  # table entries
         if memory_limit is not None:
@@ -439,8 +373,8 @@ class EliminationPlan:
         first = _functional_vars(model)
         order = _bandwidth_order(model, first)
         sep, rcm_sizes = _eliminate(model, order, cap)
-        if len(rcm_sizes) == n and max(rcm_sizes, default=0) <= cap:
-            candidates.append(((max(rcm_sizes, default=0), sum(rcm_sizes)), order, sep))
+        if sep is not None:  # the bandwidth order fits
+            candidates.append(((max(rcm_sizes, default=0), sum(rcm_sizes)), order.tolist(), sep))
         # min-fill stops once it would lose to the bandwidth order or exceed the limit
         mf_cap = candidates[0][0][0] if candidates else cap
         budget = math.inf if candidates or memory_limit is None else _MIN_FILL_WORK
@@ -477,6 +411,7 @@ class EliminationPlan:
         self.local = [(v,) + tuple(sum(self.edges[e]) - v for e in self.own_edges[v])
                       for v in range(n)]
         self.width = max((len(c) - 1 for c in self.clique), default=0)
+        card = model.card.tolist()
         self.message_entries = sum(math.prod(card[u] for u in s) for s in self.sep)
         self.bytes = 8 * (self.max_table + self.message_entries)
         if memory_limit is not None and self.bytes > memory_limit:
