@@ -4,6 +4,7 @@ Papandreou & Yuille 2011 for marginals from sample frequencies)."""
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from concurrent.futures import CancelledError
 from dataclasses import dataclass
@@ -60,6 +61,10 @@ class PerturbResult:
     certified: bool = False
 
 
+#: the largest count model (`_Inflated`: its count vectors and tables) built, in entries
+MAX_INFLATED_ENTRIES = 2**26
+
+
 class _Inflated:
     """Hazan & Jaakkola's inflated model (Sec. 4.1, as Barrier FW App. G and the paper's
     code build it): m copies of each variable i, each with θ_i/m plus its own Gumbel noise
@@ -76,6 +81,16 @@ class _Inflated:
 
     def __init__(self, model, m):
         self.model, self.m = model, m
+        states = {k: math.comb(m + k - 1, k - 1) for k in set(model.card.tolist())}
+        size = (sum(states[k] * k for k in model.card.tolist())
+                + sum(states[model.card[i]] * states[model.card[j]] for i, j in model.edges))
+        if size > MAX_INFLATED_ENTRIES:
+            k = int(model.card.max())
+            raise ValueError(
+                f"inflation={m} needs {size:.3g} table entries (a {k}-label variable has "
+                f"{states[k]:.3g} count vectors of its {m} copies), over "
+                f"{MAX_INFLATED_ENTRIES:.3g}; use a smaller inflation (inflation=1 perturbs "
+                f"the model itself)")
         counts = {k: _compositions(k, m) for k in set(model.card.tolist())}
         C = [counts[k] for k in model.card.tolist()]
         unary = [_product(c, model.unary(i)) / m for i, c in enumerate(C)]

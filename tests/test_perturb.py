@@ -161,3 +161,11 @@ def test_bad_arguments_name_themselves(kwargs, error, words):
 def test_model_must_be_an_mrf():
     with pytest.raises(TypeError, match="model must be a fwcore.PairwiseMRF"):
         perturb_and_map(np.zeros(3))
+
+
+def test_an_inflation_too_large_for_the_labels_is_refused_before_allocating():
+    star = fwcore.PairwiseMRF([5000, 2], None, [(0, 1)], [np.zeros((5000, 2))])
+    with pytest.raises(ValueError, match="inflation=5 needs .* smaller inflation"):
+        perturb_and_map(star, oracle="trws", inflation=5, seed=0)
+    assert perturb_and_map(star, oracle="trws", inflation=1, n_samples=2, marginals=None,
+                           seed=0).samples.size == 2
