@@ -185,7 +185,7 @@ def _lbfgs(fg, x, max_iter, tol, memory=10):
     return x
 
 
-def trw_dual_bound(model, rho_updates=20, max_iter=50, tol=1e-6, deadline=None):
+def trw_dual_bound(model, rho_updates=40, max_iter=20, tol=1e-6, deadline=None):
     """The TRW bound on log Z minimised over φ (L-BFGS, at most ``max_iter`` iterations
     per ρ step) and over ρ (``rho_updates`` steps of Barrier FW Alg. 2); module docstring.
     Returns (the least bound evaluated, the beliefs there as a flat vector, number of
