@@ -29,6 +29,8 @@ __all__ = ["TreeDecomposition", "trw_dual_bound"]
 
 #: memory of L-BFGS's (s, y) pairs: 3 to 10 pairs, fewer when φ is large
 _LBFGS_BYTES = 2**28
+#: rho step k solves over φ to a gradient of STEP_TOL / (k + 1) (at least ``tol``)
+STEP_TOL = 1e-2
 
 
 class TreeDecomposition:
@@ -185,9 +187,12 @@ def _lbfgs(fg, x, max_iter, tol, memory=10):
     return x
 
 
-def trw_dual_bound(model, rho_updates=40, max_iter=20, tol=1e-6, deadline=None):
+def trw_dual_bound(model, rho_updates=40, max_iter=50, tol=1e-6, deadline=None):
     """The TRW bound on log Z minimised over φ (L-BFGS, at most ``max_iter`` iterations
-    per ρ step) and over ρ (``rho_updates`` steps of Barrier FW Alg. 2); module docstring.
+    per ρ step, down to a gradient of STEP_TOL / (k + 1) at step k, then ``tol``) and over
+    ρ (``rho_updates`` steps of Barrier FW Alg. 2); module docstring. Measured with a 20 s
+    limit: 0.13-0.16 below TRBP's value on a 10-clique, a 20x20 5-label Potts grid and a
+    15x15 grid with couplings U[-4, 4]; 0.8-0.9 above it with 20 iterations per step.
     Returns (the least bound evaluated, the beliefs there as a flat vector, number of
     forest sum-product passes). Stops at ``deadline`` (a time.perf_counter() value)
     with the least bound so far; every evaluated point is a valid bound."""
@@ -217,7 +222,7 @@ def trw_dual_bound(model, rho_updates=40, max_iter=20, tol=1e-6, deadline=None):
                 return value, grad
 
             memory = int(np.clip(_LBFGS_BYTES // (16 * max(phi.size, 1)), 3, 10))
-            phi = _lbfgs(f, phi, max_iter, tol, memory)
+            phi = _lbfgs(f, phi, max_iter, max(tol, STEP_TOL / (k + 1)), memory)
             if k == rho_updates or not model.n_edges or (
                     deadline is not None and time.perf_counter() > deadline):
                 break
