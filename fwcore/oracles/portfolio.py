@@ -195,7 +195,7 @@ class PortfolioOracle(MapOracle):
             sizes = [math.prod(card[u] for u in c) for c in plan.clique]
             fast = sum(s for v, s in enumerate(sizes)
                        if card[v] == 2 and len(plan.children[v]) == 1)
-            tables = (1 if max(card) <= 256 else 4) * plan.message_entries
+            tables = (1 if max(card, default=1) <= 256 else 4) * plan.message_entries
             if tables <= _ELIM_MEMORY:
                 self._plan = plan
                 self._elim_seconds = _ELIM_FAST_ENTRY * fast + _ELIM_ENTRY * (plan.work - fast)
