@@ -295,14 +295,48 @@ cdef inline void pair_block(Work* w, double* m, uint8_t* a8, int32_t* a32,
             m[r] = hi + log(1.0 + exp(lo - hi)) if hi > -INFINITY else -INFINITY
 
 
+cdef inline void reduce_block(Work* w, int64_t cv, double* m, uint8_t* a8, int32_t* a32,
+                              bint maximise) noexcept nogil:
+    """The block's messages (max: and first maximisers) from its entries in t."""
+    cdef int64_t r, x, best, b = w.block
+    cdef double hi, lo, total
+    cdef const double* t = w.t
+    for r in range(b):
+        if maximise:
+            best = 0
+            hi = t[r]
+            for x in range(1, cv):
+                if t[x * b + r] > hi:
+                    hi, best = t[x * b + r], x
+            m[r] = hi
+            if a8 != NULL:
+                a8[r] = <uint8_t>best
+            else:
+                a32[r] = <int32_t>best
+        elif cv == 2:
+            hi, lo = t[r], t[b + r]
+            if lo > hi:
+                hi, lo = lo, hi
+            m[r] = hi + log(1.0 + exp(lo - hi)) if hi > -INFINITY else -INFINITY
+        else:
+            hi = t[r]
+            for x in range(1, cv):
+                hi = max(hi, t[x * b + r])
+            if hi == -INFINITY:
+                m[r] = -INFINITY
+            else:
+                total = 0.0
+                for x in range(cv):
+                    total += exp(t[x * b + r] - hi)
+                m[r] = hi + log(total)
+
+
 cdef int up_pass(const Tree* g, Work* w, double** msgs, void** args, bint maximise,
                  bint narrow) noexcept nogil:
     """Messages of every variable in elimination order (max: with argmaxes, children's
     messages freed); -1 when out of memory."""
-    cdef int64_t step, v, j, cv, x, best, o, c, r, b
-    cdef double hi, lo, total
+    cdef int64_t step, v, j, cv, o, c, b
     cdef double* m
-    cdef double* t
     cdef uint8_t* a8
     cdef int32_t* a32
     for step in range(g.n):
@@ -310,7 +344,6 @@ cdef int up_pass(const Tree* g, Work* w, double** msgs, void** args, bint maximi
         setup(g, w, v, msgs)
         cv = g.card[v]
         b = w.block
-        t = w.t
         m = <double*>malloc(w.size_sep * sizeof(double))
         if m == NULL:
             return -1
@@ -328,38 +361,8 @@ cdef int up_pass(const Tree* g, Work* w, double** msgs, void** args, bint maximi
                            a32 + j if maximise and not narrow else NULL, maximise)
             else:
                 fill(w, cv)
-            if cv == 2 and w.nop == 2:
-                pass
-            elif maximise:
-                for r in range(b):
-                    best = 0
-                    hi = t[r]
-                    for x in range(1, cv):
-                        if t[x * b + r] > hi:
-                            hi, best = t[x * b + r], x
-                    m[j + r] = hi
-                    if narrow:
-                        a8[j + r] = <uint8_t>best
-                    else:
-                        a32[j + r] = <int32_t>best
-            elif cv == 2:
-                for r in range(b):
-                    hi, lo = t[r], t[b + r]
-                    if lo > hi:
-                        hi, lo = lo, hi
-                    m[j + r] = hi + log(1.0 + exp(lo - hi)) if hi > -INFINITY else -INFINITY
-            else:
-                for r in range(b):
-                    hi = t[r]
-                    for x in range(1, cv):
-                        hi = max(hi, t[x * b + r])
-                    if hi == -INFINITY:
-                        m[j + r] = -INFINITY
-                    else:
-                        total = 0.0
-                        for x in range(cv):
-                            total += exp(t[x * b + r] - hi)
-                        m[j + r] = hi + log(total)
+                reduce_block(w, cv, m + j, a8 + j if maximise and narrow else NULL,
+                             a32 + j if maximise and not narrow else NULL, maximise)
             j += b
             if not advance(w):
                 break
@@ -450,21 +453,53 @@ cdef inline void pair_beliefs(Work* w, const double* pv) noexcept nogil:
         a1[i1 + sc] += b1
 
 
+cdef inline void beliefs_block(Work* w, int64_t cv, const double* pv,
+                               const double* mv) noexcept nogil:
+    """The block's beliefs b(x, s) = P_v(s) p(x | s) (in t, in place), added into the
+    operands' targets: the local marginal and the children's P."""
+    cdef int64_t r, x, o, b = w.block, ncl = w.ncl
+    cdef double p, d, q
+    cdef double* t = w.t
+    cdef double* dst
+    cdef const int64_t* io
+    for r in range(b):
+        p = pv[r]
+        if p == 0.0:
+            for x in range(cv):
+                t[x * b + r] = 0.0
+        elif cv == 2:  # the logistic of d = t1 - t0, its exp argument <= 0
+            d = t[b + r] - t[r]
+            if d <= 0.0:
+                q = exp(d)
+                t[r] = p / (1.0 + q)
+                t[b + r] = t[r] * q
+            else:
+                q = exp(-d)
+                t[b + r] = p / (1.0 + q)
+                t[r] = t[b + r] * q
+        else:
+            for x in range(cv):
+                t[x * b + r] = p * exp(t[x * b + r] - mv[r])
+    for o in range(w.nop):
+        io = w.ioff + o * b
+        for x in range(cv):
+            dst = w.acc[o] + w.off[o] + x * w.stride[o * ncl]
+            for r in range(b):
+                dst[io[r]] += t[x * b + r]
+
+
 cdef int down_pass(const Tree* g, Work* w, double** msgs, double** prob,
                    double* mu) noexcept nogil:
     """Marginals in reverse elimination order (see the module docstring); frees every
     message and P on the way; -1 when out of memory."""
-    cdef int64_t step, v, j, cv, x, o, c, nop, ncl, since, r, b
-    cdef double one = 1.0, p, d, q, mv
+    cdef int64_t step, v, j, cv, o, c, nop, since, b
+    cdef double one = 1.0
     cdef double* pv
-    cdef double* t
-    cdef double* dst
-    cdef const int64_t* io
     for step in range(g.n - 1, -1, -1):
         v = g.order[step]
         setup(g, w, v, msgs)
         cv = g.card[v]
-        nop, ncl, b, t = w.nop, w.ncl, w.block, w.t
+        nop, b = w.nop, w.block
         pv = prob[v] if prob[v] != NULL else &one
         w.acc[0] = w.lm
         for o in range(1, nop):
@@ -478,40 +513,11 @@ cdef int down_pass(const Tree* g, Work* w, double** msgs, double** prob,
         j = 0
         since = 0
         while True:
-            if cv == 2 and nop == 2:
+            if cv == 2 and nop == 2:  # a local table and one child: fused
                 pair_beliefs(w, pv + j)
             else:
                 fill(w, cv)
-            # beliefs b(x, s) = P_v(s) p(x | s), in place
-            if cv == 2 and nop == 2:
-                pass
-            elif cv == 2:  # the logistic of d = t1 - t0, its exp argument <= 0
-                for r in range(b):
-                    p = pv[j + r]
-                    if p == 0.0:
-                        t[r] = t[b + r] = 0.0
-                        continue
-                    d = t[b + r] - t[r]
-                    if d <= 0.0:
-                        q = exp(d)
-                        t[r] = p / (1.0 + q)
-                        t[b + r] = t[r] * q
-                    else:
-                        q = exp(-d)
-                        t[b + r] = p / (1.0 + q)
-                        t[r] = t[b + r] * q
-            else:
-                for r in range(b):
-                    p = pv[j + r]
-                    mv = msgs[v][j + r]
-                    for x in range(cv):
-                        t[x * b + r] = 0.0 if p == 0.0 else p * exp(t[x * b + r] - mv)
-            for o in range(nop if cv != 2 or nop != 2 else 0):
-                io = w.ioff + o * b
-                for x in range(cv):
-                    dst = w.acc[o] + w.off[o] + x * w.stride[o * ncl]
-                    for r in range(b):
-                        dst[io[r]] += t[x * b + r]
+                beliefs_block(w, cv, pv + j, msgs[v] + j)
             j += b
             since += b
             if since >= FLUSH and since >= w.size_local:

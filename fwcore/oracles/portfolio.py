@@ -26,10 +26,10 @@ _LATER_SHARE = 0.125
 #: and are at least this long (seconds)
 _MIN_SLICE = 0.05
 #: max-product elimination's cost (seconds) per clique-table entry of a binary variable
-#: with one child clique (the kernel's fused path: Grids_15, 1.5e8 entries in 0.37 s on a
-#: shared 2-core machine) and of any other (DBN_14: 12 ns, CSP_11: 9 ns,
-#: ObjectDetection_11: 7.5 ns), with some margin
-_ELIM_FAST_ENTRY, _ELIM_ENTRY = 3e-9, 1.3e-8
+#: with one child clique (the kernel's fused path: Grids_15, 1.5e8 entries in 0.32-0.37 s
+#: on a shared 2-core machine) and of any other (CSP_11: 9 ns, DBN_14: 9-12 ns,
+#: ObjectDetection_11: 7.5 ns)
+_ELIM_FAST_ENTRY, _ELIM_ENTRY = 3e-9, 1e-8
 #: an elimination plan is tried for at most this many variables per second of the time
 #: left (building or refusing one takes about 0.1-0.25 ms a variable)
 _ELIM_VARS_PER_SECOND = 1000
