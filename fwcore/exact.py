@@ -8,8 +8,10 @@ Two methods (DESIGN.md, "Exact reference"):
   the clique of the first variable of S_v to be eliminated. The upward pass is plain
   variable elimination (message m_v = logsumexp over x_v, or max for MAP), the downward
   pass returns beliefs of every clique, and so node marginals (x_v lies in C_v) and edge
-  marginals (an edge lies in the clique of whichever end is eliminated first). Only the
-  separator messages are stored; clique tables are rebuilt when a pass needs them.
+  marginals (an edge lies in the clique of whichever end is eliminated first). Both passes
+  run in `fwcore._elim` (sum- and max-product): clique tables are never stored, their
+  entries are computed block by block from v's own factors and its children's messages;
+  the symbolic work (orders, separators) runs in `fwcore._symbolic`.
 
 Log-potentials may be -inf; an all -inf slice reduces to -inf, never NaN.
 """
@@ -18,9 +20,12 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import chain
 
 import numpy as np
 
+from . import _elim
 from ._symbolic import cuthill_mckee, eliminate, min_fill, sorted_neighbours
 from .checks import INFEASIBLE, Interval, Options, check_model, check_params
 from .results import MapResult, Record, Status, Trace
@@ -424,143 +429,43 @@ class EliminationPlan:
         """A MAP assignment of ``model`` (same graph and cardinalities as the plan's)."""
         return _elimination_map(model, self)
 
+    @cached_property
+    def arrays(self):
+        """The clique tree as flat arrays for `fwcore._elim`: the elimination order, then
+        (starts int64[n+1], members int32) of the cliques (v, then S_v), the children and
+        the owned edges."""
+        def csr(lists):
+            start = np.zeros(len(lists) + 1, dtype=np.int64)
+            np.cumsum([len(a) for a in lists], out=start[1:])
+            return start, np.fromiter(chain.from_iterable(lists), np.int32, int(start[-1]))
+        return (np.asarray(self.order, dtype=np.int64), *csr(self.clique),
+                *csr(self.children), *csr(self.own_edges))
+
     def info(self):
         return {"induced_width": self.width, "max_table_bytes": 8 * self.max_table,
                 "message_bytes": 8 * self.message_entries, "table_entries": self.work}
 
 
-def _expand(table, scope, target):
-    """View of ``table`` (axes = variables ``scope``) transposed to the order of
-    ``target`` with singleton axes for the variables it lacks, so it broadcasts against
-    a ``target`` table."""
-    where = {u: k for k, u in enumerate(target)}
-    perm = sorted(range(len(scope)), key=lambda a: where[scope[a]])
-    present = {where[u] for u in scope}
-    missing = tuple(k for k in range(len(target)) if k not in present)
-    return np.expand_dims(table.transpose(perm), missing)
-
-
-def _local_table(model, plan, v):
-    """θ_v plus the edges owned by v, over ``plan.local[v]`` = (v, u_1, ..., u_k): grown
-    one axis at a time from u_k back to u_1 (each step adds along long contiguous rows),
-    so building it costs about twice its final size."""
-    t = model.unary(v)
-    for e in reversed(plan.own_edges[v]):
-        tab = model.pairwise(e) if plan.edges[e][0] == v else model.pairwise(e).T
-        t = t[:, None] + tab.reshape(tab.shape + (1,) * (t.ndim - 1))
-    return t
-
-
-def _clique_table(model, plan, v, messages):
-    """log ψ over C_v: owned factors plus the children's upward messages."""
-    clique = plan.clique[v]
-    t = np.empty([model.card[u] for u in clique])
-    t[...] = _expand(_local_table(model, plan, v), plan.local[v], clique)
-    for c in plan.children[v]:
-        t += _expand(messages[c], plan.sep[c], clique)
-    return t
-
-
-def _logsumexp_consume(t):
-    """log Σ exp over axis 0, overwriting ``t``; shifted by the slice maximum, with an
-    all -inf slice giving -inf (shift 0, log 0) instead of NaN."""
-    mx = t.max(axis=0, keepdims=True)
-    mx[mx == -np.inf] = 0.0
-    np.subtract(t, mx, out=t)
-    np.exp(t, out=t)
-    with np.errstate(divide="ignore"):
-        return np.log(t.sum(axis=0)) + mx[0]
-
-
 def _elimination_marginals(model, plan):
-    """Sum-product on the elimination clique tree: upward = variable elimination, then
-    downward messages δ_c(S_c) = log Σ_{C_v \\ S_c} p_v + log Z - m_c, with p_v the
-    normalised belief of the parent clique."""
-    messages = [None] * model.n_vars
-    for v in plan.order:
-        messages[v] = _logsumexp_consume(_clique_table(model, plan, v, messages))
-    roots = [v for v in plan.order if plan.parent[v] < 0]
-    log_z = sum(float(messages[r]) for r in roots)
+    """Sum-product on the elimination clique tree (`fwcore._elim.sum_product`): upward
+    variable elimination gives log Z, the downward pass the marginals."""
+    mu = np.zeros(model.dim)
+    if model.n_vars == 0:
+        return 0.0, mu
+    log_z = _elim.sum_product(model.theta, model.card, model.edges, model.node_off,
+                              model.edge_off, *plan.arrays, mu)
     if log_z == -np.inf:
         raise _infeasible()
-    comp_log_z = [0.0] * model.n_vars  # log Z of each variable's connected component
-    down = [None] * model.n_vars
-    mu = np.zeros(model.dim)
-    for v in reversed(plan.order):
-        clique = plan.clique[v]
-        t = _clique_table(model, plan, v, messages)
-        p = plan.parent[v]
-        if p >= 0:
-            comp_log_z[v] = comp_log_z[p]
-            t += _expand(down[v], plan.sep[v], clique)
-            down[v] = None
-        else:
-            comp_log_z[v] = float(messages[v])
-        t -= comp_log_z[v]  # entries are log-probabilities: <= 0 up to rounding
-        prob = np.exp(t, out=t)
-        local = _marginal(prob, clique, plan.local[v])  # node v and its owned edges
-        pairs = _pair_marginals(local)
-        mu[model.node_off[v]:model.node_off[v + 1]] = pairs[0].sum(axis=1) if pairs else local
-        for e, pair in zip(plan.own_edges[v], pairs):
-            mu[model.edge_off[e]:model.edge_off[e + 1]] = \
-                (pair if plan.edges[e][0] == v else pair.T).ravel()
-        for c in plan.children[v]:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                d = np.log(_marginal(prob, clique, plan.sep[c])) + comp_log_z[v] - messages[c]
-            # m_c = -inf: the child's subtree is infeasible there, its beliefs are 0 anyway
-            d[np.isnan(d)] = -np.inf
-            down[c] = d
-            messages[c] = None
     return log_z, mu
 
 
-def _marginal(prob, clique, keep):
-    """Sum a clique table over the variables not in ``keep``; axes in ``keep`` order.
-    Runs of neighbouring axes are merged first: numpy reduces few long axes much faster
-    than many short ones."""
-    kept = [u in keep for u in clique]
-    shape, flags = [], []
-    for size, flag in zip(prob.shape, kept):
-        if flags and flags[-1] == flag:
-            shape[-1] *= size
-        else:
-            shape.append(size)
-            flags.append(flag)
-    out = prob.reshape(shape).sum(axis=tuple(k for k, f in enumerate(flags) if not f))
-    order = [u for u in clique if u in keep]
-    out = out.reshape([prob.shape[k] for k, f in enumerate(kept) if f])
-    return out.transpose([order.index(u) for u in keep])
-
-
-def _pair_marginals(t):
-    """The (axis 0, axis k) marginals of a table for k = 1, 2, ...: halve the other axes
-    recursively, each half by one reduction over merged axes (about 2x the table size)."""
-    if t.ndim <= 2:
-        return [t] if t.ndim == 2 else []
-    h = 1 + (t.ndim - 1) // 2
-    size = math.prod(t.shape[1:h])
-    left = t.reshape(t.shape[0] * size, -1).sum(axis=1).reshape(t.shape[:h])
-    right = t.reshape(t.shape[0], size, -1).sum(axis=1).reshape(t.shape[:1] + t.shape[h:])
-    return _pair_marginals(left) + _pair_marginals(right)
-
-
 def _elimination_map(model, plan):
-    """Max-product variable elimination, then backtracking in reverse elimination order:
-    each x_v maximises its clique table with the later variables already fixed."""
-    messages = [None] * model.n_vars
-    for v in plan.order:
-        messages[v] = _clique_table(model, plan, v, messages).max(axis=0)
-    if sum(float(messages[v]) for v in plan.order if plan.parent[v] < 0) == -np.inf:
-        raise _infeasible()
+    """Max-product variable elimination, then backtracking in reverse elimination order
+    (`fwcore._elim.max_product`): each x_v maximises its clique table with the later
+    variables already fixed."""
     x = np.zeros(model.n_vars, dtype=np.int64)
-    for v in reversed(plan.order):
-        r = _local_table(model, plan, v)[_slice(plan.local[v], v, x)].copy()
-        for c in plan.children[v]:
-            r += messages[c][_slice(plan.sep[c], v, x)]
-        x[v] = int(np.argmax(r))
+    if model.n_vars and _elim.max_product(model.theta, model.card, model.edges,
+                                          model.node_off, model.edge_off, *plan.arrays,
+                                          x) == -np.inf:
+        raise _infeasible()
     return x
-
-
-def _slice(scope, v, x):
-    """Index a table over ``scope`` at the fixed states ``x`` of every variable but v."""
-    return tuple(slice(None) if u == v else int(x[u]) for u in scope)

@@ -650,7 +650,7 @@ def test_anneal_is_reproducible_from_seed_and_uses_init():
 
 
 def test_infer_map_portfolio_spends_time_and_traces_progress():
-    model = fwcore.random_grid(12, seed=0)
+    model = fwcore.random_grid(24, seed=0)  # too large to plan elimination within 0.5 s
     res = fwcore.infer_map(model, method="portfolio", time_limit=0.5, seed=0)
     assert res.status in (Status.MAX_TIME, Status.CONVERGED)
     cols = res.trace.columns()
