@@ -59,12 +59,13 @@ _RHO_LINE_SEARCH_TOL = 0.01
 _RHO_LINE_SEARCH_STEPS = 8
 #: oracle="auto" returns exact marginals when variable elimination takes at most this many
 #: table entries and AUTO_EXACT_BYTES of memory, or the model has at most
-#: AUTO_BRUTEFORCE_STATES joint states. An entry costs about 60 ns (_SECONDS_PER_ENTRY):
-#: 15x15 binary grid 3.5e6 entries, 0.3 s; 20x20 1.5e8, 9.5 s, where Barrier FW with the
-#: portfolio took longer for marginals 0.1 off; its stored messages take 600 MB
+#: AUTO_BRUTEFORCE_STATES joint states. An entry costs about 30 ns (_SECONDS_PER_ENTRY,
+#: the `fwcore._elim` kernel): 20x20 binary grid 1.5e8 entries, 4 s (1.2-1.7x TRBP), where
+#: Barrier FW with the portfolio took longer for marginals 0.1 off; its stored messages
+#: take 600 MB
 AUTO_EXACT_ENTRIES = 2e8
 AUTO_EXACT_BYTES = 2**30
-_SECONDS_PER_ENTRY = 6e-8
+_SECONDS_PER_ENTRY = 3e-8
 #: most BP sweeps for exact marginals on a forest (its diameter; longer chains: elimination)
 _TREE_SWEEPS = 1000
 #: share of max_time an approximate oracle's run leaves to `fwcore.trw_dual.trw_dual_bound`
