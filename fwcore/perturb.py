@@ -91,22 +91,44 @@ class _Inflated:
                 f"{states[k]:.3g} count vectors of its {m} copies), over "
                 f"{MAX_INFLATED_ENTRIES:.3g}; use a smaller inflation (inflation=1 perturbs "
                 f"the model itself)")
-        counts = {k: _compositions(k, m) for k in set(model.card.tolist())}
-        C = [counts[k] for k in model.card.tolist()]
-        unary = [_product(c, model.unary(i)) / m for i, c in enumerate(C)]
-        pairwise = [_pair(C[i], model.pairwise(e), C[j]) / (m * m)
-                    for e, (i, j) in enumerate(model.edges)]
-        self.graph = PairwiseMRF([len(c) for c in C], unary, model.edges, pairwise)
-        self.C = C
+        counts = {k: _compositions(k, m) for k in states}
+        card, edges = model.card, model.edges
+        self.C = [counts[k] for k in card.tolist()]
+        new_card = np.array([states[k] for k in card.tolist()], dtype=np.int64)
+        sizes = np.concatenate([new_card, new_card[edges[:, 0]] * new_card[edges[:, 1]]])
+        off = np.concatenate([[0], np.cumsum(sizes)])
+        theta = np.empty(int(off[-1]))
+        for k, c in counts.items():  # the tables of every variable with k states at once
+            idx = np.flatnonzero(card == k)
+            rows = model.theta[model.node_off[idx][:, None] + np.arange(k)]
+            theta[off[idx][:, None] + np.arange(len(c))] = \
+                _pairs(c, rows[:, :, None], np.ones((1, 1)))[:, :, 0] / m
+        pair_cards = np.stack([card[edges[:, 0]], card[edges[:, 1]]], axis=1)
+        for a, b in np.unique(pair_cards, axis=0).tolist():
+            es = np.flatnonzero((pair_cards[:, 0] == a) & (pair_cards[:, 1] == b))
+            tables = model.theta[model.edge_off[es][:, None] + np.arange(a * b)]
+            values = _pairs(counts[a], tables.reshape(-1, a, b), counts[b]) / (m * m)
+            theta[off[model.n_vars + es][:, None] + np.arange(values[0].size)] = \
+                values.reshape(len(es), -1)
+        self.graph = PairwiseMRF.from_flat(new_card, edges, theta)
 
     def perturbed(self, scores, noise):
         """``scores`` (the graph's layout) plus the noise terms G_i(c)/m for ``noise``, a
         list of (m, card_i) arrays (None: that variable is not perturbed)."""
         out = scores.copy()
         g = self.graph
-        for i, gamma in enumerate(noise):
-            if gamma is not None:
-                out[g.node_off[i]:g.node_off[i + 1]] += _best_assignment(gamma, self.C[i]) / self.m
+        noisy = [i for i, gamma in enumerate(noise) if gamma is not None]
+        binary = [i for i in noisy if self.model.card[i] == 2]
+        if binary:  # G(c) = Σ_k γ_k0 + the c_1 largest gains γ_k1 − γ_k0, all at once
+            gamma = np.stack([noise[i] for i in binary])
+            gains = -np.sort(gamma[:, :, 0] - gamma[:, :, 1], axis=1)
+            top = np.concatenate([np.zeros((len(binary), 1)), np.cumsum(gains, axis=1)], axis=1)
+            ones = self.C[binary[0]][:, 1].astype(np.int64)  # c_1 of each count row
+            best = gamma[:, :, 0].sum(axis=1)[:, None] + top[:, ones]
+            out[g.node_off[binary][:, None] + np.arange(ones.size)] += best / self.m
+        for i in noisy:
+            if self.model.card[i] != 2:
+                out[g.node_off[i]:g.node_off[i + 1]] += _best_assignment(noise[i], self.C[i]) / self.m
         return out
 
     def fold(self, x):
@@ -121,16 +143,13 @@ def _compositions(k, m):
                      for c in itertools.combinations_with_replacement(range(k), m)], dtype=float)
 
 
-def _pair(ci, table, cj):
-    """ci @ table @ cjᵀ, -inf where a count pair uses a -inf entry (never 0 * -inf)."""
-    bad = np.isneginf(table)
-    value = ci @ np.where(bad, 0.0, table) @ cj.T
-    return np.where((ci > 0) @ bad @ (cj > 0).T, -np.inf, value)
-
-
-def _product(c, row):
-    """c @ row, -inf where a count uses a -inf entry."""
-    return _pair(c, row[:, None], np.ones((1, 1)))[:, 0]
+def _pairs(ci, tables, cj):
+    """ci @ t @ cjᵀ for each table t of ``tables`` (E, a, b), shape (E, S, T); -inf where a
+    count pair uses a -inf entry (never 0 * -inf)."""
+    bad = np.isneginf(tables)
+    value = ci @ np.where(bad, 0.0, tables) @ cj.T
+    forbidden = (ci > 0).astype(float) @ bad.astype(float) @ (cj > 0).T.astype(float)
+    return np.where(forbidden > 0, -np.inf, value)
 
 
 def _best_assignment(gamma, counts):

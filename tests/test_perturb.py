@@ -169,3 +169,18 @@ def test_an_inflation_too_large_for_the_labels_is_refused_before_allocating():
         perturb_and_map(star, oracle="trws", inflation=5, seed=0)
     assert perturb_and_map(star, oracle="trws", inflation=1, n_samples=2, marginals=None,
                            seed=0).samples.size == 2
+
+
+def test_binary_noise_terms_match_the_assignment_problem():
+    from fwcore.perturb import _Inflated, _best_assignment
+    model = fwcore.PairwiseMRF([2, 3, 2], None, [(0, 1), (1, 2)])
+    inflated = _Inflated(model, 4)
+    rng = np.random.default_rng(0)
+    noise = [rng.gumbel(size=(4, int(k))) for k in model.card]
+    noise[2] = None
+    out = inflated.perturbed(np.zeros(inflated.graph.dim), noise)
+    g = inflated.graph
+    for i in range(2):
+        np.testing.assert_allclose(out[g.node_off[i]:g.node_off[i + 1]],
+                                   _best_assignment(noise[i], inflated.C[i]) / 4, rtol=1e-12)
+    assert not out[g.node_off[2]:g.node_off[3]].any()
