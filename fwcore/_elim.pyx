@@ -73,6 +73,15 @@ ctypedef struct Work:
     int64_t ncl, nop, size_sep, size_local, n_own, inner, block
 
 
+cdef void free_each(void** arrays, int64_t n) noexcept nogil:
+    """Free the n arrays of ``arrays`` (NULL: nothing) and then ``arrays`` itself."""
+    cdef int64_t v
+    if arrays != NULL:
+        for v in range(n):
+            free(arrays[v])
+    free(arrays)
+
+
 cdef void work_free(Work* w) noexcept nogil:
     free(w.pos)
     free(w.cards)
@@ -591,14 +600,8 @@ def sum_product(const double[::1] theta, const int[::1] card, const int[:, ::1] 
                 if log_z > -INFINITY:
                     status = down_pass(&g, &w, msgs, prob, &mu[0])
         work_free(&w)
-        if msgs != NULL:
-            for v in range(g.n):
-                free(msgs[v])
-        if prob != NULL:
-            for v in range(g.n):
-                free(prob[v])
-    free(msgs)
-    free(prob)
+        free_each(<void**>msgs, g.n)
+        free_each(<void**>prob, g.n)
     if status != 0 or msgs == NULL or prob == NULL:
         raise MemoryError("variable elimination ran out of memory")
     return log_z
@@ -631,14 +634,8 @@ def max_product(const double[::1] theta, const int[::1] card, const int[:, ::1] 
                 if best > -INFINITY:
                     backtrack(&g, args, narrow, &x[0])
         work_free(&w)
-        if msgs != NULL:
-            for v in range(g.n):
-                free(msgs[v])
-        if args != NULL:
-            for v in range(g.n):
-                free(args[v])
-    free(msgs)
-    free(args)
+        free_each(<void**>msgs, g.n)
+        free_each(args, g.n)
     if status != 0 or msgs == NULL or args == NULL:
         raise MemoryError("variable elimination ran out of memory")
     return best
