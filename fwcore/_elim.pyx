@@ -588,7 +588,6 @@ def sum_product(const double[::1] theta, const int[::1] card, const int[:, ::1] 
     cdef Work w
     cdef int status = 0
     cdef double log_z = -INFINITY
-    cdef int64_t v
     cdef double** msgs = <double**>calloc(g.n, sizeof(double*))
     cdef double** prob = <double**>calloc(g.n, sizeof(double*))
     with nogil:

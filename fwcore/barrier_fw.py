@@ -69,7 +69,7 @@ _SECONDS_PER_ENTRY = 3e-8
 #: most BP sweeps for exact marginals on a forest (its diameter; longer chains: elimination)
 _TREE_SWEEPS = 1000
 #: share of max_time an approximate oracle's run leaves to `fwcore.trw_dual.trw_dual_bound`
-_L_BOUND_SHARE = 0.2
+_DUAL_BOUND_SHARE = 0.2
 #: ICM sweeps per local-search vertex and local-search steps when ``local_search=True``
 _ICM_SWEEPS = 100
 _LOCAL_STEPS = 30
@@ -332,7 +332,7 @@ def infer(model: PairwiseMRF | FactorGraph, *, oracle="auto", domain: str = "mar
     best bound it proved. An approximate oracle's bound is an LP bound, loose at iterates in
     M where L is loose; unless the run was interrupted or already proved ``tol``, the TRW
     bound in its tree-decomposition form is also minimised (`fwcore.trw_dual`, no oracle
-    needed) for what is left of max_time (at least _L_BOUND_SHARE of it), else for at most
+    needed) for what is left of max_time (at least _DUAL_BOUND_SHARE of it), else for at most
     as long as the run took: certified at every step, it converges where TRBP does not.
 
     Status: ``converged`` only when the certified gap at the returned mu is at most
@@ -370,7 +370,7 @@ def infer(model: PairwiseMRF | FactorGraph, *, oracle="auto", domain: str = "mar
         local_steps = 0
     exact = dom.exact
     # an approximate oracle leaves a share of max_time to the tree-decomposition bound
-    fw_time = max_time if exact or max_time is None else (1 - _L_BOUND_SHARE) * max_time
+    fw_time = max_time if exact or max_time is None else (1 - _DUAL_BOUND_SHARE) * max_time
     dom.deadline = None if fw_time is None else t0 + fw_time
     # with adaptive delta a record's gap is over M (or L): TRW + gap + slack bounds log Z
     recorder = Recorder(callback, bool(verbose), t0,

@@ -81,9 +81,11 @@ class _Inflated:
 
     def __init__(self, model, m):
         self.model, self.m = model, m
-        states = {k: math.comb(m + k - 1, k - 1) for k in set(model.card.tolist())}
-        size = (sum(states[k] * k for k in model.card.tolist())
-                + sum(states[model.card[i]] * states[model.card[j]] for i, j in model.edges))
+        card, edges = model.card, model.edges
+        states = {k: math.comb(m + k - 1, k - 1) for k in set(card.tolist())}
+        n_states = np.array([float(states[k]) for k in card.tolist()])  # float: no overflow
+        sizes = np.concatenate([n_states, n_states[edges[:, 0]] * n_states[edges[:, 1]]])
+        size = float(sizes.sum() + n_states @ card)  # tables and count vectors
         if size > MAX_INFLATED_ENTRIES:
             k = int(model.card.max())
             raise ValueError(
@@ -92,11 +94,8 @@ class _Inflated:
                 f"{MAX_INFLATED_ENTRIES:.3g}; use a smaller inflation (inflation=1 perturbs "
                 f"the model itself)")
         counts = {k: _compositions(k, m) for k in states}
-        card, edges = model.card, model.edges
         self.C = [counts[k] for k in card.tolist()]
-        new_card = np.array([states[k] for k in card.tolist()], dtype=np.int64)
-        sizes = np.concatenate([new_card, new_card[edges[:, 0]] * new_card[edges[:, 1]]])
-        off = np.concatenate([[0], np.cumsum(sizes)])
+        off = np.concatenate([[0], np.cumsum(sizes.astype(np.int64))])
         theta = np.empty(int(off[-1]))
         for k, c in counts.items():  # the tables of every variable with k states at once
             idx = np.flatnonzero(card == k)
@@ -110,7 +109,7 @@ class _Inflated:
             values = _pairs(counts[a], tables.reshape(-1, a, b), counts[b]) / (m * m)
             theta[off[model.n_vars + es][:, None] + np.arange(values[0].size)] = \
                 values.reshape(len(es), -1)
-        self.graph = PairwiseMRF.from_flat(new_card, edges, theta)
+        self.graph = PairwiseMRF.from_flat(n_states.astype(np.int64), edges, theta)
 
     def perturbed(self, scores, noise):
         """``scores`` (the graph's layout) plus the noise terms G_i(c)/m for ``noise``, a
