@@ -445,7 +445,8 @@ def infer(model: PairwiseMRF | FactorGraph, *, oracle="auto", domain: str = "mar
     bounds = [r.bound for r in recorder.records if r.bound is not None]
     if certified_gap is not None:
         bounds.append(primal + certified_gap)
-    if not exact and status is not Status.INTERRUPTED and min(bounds, default=math.inf) - primal > tol:
+    proven = min(bounds, default=math.inf) - primal <= tol
+    if not exact and status is not Status.INTERRUPTED and not proven:
         # what is left of max_time, else at most as long again as the run so far
         now = time.perf_counter()
         dual = guard(trw_dual_bound, model, deadline=now + max(now - t0, 1.0)

@@ -127,7 +127,8 @@ class _Inflated:
             out[g.node_off[binary][:, None] + np.arange(ones.size)] += best / self.m
         for i in noisy:
             if self.model.card[i] != 2:
-                out[g.node_off[i]:g.node_off[i + 1]] += _best_assignment(noise[i], self.C[i]) / self.m
+                best = _best_assignment(noise[i], self.C[i])
+                out[g.node_off[i]:g.node_off[i + 1]] += best / self.m
         return out
 
     def fold(self, x):
