@@ -10,6 +10,7 @@ assignment: `INFEASIBLE`).
 """
 import math
 import numbers
+import weakref
 from concurrent.futures import Executor
 
 import numpy as np
@@ -159,14 +160,34 @@ def check_model(model, name="model"):
                             "functions take a FactorGraph directly)")
         raise TypeError(f"{name} must be a fwcore.PairwiseMRF (build one with "
                         f"fwcore.PairwiseMRF(...) or fwcore.read_uai); got {type(model).__name__}")
-    theta = model.theta
-    big = np.flatnonzero((np.abs(theta) > MAX_ABS_THETA) & (theta != -np.inf))
-    if big.size:
-        raise ValueError(f"{name} has the log-potential {theta[big[0]]:g} in "
-                         f"{_block_name(model, int(big[0]))}; finite log-potentials must be at "
+    big = _once_per_model(model, "oversized", _oversized)
+    if big is not None:
+        raise ValueError(f"{name} has the log-potential {model.theta[big]:g} in "
+                         f"{_block_name(model, big)}; finite log-potentials must be at "
                          f"most {MAX_ABS_THETA:g} in absolute value (they overflow when "
                          "summed): rescale them, or use -inf for impossible states")
     return model
+
+
+#: `_once_per_model`'s results, dropped with their model
+_PER_MODEL = weakref.WeakKeyDictionary()
+
+
+def _once_per_model(model, key, compute):
+    """``compute(model)``, computed once per model: its arrays are read-only."""
+    memo = _PER_MODEL.setdefault(model, {})
+    if key not in memo:
+        memo[key] = compute(model)
+    return memo[key]
+
+
+def _oversized(model):
+    """Position of the first finite log-potential above `MAX_ABS_THETA`, or None."""
+    theta = model.theta
+    if not theta.size or (theta.max() <= MAX_ABS_THETA and theta.min() >= -MAX_ABS_THETA):
+        return None
+    big = np.flatnonzero((np.abs(theta) > MAX_ABS_THETA) & (theta != -np.inf))
+    return int(big[0]) if big.size else None
 
 
 def _block_name(model, k):
@@ -272,17 +293,21 @@ def check_bound_feasible(model, bound):
     infeasible model's penalised maximum is at most that sum minus m, so an exact method
     (a tight bound) always finds it when m > 0.5 (m > 0.5 + log of the number of joint
     states for log Z)."""
-    if bound is None:
-        return
+    if bound is not None and bound < _once_per_model(model, "feasible_floor", _feasible_floor):
+        raise ValueError(INFEASIBLE)
+
+
+def _feasible_floor(model):
+    """Σ over factors of the least finite entry, less 0.5 + 1e-9 relative (see
+    `check_bound_feasible`); -inf for a model without factors."""
     theta = model.theta
     starts = np.concatenate([model.node_off[:-1], model.edge_off[:-1]])
     if starts.size == 0:
-        return
+        return -np.inf
     finite = np.isfinite(theta)
     least = np.minimum.reduceat(np.where(finite, theta, np.inf), starts)
     scale = np.maximum.reduceat(np.where(finite, np.abs(theta), 0.0), starts).sum()
-    if bound < least.sum() - 0.5 - 1e-9 * scale:
-        raise ValueError(INFEASIBLE)
+    return float(least.sum() - 0.5 - 1e-9 * scale)
 
 
 def check_lp_size(model, kind, memory_limit):

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from .checks import SEED, TIME, check_bound_feasible, check_feasible, check_model, check_params
 from .interrupt import Guard
 from .oracles._common import node_argmax
@@ -43,13 +45,13 @@ def infer_map(model: PairwiseMRF | FactorGraph, method="auto", time_limit: float
     consistency finds it (`fwcore.checks.check_feasible`), after it when an exact oracle's
     maximum or any certified bound proves it.
     """
+    start = time.perf_counter()
     model = check_feasible(check_model(model))
     checked = check_params(_PARAMS, time_limit=time_limit, seed=seed)
-    start = time.perf_counter()
     oracle = resolve_oracle(method, model, seed=checked["seed"],
                             anytime=checked["time_limit"] is not None, **options)
     limit = checked["time_limit"]
-    if limit is not None:  # the oracle's construction counts towards the time limit
+    if limit is not None:  # the checks and the oracle's construction count towards it
         limit = max(limit - (time.perf_counter() - start), 1e-2)
     guard = Guard()
     x = guard(oracle.argmax, model.theta, time_limit=limit)
@@ -59,9 +61,10 @@ def infer_map(model: PairwiseMRF | FactorGraph, method="auto", time_limit: float
         bound, status = oracle.upper_bound(), oracle.status
     elapsed = time.perf_counter() - start
     score = float(model.score(x))
-    check_bound_feasible(model, bound)
-    if oracle.exact and status is Status.CONVERGED:
-        check_bound_feasible(model, score)      # the maximum itself
+    if score == -np.inf:  # a feasible assignment proves feasibility; else try the bounds
+        check_bound_feasible(model, bound)
+        if oracle.exact and status is Status.CONVERGED:
+            check_bound_feasible(model, score)  # the maximum itself
     trace = Trace(oracle.progress or [Record(iteration=1, time=elapsed, primal=score,
                                              n_oracle_calls=1, bound=bound, score=score)])
     return MapResult(assignment=x, score=score, upper_bound=bound, status=status,

@@ -3,6 +3,7 @@ expansion and portfolio of issue 14) against brute force, and the kernels of
 fwcore._oracles and fwcore._kernels.anneal against plain-NumPy twins."""
 import itertools
 import math
+import time
 
 import numpy as np
 import pytest
@@ -13,7 +14,8 @@ import fwcore
 from fwcore import _kernels, _oracles
 from fwcore.exact import exact_map
 from fwcore.model import PairwiseMRF
-from fwcore.oracles.anytime import Fusion, temperature_scale
+from fwcore.oracles import anytime
+from fwcore.oracles.anytime import ExpansionOracle, Fusion, temperature_scale
 from fwcore.oracles.approximate import MaxProductOracle, QPBOOracle, TRWSOracle
 from fwcore.oracles.base import resolve_oracle
 from fwcore.results import Status
@@ -604,6 +606,22 @@ def test_fusion_never_worse_than_the_incumbent(seed):
         fused, score = fusion.fuse(model.theta, x, y)
         assert score == model.score(fused) and score >= model.score(x)
         assert np.all((fused == x) | (fused == y))
+
+
+def test_fusion_starts_a_move_only_when_one_fits_before_the_deadline():
+    model, _ = random_model(0, n=8, max_card=3, p_inf=0.0)
+    fusion = Fusion(model)
+    assert fusion.longest == anytime._MOVE_SECONDS * (model.n_vars + model.n_edges)
+    x = np.zeros(model.n_vars, dtype=np.int32)
+    fusion.fuse(model.theta, x, x + 1)
+    need = anytime._MOVE_MARGIN * fusion.longest
+    assert fusion.fits(time.perf_counter() + need + 1.0)
+    assert not fusion.fits(time.perf_counter() + 0.5 * need)
+    # an expansion call given less than a move's time returns its start, MAX_TIME
+    expansion = ExpansionOracle(model)
+    expansion.fusion.longest = 10.0
+    assert np.array_equal(expansion.argmax(model.theta, init=x, time_limit=1.0), x)
+    assert expansion.status is Status.MAX_TIME
 
 
 def test_expansion_on_a_metric_potts_chain_is_exact():

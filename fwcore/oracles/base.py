@@ -97,7 +97,7 @@ class MapOracle(abc.ABC):
         if scores.ndim != 1 or scores.shape[0] != self.model.dim:
             raise ValueError(f"scores must be a 1-D array of length {self.model.dim} (the "
                              f"model's flat layout); got shape {scores.shape}")
-        if np.isnan(scores).any() or np.isposinf(scores).any():
+        if scores.size and not scores.max() < np.inf:  # NaN or +inf
             raise ValueError("scores contain NaN or +inf; log-potentials must be finite or -inf")
         return scores
 

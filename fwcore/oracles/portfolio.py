@@ -12,11 +12,11 @@ from ..checks import BOOL, check_params
 from ..results import Record, Status, proves_optimal
 from .anytime import AnnealOracle, ExpansionOracle, Fusion
 from .approximate import TRWSOracle
-from .base import MapOracle, available_oracles, register_oracle, resolve_oracle
+from .base import MapOracle, register_oracle, resolve_oracle
 
 __all__ = ["PortfolioOracle"]
 
-#: default members, in order of preference; those not installed/registered are skipped
+#: default members (built in, no extra), in order of preference; qpbo on binary models only
 DEFAULT_MEMBERS = ("qpbo", "trws", "icm")
 #: an anytime call's first annealing run takes this share of the time left (a long
 #: cooling schedule: annealing's result improves with the schedule's length), later runs
@@ -42,8 +42,8 @@ class PortfolioOracle(MapOracle):
     """Runs several oracles on the same scores and returns the best-scoring assignment; the
     upper bound is the smallest bound any member reported (None when none did).
 
-    Options: ``members`` — names, ``(name, options)`` pairs or oracle objects (default: the
-    available ones among qpbo (binary models only), trws, icm); ``threads`` — run the
+    Options: ``members`` — names, ``(name, options)`` pairs or oracle objects (default:
+    qpbo (binary models only), trws, icm); ``threads`` — run the
     members concurrently in a thread pool (useful when their kernels release the GIL).
     A call's time limit bounds the whole call (members run one after the other share it).
     After a call, ``member_scores`` maps each member's name (suffixed by its position when
@@ -76,12 +76,7 @@ class PortfolioOracle(MapOracle):
         self.anytime = check_params({"anytime": BOOL}, anytime=anytime)["anytime"]
         if members is None:
             binary = bool((model.card == 2).all())
-            installed = available_oracles()
-            members = [m for m in DEFAULT_MEMBERS
-                       if installed.get(m) and (m != "qpbo" or binary)]
-            if not members:
-                raise ValueError("the portfolio found none of its default members "
-                                 f"({', '.join(DEFAULT_MEMBERS)}); pass members=[...]")
+            members = [m for m in DEFAULT_MEMBERS if m != "qpbo" or binary]
         if isinstance(members, (str, tuple)) or not len(members):
             raise ValueError("members must be a non-empty list of oracle names, (name, options) "
                              f"pairs or oracle objects; got {members!r}")
@@ -115,14 +110,17 @@ class PortfolioOracle(MapOracle):
                                     bound=score, score=score),)
             return x, score, None
 
-        def run(oracle):
-            left = None if end is None else max(end - time.perf_counter(), 1e-3)
+        def run(oracle, share=1.0):
+            left = None if end is None else share * self._left(end)
             x = oracle.argmax(scores, init, left)
             return x, float(self.model.score(x, scores)), oracle.upper_bound()
 
         if self.threads and len(self.members) > 1:
             with ThreadPoolExecutor(max_workers=len(self.members)) as pool:
                 results = list(pool.map(run, self.members))
+        elif self.anytime and end is not None:  # an even share of the time left each
+            n = len(self.members)
+            results = [run(m, 1.0 / (n - k)) for k, m in enumerate(self.members)]
         else:
             results = [run(m) for m in self.members]
         names = [m.name if [o.name for o in self.members].count(m.name) == 1
@@ -143,7 +141,8 @@ class PortfolioOracle(MapOracle):
         k = int(np.argmax([s for _, s, _ in results]))
         x, best = results[k][0], results[k][1]
         for y, _, _ in results[:k] + results[k + 1:]:
-            x, best = self._fusion.fuse(scores, x, y)
+            if self._fusion.fits(end):
+                x, best = self._fusion.fuse(scores, x, y)
         progress = []
 
         def record(bound):
@@ -152,10 +151,12 @@ class PortfolioOracle(MapOracle):
 
         record(bound)
         trws_running = self._trws.status in (Status.MAX_TIME, Status.MAX_ITER)
-        while not proves_optimal(best, bound) and end - time.perf_counter() > 1e-3:
+        while not proves_optimal(best, bound) and self._fusion.fits(end):
             if self._expansion is not None:
                 y = self._expansion.argmax(scores, init=x, time_limit=self._left(end))
                 x, best = self._better(scores, x, best, y)
+            if not self._fusion.fits(end):
+                break
             left = self._left(end)
             # the first run improves the best labelling; later ones, shorter, start afresh
             # (from the unary argmax) so that their labellings differ and fusion combines
@@ -164,9 +165,12 @@ class PortfolioOracle(MapOracle):
                 y = self._anneal.argmax(scores, init=x, time_limit=min(piece, left))
             else:
                 y = self._anneal.argmax(scores, time_limit=min(_LATER_SHARE * piece, left))
-            fused, fused_score = self._fusion.fuse(scores, x, y)
-            x, best = self._better(scores, fused, fused_score, y)
-            if trws_running and end - time.perf_counter() > 1e-3:
+            if self._fusion.fits(end):
+                fused, fused_score = self._fusion.fuse(scores, x, y)
+                x, best = self._better(scores, fused, fused_score, y)
+            else:
+                x, best = self._better(scores, x, best, y)
+            if trws_running and self._fusion.fits(end):
                 y = self._trws.argmax(scores, init=x, time_limit=self._left(end))
                 x, best = self._better(scores, x, best, y)
                 b = self._trws.upper_bound()
