@@ -226,15 +226,20 @@ def test_callback_false_interrupts_and_ctrl_c_keeps_the_last_measured_iterate(cl
     seen = []
 
     def stop_at_two(record):
-        seen.append(record)
+        seen.append((record, m.coef_.copy() if record.iteration else None))
         return record.iteration < 2
 
-    m = cls(oracle="bruteforce", tol=0.0, max_iter=10, callback=stop_at_two, **kw).fit(X, Y)
+    m = cls(oracle="bruteforce", tol=0.0, max_iter=10, callback=stop_at_two, **kw)
+
+    m.fit(X, Y)
     assert m.status_ is Status.INTERRUPTED and m.n_iter_ == 2
-    assert tuple(seen) == m.trace_ and all(isinstance(r, Record) for r in seen)
+    assert tuple(r for r, _ in seen) == m.trace_ and all(isinstance(r, Record) for r, _ in seen)
     two = cls(oracle="bruteforce", tol=0.0, max_iter=2, **kw).fit(X, Y)
     np.testing.assert_array_equal(m.coef_, two.coef_)
     one = cls(oracle="bruteforce", tol=0.0, max_iter=1, **kw).fit(X, Y)
+    # the callback saw each measured iterate's fit: pass 1's is the one-pass fit
+    np.testing.assert_array_equal(seen[1][1], one.coef_)
+    np.testing.assert_array_equal(seen[2][1], two.coef_)
     # Ctrl-C in the second pass (bcfw) or the gap pass after it (fw)
     exact = resolve_oracle("bruteforce", check_examples(X, 3)[0][0].mrf)
     calls = []

@@ -131,7 +131,9 @@ class LearnerModel(abc.ABC):
 
 
 def run_tasks(executor, fn, *columns):
-    """[fn(*row) for row in zip(*columns)], on ``executor`` when given (results in order)."""
+    """[fn(*row) for row in zip(*columns)], on ``executor`` when given (results in order).
+    Serially, columns may be generators (one row is made at a time); an executor gets
+    lists (dask's needs their lengths)."""
     if executor is None:
         return [fn(*row) for row in zip(*columns)]
-    return list(executor.map(fn, *columns))
+    return list(executor.map(fn, *[list(c) for c in columns]))

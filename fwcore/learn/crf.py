@@ -46,19 +46,23 @@ class CRFExample:
 
 
 class _Prepared:
-    """A validated example: the model structure (zero potentials) and the gather index
-    from canonical edge blocks (i < j) to the edge blocks in the order given."""
+    """A validated example: its features, the model structure (zero potentials) and the
+    gather index from canonical edge blocks (i < j) to the edge blocks in the order given;
+    examples on the same graph share one structure and index (`_graph`)."""
 
     __slots__ = ("u", "v", "mrf", "eidx")
 
-    def __init__(self, u, edges, v, n_labels):
-        self.u, self.v = u, v
-        n = u.shape[0]
-        self.mrf = _structure(n, edges, n_labels)
-        block = np.arange(n_labels * n_labels).reshape(n_labels, n_labels)
-        flip = edges[:, 0] > edges[:, 1]
-        per_edge = np.where(flip[:, None], block.T.ravel()[None, :], block.ravel()[None, :])
-        self.eidx = (per_edge + n_labels * n_labels * np.arange(len(edges))[:, None]).ravel()
+    def __init__(self, u, v, mrf, eidx):
+        self.u, self.v, self.mrf, self.eidx = u, v, mrf, eidx
+
+
+def _graph(n, edges, n_labels):
+    """(structure, gather index) of n nodes on ``edges`` (see `_Prepared`)."""
+    block = np.arange(n_labels * n_labels).reshape(n_labels, n_labels)
+    flip = edges[:, 0] > edges[:, 1]
+    per_edge = np.where(flip[:, None], block.T.ravel()[None, :], block.ravel()[None, :])
+    eidx = (per_edge + n_labels * n_labels * np.arange(len(edges))[:, None]).ravel()
+    return _structure(n, edges, n_labels), eidx
 
 
 def _structure(n, edges, n_labels):
@@ -105,7 +109,7 @@ def check_examples(X, n_labels, dims=None):
     """Validate inputs once: a non-empty sequence of examples sharing F and G (or ``dims``
     = (F, G) when given). Returns (list of `_Prepared`, (F, G))."""
     check_nonempty(X)
-    out = []
+    out, graphs = [], {}  # one structure per distinct graph: images of a size share one
     for k, x in enumerate(X):
         u, edges, v = _as_example(x, k)
         u = _finite_matrix(u, f"X[{k}] node_features")
@@ -127,10 +131,13 @@ def check_examples(X, n_labels, dims=None):
         if (u.shape[1], v.shape[1]) != dims:
             raise ValueError(f"X[{k}] has {u.shape[1]} node and {v.shape[1]} edge features; "
                              f"expected {dims[0]} and {dims[1]} (as in the training data)")
-        try:
-            out.append(_Prepared(u, e.astype(np.int64), v, n_labels))
-        except ValueError as err:
-            raise ValueError(f"X[{k}]: {err}") from None
+        key = (u.shape[0], e.shape[0], e.astype(np.int64).tobytes())
+        if key not in graphs:
+            try:
+                graphs[key] = _graph(u.shape[0], e.astype(np.int64), n_labels)
+            except ValueError as err:
+                raise ValueError(f"X[{k}]: {err}") from None
+        out.append(_Prepared(u, v, *graphs[key]))
     return out, dims
 
 
@@ -291,6 +298,7 @@ class CRFModel(CRFFeatures, LearnerModel):
     def __init__(self, n_labels, dims, oracle):
         super().__init__(n_labels, *dims)
         self.oracle = oracle
+        self._entropies = {}
 
     @classmethod
     def from_data(cls, X, Y, n_labels, oracle):
@@ -313,7 +321,12 @@ class CRFModel(CRFFeatures, LearnerModel):
         return CRFDecoder(ex.mrf, self.oracle)
 
     def entropy(self, ex, rho):
-        return TRWEntropy(ex.mrf, rho)
+        """The example's `TRWEntropy`, one per structure and ``rho`` (it holds no state)."""
+        hashable = rho is None or isinstance(rho, (str, numbers.Real))
+        key = (id(ex.mrf), rho if hashable else id(rho))
+        if key not in self._entropies:  # the structure is kept so that its id stays its own
+            self._entropies[key] = ex.mrf, TRWEntropy(ex.mrf, rho)
+        return self._entropies[key][1]
 
     def hamming(self, ex, y):
         """+1/n on every unary entry of a wrong label."""

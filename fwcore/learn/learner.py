@@ -84,6 +84,8 @@ class StructuredLearner(abc.ABC):
     before the first gap pass ended, with ``gap_`` and ``primal_`` None);
     ``n_iter_`` (passes), ``n_oracle_calls_``, ``gap_`` and ``primal_`` (of the last
     measured iterate) and ``trace_`` (a `fwcore.results.Trace`, one `Record` per pass).
+    When the callback runs, the fitted attributes hold the iterate just measured, so it can
+    call ``predict`` (e.g. for a held-out error per pass).
 
     ``max_time`` counts from the call of ``fit`` and is held to about 1.2 ``max_time`` +
     1 s: every per-example oracle call gets the time left as its time limit, and a pass
@@ -158,6 +160,9 @@ class StructuredLearner(abc.ABC):
                 last = Record(k, time.perf_counter() - t0, primal, gap, solver.n_oracle_calls)
                 trace.append(last)
                 fitted = solver.result()
+                if callback is not None:  # the callback sees the measured iterate's fit
+                    for name, value in fitted.items():
+                        setattr(self, name, value)
                 proceed = callback is None or callback(last) is not False
                 if gap <= tol:
                     status = Status.CONVERGED if solver.exact else Status.STALLED

@@ -34,6 +34,13 @@ def _block_oracle(decoder, theta, tau, entropy, deadline):
     return entropy.fw_vertex(decoder, -g, deadline.left()), g, f
 
 
+def _block_measure(decoder, theta, tau, entropy, deadline, keep):
+    """(s if ``keep`` else None, the block's gap <g, τ − s>, f + <θ, τ>): what the gap
+    pass needs of `_block_oracle`, without keeping a vertex per example."""
+    s, g, f = _block_oracle(decoder, theta, tau, entropy, deadline)
+    return (s if keep else None), float(g @ tau) - float(g @ s), f + float(theta @ tau)
+
+
 class MLEDual:
     """The dual (eq. 6; App. D.1 for matchings) of one training set: the model, each
     example's entropy, empirical φ(y)."""
@@ -59,10 +66,12 @@ class MLEDual:
             neg_h += h.value_grad(np.zeros_like(t), t)[0]
         return float(psi @ psi) / (2.0 * self.reg) + neg_h
 
-    def oracles(self, executor, thetas, taus, idx, deadline):
-        d = self.decoders
-        return run_tasks(executor, _block_oracle, [d[m] for m in idx], thetas, taus,
-                         [self.entropy[m] for m in idx], [deadline] * len(thetas))
+    def measure(self, executor, thetas, taus, deadline, keep):
+        """`_block_measure` of every block (thetas may be a generator: a serial pass then
+        holds one block's scores at a time)."""
+        M = len(taus)
+        return run_tasks(executor, _block_measure, self.decoders, thetas, taus, self.entropy,
+                         [deadline] * M, keep)
 
     def line_search(self, thetas, taus, dirs, idx, qq, slope0):
         """argmin over [0, 1] of L along d: φ'(γ) = Σ_m <∇(−<θ_m,·> − H)(τ_m + γ d_m), d_m>
@@ -91,41 +100,56 @@ class _Solver(DualSolver):
         self.rng = np.random.default_rng(p["seed"])
 
     def measure(self, deadline):
+        """The gap pass. Batch FW keeps every block's scores and direction for its step;
+        BCFW draws the next pass's order and keeps only its first block's vertex."""
         model, lam, M = self.model, self.p["reg"], len(self.examples)
-        self.thetas = [model.scores(ex, self.psi / lam) for ex in self.examples]
-        self.res = self.dual.oracles(self.p["executor"], self.thetas, self.taus, range(M),
-                                     deadline)
+        w = self.psi / lam
+        if self.p["method"] == "fw":
+            self.thetas = [model.scores(ex, w) for ex in self.examples]
+            thetas, keep = self.thetas, [True] * M
+        else:
+            self.order = self.rng.permutation(M)
+            thetas = (model.scores(ex, w) for ex in self.examples)
+            keep = np.arange(M) == self.order[0]
+        res = self.dual.measure(self.p["executor"], thetas, self.taus, deadline, keep)
         self.n_oracle_calls += M
-        self.dirs = [s - t for (s, _, _), t in zip(self.res, self.taus)]
-        self.gap = -sum(float(g @ d) for (_, g, _), d in zip(self.res, self.dirs))
-        obj = float(self.psi @ self.psi) / (2 * lam) + sum(
-            f + float(th @ t) for (_, _, f), th, t in zip(self.res, self.thetas, self.taus))
+        self.vertices = [s for s, _, _ in res]
+        self.block_gaps = [gap for _, gap, _ in res]
+        self.gap = sum(self.block_gaps)
+        obj = float(self.psi @ self.psi) / (2 * lam) + sum(value for _, _, value in res)
         return obj, self.gap
 
     def step(self, k, deadline):
         model, examples, taus, dual = self.model, self.examples, self.taus, self.dual
         lam, M, agnostic = self.p["reg"], len(examples), self.p["step"] == "agnostic"
         if self.p["method"] == "fw":
-            q = sum(model.features(ex, d) for ex, d in zip(examples, self.dirs))
+            dirs = []
+            for m, t in enumerate(taus):  # each vertex dropped once its direction is made
+                dirs.append(self.vertices[m] - t)
+                self.vertices[m] = None
+            q = sum(model.features(ex, d) for ex, d in zip(examples, dirs))
             gamma = (2.0 / (k + 1.0) if agnostic else
-                     dual.line_search(self.thetas, taus, self.dirs, range(M), float(q @ q),
+                     dual.line_search(self.thetas, taus, dirs, range(M), float(q @ q),
                                       -self.gap))
-            for t, d in zip(taus, self.dirs):
+            for t, d in zip(taus, dirs):
                 t += gamma * d
             self.psi -= gamma * q
+            self.thetas = self.vertices = None
             return
-        for j, m in enumerate(self.rng.permutation(M)):
+        for j, m in enumerate(self.order):
+            theta = model.scores(examples[m], self.psi / lam)
             if j == 0:  # the gap pass already holds this block's vertex at this psi
-                theta, (s, g, _) = self.thetas[m], self.res[m]
+                s, slope = self.vertices[m], -self.block_gaps[m]
+                self.vertices = None
             else:
-                theta = model.scores(examples[m], self.psi / lam)
                 s, g, _ = _block_oracle(self.decoders[m], theta, taus[m], dual.entropy[m],
                                         deadline)
                 self.n_oracle_calls += 1
+                slope = float(g @ s) - float(g @ taus[m])
             d = s - taus[m]
             q = model.features(examples[m], d)
             gamma = (2.0 * M / (2.0 * M + self.k) if agnostic else
-                     dual.line_search([theta], [taus[m]], [d], [m], float(q @ q), float(g @ d)))
+                     dual.line_search([theta], [taus[m]], [d], [m], float(q @ q), slope))
             taus[m] += gamma * d
             self.psi -= gamma * q  # App. E.2.2: only example m's rows change
             self.k += 1
