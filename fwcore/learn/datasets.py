@@ -3,10 +3,11 @@ grid CRFs and point-set matching."""
 import numpy as np
 from scipy.ndimage import gaussian_filter
 
+from ..checks import Interval, check_params
 from ..generators import grid_edges
 from .crf import CRFExample
 
-__all__ = ["synthetic_segmentation", "noisy_point_matching"]
+__all__ = ["synthetic_segmentation", "segmentation_images", "noisy_point_matching"]
 
 
 def synthetic_segmentation(n_images, size=12, noise=1.0, smooth=2.0, seed=0):
@@ -43,3 +44,42 @@ def noisy_point_matching(n_examples, n_points=10, noise=0.03, seed=0):
         X.append(-(p[:, None, :] - q[None, :, :]) ** 2)
         Y.append(y)
     return X, Y
+
+
+def segmentation_images(n_images, size=100, seed=0):
+    """(images [n, size, size, 3] in [0, 1], masks [n, size, size] of 0/1): figure-ground
+    scenes for a segmentation benchmark at realistic sizes. Each scene has a background of
+    a random colour with smooth shading and fine texture, and one to three foreground
+    blobs (ellipses with boundaries roughened by smooth noise) of a warmer colour that
+    shifts from scene to scene and with coarser, stronger texture; the whole image then
+    gets sensor noise. Neither colour nor texture alone separates the classes in every
+    scene (`segmentation_features` gives a CRF both, with contrast-sensitive edges)."""
+    check_params({"n_images": Interval(1, integer=True), "size": Interval(8, integer=True)},
+                 n_images=n_images, size=size)
+    rng = np.random.default_rng(seed)
+    rows, cols = np.mgrid[0:size, 0:size] / size
+    images = np.empty((n_images, size, size, 3))
+    masks = np.empty((n_images, size, size), dtype=np.int32)
+    for k in range(n_images):
+        inside = np.full((size, size), -1.0)
+        for _ in range(rng.integers(1, 4)):
+            cy, cx = rng.uniform(0.2, 0.8, 2)
+            ry, rx = rng.uniform(0.08, 0.3, 2)
+            a = rng.uniform(0, np.pi)
+            dy, dx = rows - cy, cols - cx
+            u, v = dy * np.cos(a) + dx * np.sin(a), -dy * np.sin(a) + dx * np.cos(a)
+            inside = np.maximum(inside, 1.0 - (u / ry) ** 2 - (v / rx) ** 2)
+        rough = gaussian_filter(rng.normal(size=(size, size)), size / 25)
+        mask = inside + 0.3 * rough / rough.std() > 0.0
+        background = rng.uniform(0.2, 0.8, 3)
+        foreground = np.clip(background + rng.normal([0.2, 0.0, -0.15], 0.12), 0.0, 1.0)
+        shade = gaussian_filter(rng.normal(size=(size, size)), size / 8)
+        fine = gaussian_filter(rng.normal(size=(size, size, 3)), (0.7, 0.7, 0))
+        coarse = gaussian_filter(rng.normal(size=(size, size, 3)), (1.5, 1.5, 0))
+        image = np.where(mask[..., None], foreground + 0.5 * coarse,
+                         background + 0.15 * fine)
+        image += 0.06 * (shade / shade.std())[..., None]
+        image += rng.normal(0.0, 0.06, image.shape)
+        images[k] = np.clip(image, 0.0, 1.0)
+        masks[k] = mask
+    return images, masks
