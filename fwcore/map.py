@@ -28,7 +28,7 @@ def infer_map(model: PairwiseMRF | FactorGraph, method="auto", time_limit: float
         it is tree, brute force, elimination or cover or when edge tables forbid pairs of
         states, as a `FactorGraph`'s do, else the approximate "portfolio"), or any name in
         ``fwcore.available_oracles()`` (bruteforce, elimination, tree, cover, ilp, toulbar2,
-        icm, qpbo, trws, maxproduct, anneal, expansion, portfolio, lp).
+        icm, qpbo, trws, maxproduct, anneal, expansion, swap, portfolio, lp).
     time_limit : seconds for the call (oracles that stop early return their best
         labelling with status ``max_time``); the anytime oracles (portfolio, anneal) use
         all of it unless their bound proves optimality first (``anytime=False`` among the

@@ -551,6 +551,7 @@ def test_anneal_kernel_best_copy_after_log_overflow():
 def _solvers(model):
     yield "anneal", resolve_oracle("anneal", model, sweeps=50, seed=0)
     yield "expansion", resolve_oracle("expansion", model)
+    yield "swap", resolve_oracle("swap", model)
     yield "portfolio", resolve_oracle("portfolio", model, anytime=True, seed=0)
 
 
@@ -622,6 +623,25 @@ def test_fusion_starts_a_move_only_when_one_fits_before_the_deadline():
     expansion.fusion.longest = 10.0
     assert np.array_equal(expansion.argmax(model.theta, init=x, time_limit=1.0), x)
     assert expansion.status is Status.MAX_TIME
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_swap_ends_where_no_swap_move_improves_on_attractive_potts(seed):
+    # attractive Potts: every αβ-swap move is submodular, so QPBO solves each exactly and
+    # a STALLED result has no improving swap move (checked by enumerating each move)
+    model = fwcore.potts_grid(2, 3, n_labels=3, coupling=0.0, seed=seed)
+    theta = model.theta.copy()
+    theta[model.edge_off[0]:] = np.tile(np.eye(3).ravel() * 0.8, model.n_edges)
+    model = model.with_theta(theta)
+    oracle = resolve_oracle("swap", model)
+    x = oracle.argmax(model.theta)
+    assert oracle.status is Status.STALLED
+    for a, b in itertools.combinations(range(3), 2):
+        free = np.flatnonzero((x == a) | (x == b))
+        for bits in itertools.product((a, b), repeat=free.size):
+            y = x.copy()
+            y[free] = bits
+            assert model.score(y) <= model.score(x) + TOL
 
 
 def test_expansion_on_a_metric_potts_chain_is_exact():

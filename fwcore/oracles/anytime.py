@@ -195,20 +195,47 @@ class ExpansionOracle(MapOracle):
         self.fusion = Fusion(model)
         self.n_cycles = 0
 
+    def _proposals(self):
+        """The proposals of one cycle, each a function of the labelling as it is then."""
+        card = self.model.card
+        for alpha in range(int(card.max()) if self.model.n_vars else 0):
+            yield lambda x, alpha=alpha: np.where(card > alpha, alpha, x).astype(np.int32)
+
     def _argmax(self, scores, init, time_limit):
         m = self.model
         start = time.perf_counter()
         x = node_argmax(m, scores).astype(np.int32) if init is None else init.copy()
         score = float(m.score(x, scores))
-        labels = int(m.card.max()) if m.n_vars else 0
         end = None if time_limit is None else start + time_limit
         for self.n_cycles in range(1, self.max_cycles + 1):
             before = score
-            for alpha in range(labels):
+            for propose in self._proposals():
                 if end is not None and not self.fusion.fits(end):
                     return x, None, Status.MAX_TIME
-                y = np.where(m.card > alpha, alpha, x).astype(np.int32)
-                x, score = self.fusion.fuse(scores, x, y)
+                x, score = self.fusion.fuse(scores, x, propose(x))
             if not score > before:
                 return x, None, Status.STALLED
         return x, None, Status.MAX_ITER
+
+
+@register_oracle
+class SwapOracle(ExpansionOracle):
+    """αβ-swap (Boykov, Veksler & Zabih 2001) through the same fusion moves as
+    `ExpansionOracle`: for each pair of labels α < β, the proposal swaps them (x_i = α
+    becomes β and β becomes α where both are states of i), so the fused labelling lets
+    every variable labelled α or β take either. Cycles over all pairs, stopping rules and
+    time limits as α-expansion's; moves are exact when submodular (semi-metric Potts).
+    No bound."""
+
+    name = "swap"
+
+    def _proposals(self):
+        card = self.model.card
+        labels = int(card.max()) if self.model.n_vars else 0
+        for alpha in range(labels):
+            for beta in range(alpha + 1, labels):
+                def swap(x, a=alpha, b=beta):
+                    both = card > b
+                    return np.where(both & (x == a), b,
+                                    np.where(both & (x == b), a, x)).astype(np.int32)
+                yield swap
