@@ -60,8 +60,11 @@ def call_interruptibly(func, wait=None):
     is pickled back), waiting at most ``wait`` seconds (None: until it returns). Ctrl-C
     while waiting kills the process and raises KeyboardInterrupt at once; a call still
     running after ``wait`` is killed and raises `Abandoned`. Where processes cannot be
-    forked (Windows), ``func()`` runs here: Ctrl-C then waits for the solver."""
-    if "fork" not in multiprocessing.get_all_start_methods():
+    forked (Windows) or this one may have none (a daemonic worker, as a dask worker's
+    executor process is), ``func()`` runs here: Ctrl-C then waits for the solver, and
+    ``wait`` is not enforced."""
+    if ("fork" not in multiprocessing.get_all_start_methods()
+            or multiprocessing.current_process().daemon):
         return func()
     for stream in (sys.stdout, sys.stderr):  # else the child prints their buffers again
         if stream is not None:
