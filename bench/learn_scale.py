@@ -4,12 +4,16 @@ features by `fwcore.learn.features.segmentation_features`), and the executor spe
 
     python bench/learn_scale.py                      # 200 train, 100 test, 60 passes
     python bench/learn_scale.py --train 10 --test 5 --size 32 --passes 3   # smoke size
+    python bench/learn_scale.py --scaling 50,100,150,200     # cost per pass against size
+    python bench/learn_scale.py --learners '' --train 10 --speed-passes 1 --speed-oracle lp
 
 Per learner, in a fresh process of its own that makes its own data (so that its peak
-memory is one learner's, data included): the held-out Hamming error after every pass (a callback predicts the test set; its seconds are
-not counted as training), training seconds, oracle calls and the child's peak resident
-memory (training data included). Then seconds per pass serially, with a process pool and
-with a dask LocalCluster (when dask.distributed is installed) of ``--workers`` workers.
+memory is one learner's, data included): the held-out Hamming error after every pass (a
+callback predicts the test set; its seconds are not counted as training), training
+seconds, oracle calls and the process's peak resident memory. Then seconds per pass
+serially, with a thread pool, a process pool and a dask LocalCluster (when
+dask.distributed is installed) of ``--workers`` workers; ``--scaling 50,100,200`` instead
+prints the cost per pass against the image size.
 One BLAS thread per process: the per-example vectors are too small to gain from BLAS
 threads, which only contend for the two cores of this machine.
 """
@@ -22,7 +26,7 @@ import argparse  # noqa: E402
 import multiprocessing  # noqa: E402
 import resource  # noqa: E402
 import time  # noqa: E402
-from concurrent.futures import ProcessPoolExecutor  # noqa: E402
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -77,12 +81,20 @@ def _fit(name, args):
     return rows, learner.status_.value, peak
 
 
-def _speed(name, X, Y, passes, executor):
-    learner = LEARNERS[name](_reg(name, X), oracle="qpbo", max_iter=passes, tol=0.0,
+def _speed(name, X, Y, passes, oracle, executor):
+    learner = LEARNERS[name](_reg(name, X), oracle=oracle, max_iter=passes, tol=0.0,
                              executor=executor)
     t0 = time.perf_counter()
     learner.fit(X, Y)
     return (time.perf_counter() - t0) / passes, learner.coef_
+
+
+def _per_pass(name, n_images, size, passes):
+    """Seconds per pass after the first (serial; data made in this process)."""
+    X, Y = _data(n_images, size, seed=0)
+    learner = LEARNERS[name](_reg(name, X), oracle="qpbo", max_iter=passes, tol=0.0).fit(X, Y)
+    times = learner.trace_.columns()["time"]
+    return (times[-1] - times[1]) / (passes - 1)
 
 
 def main(argv=None):
@@ -92,11 +104,27 @@ def main(argv=None):
     parser.add_argument("--size", type=int, default=100, help="image side in pixels")
     parser.add_argument("--passes", type=int, default=60)
     parser.add_argument("--max-time", type=float, default=3600.0, help="seconds per learner")
-    parser.add_argument("--learners", default=",".join(LEARNERS))
+    parser.add_argument("--learners", default=",".join(LEARNERS),
+                        help="comma-separated, from " + ", ".join(LEARNERS) + "; '' for none")
     parser.add_argument("--speed-passes", type=int, default=2,
                         help="passes of the executor comparison (0: skip it)")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--speed-oracle", default="qpbo",
+                        help="the MAP oracle of the executor comparison (e.g. lp: slower calls)")
+    parser.add_argument("--speed-images", type=int, default=None,
+                        help="training images of the executor comparison (default: --train)")
+    parser.add_argument("--scaling", default="",
+                        help="image sides for the cost per pass, e.g. 50,100,200 (20 images)")
     args = parser.parse_args(argv)
+    if args.scaling:
+        print("cost per pass against image size (20 training images, passes 2-4)")
+        print("side  pixels  learner    s/pass  us/pixel")
+        for size in map(int, args.scaling.split(",")):
+            for name in ("mle-bcfw", "ssvm-bcfw"):
+                t = _per_pass(name, 20, size, 4)
+                print(f"{size:4d}  {size * size:6d}  {name:9s}  {t:6.2f}  "
+                      f"{1e6 * t / (20 * size * size):8.2f}", flush=True)
+        return
 
     t0 = time.perf_counter()
     X, Y = _data(args.train, args.size, seed=0)
@@ -105,7 +133,7 @@ def main(argv=None):
           f"pixels, {time.perf_counter() - t0:.1f} s; all-background test error "
           f"{np.mean([y.mean() for y in Yt]):.4f}", flush=True)
     spawn = multiprocessing.get_context("spawn")  # a fresh process: its own peak memory
-    for name in args.learners.split(","):
+    for name in filter(None, args.learners.split(",")):
         with ProcessPoolExecutor(1, mp_context=spawn) as child:
             rows, status, peak = child.submit(_fit, name, args).result()
         print(f"\n{name}: reg {_reg(name, X):g}, status {status}, peak memory {peak:.2f} GiB "
@@ -115,13 +143,18 @@ def main(argv=None):
             print(f"{k:4d}  {seconds:7.1f}  {calls:12d}  {err:.4f}")
     if args.speed_passes:
         fork = multiprocessing.get_context("fork")
-        print("\nexecutors: seconds per pass (speed-up over serial)")
+        n = args.speed_images or args.train
+        X, Y, oracle = X[:n], Y[:n], args.speed_oracle
+        print(f"\nexecutors ({n} images, oracle {oracle}): seconds per pass (speed-up over "
+              "serial; equal: the same coef_ as the serial run)")
         for name in ("mle-fw", "mle-bcfw"):
-            serial, coef = _speed(name, X, Y, args.speed_passes, None)
+            serial, coef = _speed(name, X, Y, args.speed_passes, oracle, None)
             line = f"{name:9s} serial {serial:.2f}"
-            with ProcessPoolExecutor(args.workers, mp_context=fork) as pool:
-                t, c = _speed(name, X, Y, args.speed_passes, pool)
-            line += f" | processes {t:.2f} ({serial / t:.2f}x, equal: {np.allclose(c, coef)})"
+            for kind, pool in (("threads", ThreadPoolExecutor(args.workers)),
+                               ("processes", ProcessPoolExecutor(args.workers, mp_context=fork))):
+                with pool:
+                    t, c = _speed(name, X, Y, args.speed_passes, oracle, pool)
+                line += f" | {kind} {t:.2f} ({serial / t:.2f}x, equal: {np.allclose(c, coef)})"
             try:
                 from dask.distributed import Client, LocalCluster
             except ImportError:
@@ -130,7 +163,8 @@ def main(argv=None):
                 with LocalCluster(n_workers=args.workers, threads_per_worker=1,
                                   processes=True, dashboard_address=None) as cluster, \
                         Client(cluster) as client:
-                    t, c = _speed(name, X, Y, args.speed_passes, client.get_executor())
+                    t, c = _speed(name, X, Y, args.speed_passes, oracle,
+                                  client.get_executor())
                 line += f" | dask {t:.2f} ({serial / t:.2f}x, equal: {np.allclose(c, coef)})"
             print(line, flush=True)
 
