@@ -78,9 +78,12 @@ class BlockEntropy(abc.ABC):
     def line_derivs(self, theta, tau, d, t):
         """(φ'(t), φ''(t)) of φ(t) = value at τ + t d (App. D.2 / E.2.1)."""
 
-    def fw_vertex(self, decoder, scores, time_limit=None):
-        """The FW vertex for the direction ``scores`` (a contraction may override it)."""
-        return decoder.vertex(scores, time_limit)
+    def fw_vertex(self, vertex, grad, tau):
+        """(s, gap) for the decoder's ``vertex`` v at τ with gradient ``grad``: the FW
+        vertex s the step moves toward (v here; a contraction overrides it) and the FW gap
+        <−grad, v − τ> over the true polytope. Runs in the learner's process, so an
+        entropy may keep state across calls (an adaptive contraction)."""
+        return vertex, -float(grad @ (vertex - tau))
 
 
 class LearnerModel(abc.ABC):

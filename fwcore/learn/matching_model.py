@@ -7,17 +7,19 @@ matching: for ``graph='bipartite'`` a permutation (row i -> column y[i]); for
 graph on n vertices, y[y[i]] = i, with G symmetric in (i, j). Edge weights are linear in
 the parameters, W_ij = <w, G[i, j]> (eq. 11, App. D), so p(y) ∝ exp(Σ_{edges of y} W_e).
 
-Flat layout as in `fwcore.matching_inference`: bipartite edges row-major (n²), general edges i < j
-in ``np.triu_indices`` order. The reweighted entropy is `fwcore.matching_inference.reweighted_entropy`
-(App. C; ρ = 1 Bethe, ρ = 1/2 RW). On a masked graph the edges in no perfect matching are
-clamped at 0 and those in every perfect matching at 1, and τ starts at the average of
-matchings found by the oracle, one with and one without each remaining edge (App. D.3).
+Flat layout as in `fwcore.matching_inference`: bipartite edges row-major (n²), general
+edges i < j in ``np.triu_indices`` order. The reweighted entropy is
+`fwcore.matching_inference.reweighted_entropy` (App. C; ρ = 1 Bethe, ρ = 1/2 RW). On a
+masked graph the edges in no perfect matching are clamped at 0 and those in every perfect
+matching at 1, and τ starts at the average of matchings found by the oracle, one with and
+one without each remaining edge (App. D.3).
 """
 from collections.abc import Sized
 
 import numpy as np
 
 from ..checks import Interval, Options, check_params
+from ..fw import adaptive_delta
 from ..matching_inference import (BipartiteMatchingPolytope, PerfectMatchingPolytope,
                                   entropy_line_derivatives, matching_marginals,
                                   reweighted_entropy)
@@ -31,7 +33,8 @@ __all__ = ["MatchingModel", "MatchingDecoder", "MatchingEntropy", "matching_rho"
 GRAPHS = ("bipartite", "general")
 #: the learners' ``rho`` for matchings (see `matching_rho`)
 RHO = [Options("bethe", "rw"), Interval(0.0, 1.0), None]
-#: contraction of the FW vertices toward the start point (see `MatchingEntropy`)
+#: initial contraction of the FW vertices toward the start point, adapted by Barrier FW
+#: Alg. 1 (see `MatchingEntropy`; δ_init <= 1/4, the paper's code used 1e-3)
 DELTA = 1e-3
 
 
@@ -77,16 +80,25 @@ class MatchingEntropy(BlockEntropy):
     """The block objective −<θ, τ> − H_ρ(τ) of one example (App. D.1), H_ρ over the free
     (unclamped) edges; clamped edges are constant and get zero entropy gradient.
 
-    ``fw_vertex`` contracts the oracle's matching s to (1 − δ) s + δ τ⁰ (τ⁰ the start point,
-    inside every free edge), i.e. FW runs over M_δ as in Barrier FW with a fixed δ: an exact
-    line search toward a bare vertex can land within 1e-11 of the boundary, where the
-    entropy's curvature stalls FW (D.3: "the curvature is infinite there")."""
+    FW moves in the contraction M_δ = (1 − δ) M + δ τ⁰ (τ⁰ the start point, inside every
+    free edge), so every free τ_e stays in (0, 1) and the entropy's gradient finite (a bare
+    vertex lets the exact line search land within 1e-11 of the boundary, where the
+    curvature stalls FW; D.3). δ is adaptive, Barrier FW Alg. 1 (`fwcore.fw.adaptive_delta`):
+    from δ_init = ``delta`` it shrinks to min(g / (−4 g_u), δ / 2) whenever that proposal
+    is below δ, with g = <−∇, v − τ> the FW gap over M and g_u = <−∇, τ⁰ − τ> the uniform
+    gap, which keeps the gap over M_δ (eq. 8: (1 − δ) g + δ g_u) at least g / 2 (Lemma D.2)
+    and lets the iterates approach an optimum on the boundary of M. The gap reported is g,
+    over M itself."""
 
     def __init__(self, rho, free, start, delta=DELTA):
         self.rho, self.free, self.start, self.delta = rho, free, start, delta
 
-    def fw_vertex(self, decoder, scores, time_limit=None):
-        return (1.0 - self.delta) * decoder.vertex(scores, time_limit) + self.delta * self.start
+    def fw_vertex(self, vertex, grad, tau):
+        """(s, g): the contracted vertex (1 − δ) v + δ τ⁰ after Alg. 1's update of δ, and
+        the FW gap g over M."""
+        gap = -float(grad @ (vertex - tau))
+        self.delta = adaptive_delta(self.delta, gap, -float(grad @ (self.start - tau)))
+        return (1.0 - self.delta) * vertex + self.delta * self.start, gap
 
     def value_grad(self, theta, tau):
         h, gh = reweighted_entropy(tau[self.free], self.rho)

@@ -28,10 +28,10 @@ __all__ = ["MLEStruct", "MLEDual"]
 
 
 def _block_oracle(decoder, theta, tau, entropy, deadline):
-    """(FW vertex s, gradient g, f) of −<θ, τ> − H_ρ(τ) at τ: s maximises <−g, ·>; the
+    """(vertex v, gradient g, f) of −<θ, τ> − H_ρ(τ) at τ: v maximises <−g, ·>; the
     call gets the time left before ``deadline`` (`fwcore.learn.base.Deadline`)."""
     f, g = entropy.value_grad(theta, tau)
-    return entropy.fw_vertex(decoder, -g, deadline.left()), g, f
+    return decoder.vertex(-g, deadline.left()), g, f
 
 
 class MLEDual:
@@ -60,9 +60,12 @@ class MLEDual:
         return float(psi @ psi) / (2.0 * self.reg) + neg_h
 
     def oracles(self, executor, thetas, taus, idx, deadline):
-        d = self.decoders
-        return run_tasks(executor, _block_oracle, [d[m] for m in idx], thetas, taus,
-                         [self.entropy[m] for m in idx], [deadline] * len(thetas))
+        """(FW vertex s, gap over the polytope, g, f) of each block m in ``idx``: the MAP
+        calls on ``executor``, the contraction (`BlockEntropy.fw_vertex`) here."""
+        d, h = self.decoders, self.entropy
+        res = run_tasks(executor, _block_oracle, [d[m] for m in idx], thetas, taus,
+                        [h[m] for m in idx], [deadline] * len(thetas))
+        return [(*h[m].fw_vertex(v, g, t), g, f) for m, t, (v, g, f) in zip(idx, taus, res)]
 
     def line_search(self, thetas, taus, dirs, idx, qq, slope0):
         """argmin over [0, 1] of L along d: φ'(γ) = Σ_m <∇(−<θ_m,·> − H)(τ_m + γ d_m), d_m>
@@ -96,10 +99,10 @@ class _Solver(DualSolver):
         self.res = self.dual.oracles(self.p["executor"], self.thetas, self.taus, range(M),
                                      deadline)
         self.n_oracle_calls += M
-        self.dirs = [s - t for (s, _, _), t in zip(self.res, self.taus)]
-        self.gap = -sum(float(g @ d) for (_, g, _), d in zip(self.res, self.dirs))
+        self.dirs = [s - t for (s, _, _, _), t in zip(self.res, self.taus)]
+        self.gap = sum(gap for _, gap, _, _ in self.res)
         obj = float(self.psi @ self.psi) / (2 * lam) + sum(
-            f + float(th @ t) for (_, _, f), th, t in zip(self.res, self.thetas, self.taus))
+            f + float(th @ t) for (_, _, _, f), th, t in zip(self.res, self.thetas, self.taus))
         return obj, self.gap
 
     def step(self, k, deadline):
@@ -107,20 +110,20 @@ class _Solver(DualSolver):
         lam, M, agnostic = self.p["reg"], len(examples), self.p["step"] == "agnostic"
         if self.p["method"] == "fw":
             q = sum(model.features(ex, d) for ex, d in zip(examples, self.dirs))
+            slope = sum(float(g @ d) for (_, _, g, _), d in zip(self.res, self.dirs))
             gamma = (2.0 / (k + 1.0) if agnostic else
                      dual.line_search(self.thetas, taus, self.dirs, range(M), float(q @ q),
-                                      -self.gap))
+                                      slope))
             for t, d in zip(taus, self.dirs):
                 t += gamma * d
             self.psi -= gamma * q
             return
         for j, m in enumerate(self.rng.permutation(M)):
             if j == 0:  # the gap pass already holds this block's vertex at this psi
-                theta, (s, g, _) = self.thetas[m], self.res[m]
+                theta, (s, _, g, _) = self.thetas[m], self.res[m]
             else:
                 theta = model.scores(examples[m], self.psi / lam)
-                s, g, _ = _block_oracle(self.decoders[m], theta, taus[m], dual.entropy[m],
-                                        deadline)
+                (s, _, g, _), = dual.oracles(None, [theta], [taus[m]], [m], deadline)
                 self.n_oracle_calls += 1
             d = s - taus[m]
             q = model.features(examples[m], d)
@@ -177,7 +180,9 @@ class MLEStruct(StructuredLearner):
     -----
     Attributes: ``coef_`` (w = θ*(τ), `CRFFeatures` layout or the F edge-feature weights),
     ``primal_`` (the dual objective L(τ) that FW minimises, at the last measured iterate),
-    ``gap_`` (its duality gap), ``marginals_`` (τ), ``dual_`` (`MLEDual`) and the shared
+    ``gap_`` (its FW gap Σ_m <−∇_m L, v_m − τ_m> over the true product of polytopes, the
+    matching models' contraction notwithstanding, so with exact oracles primal_ − gap_ <=
+    min L <= primal_), ``marginals_`` (τ), ``dual_`` (`MLEDual`) and the shared
     ``status_``, ``n_iter_``, ``n_oracle_calls_``, ``trace_`` (see `StructuredLearner`).
     """
 
