@@ -21,9 +21,8 @@ import numpy as np
 from ..checks import Interval, Options, check_params
 from ..fw import adaptive_delta
 from ..matching_inference import (BipartiteMatchingPolytope, PerfectMatchingPolytope,
-                                  entropy_line_derivatives, matching_marginals,
+                                  entropy_line_derivatives, matching_face, matching_marginals,
                                   reweighted_entropy)
-from ..oracles.matching_oracles import max_weight_bipartite_matching, max_weight_perfect_matching
 from .base import BlockEntropy, LearnerModel, VertexDecoder, run_tasks
 
 __all__ = ["MatchingModel", "MatchingDecoder", "MatchingEntropy", "matching_rho", "GRAPHS",
@@ -57,17 +56,10 @@ class MatchingDecoder(VertexDecoder):
         self.graph, self.n, self.allowed = graph, n, allowed
         self.domain = (BipartiteMatchingPolytope(n) if graph == "bipartite"
                        else PerfectMatchingPolytope(n))
+        self.edges = None if allowed is None else self.domain.edge_weights(allowed) > 0
 
     def assignment(self, scores):
-        W = self.domain.to_matrix(np.asarray(scores, dtype=np.float64))
-        if self.graph == "bipartite":
-            if self.allowed is not None:
-                W = np.where(self.allowed, W, -np.inf)
-            return max_weight_bipartite_matching(W)[0]
-        if self.allowed is not None:  # blossom needs finite weights: any forbidden edge
-            big = self.n * (np.abs(W).max() + 1.0)  # costs more than all allowed ones
-            W = np.where(self.allowed, W, -big)
-        return max_weight_perfect_matching(W)[0]
+        return self.domain.argmax(np.asarray(scores, dtype=np.float64), self.edges)
 
     def vertex(self, scores, time_limit=None):
         """The matching as a 0/1 vertex (Hungarian and blossom finish; no ``time_limit``)."""
@@ -191,12 +183,19 @@ class MatchingModel(LearnerModel):
                                  f"{allowed.dtype}, shape {allowed.shape}")
             if self.graph == "general" and not np.array_equal(allowed, allowed.T):
                 raise ValueError(f"X[{k}] allowed must be symmetric for graph='general'")
-            if allowed.all() or (self.graph == "general" and allowed[~np.eye(n, dtype=bool)].all()):
+            if allowed.all() or (self.graph == "general"
+                                 and allowed[~np.eye(n, dtype=bool)].all()):
                 allowed = None
         ex = _Example()
         ex.n, ex.allowed = n, allowed
         ex.decoder = MatchingDecoder(self.graph, n, allowed)
         dom = ex.decoder.domain
+        if allowed is not None:
+            try:
+                ex.decoder.assignment(np.zeros(dom.dim))
+            except ValueError:
+                raise ValueError(f"X[{k}] allowed admits no perfect matching: every vertex "
+                                 "must be matched within the mask") from None
         ex.G = G.reshape(n * n, -1) if self.graph == "bipartite" else G[dom.iu]
         ex.free = np.ones(dom.dim, dtype=bool)
         ex.start = dom.u0
@@ -223,28 +222,11 @@ class MatchingModel(LearnerModel):
         return y.astype(np.int64)
 
     def _clamp(self, ex):
-        """App. D.3 on a masked graph: for each edge, one perfect matching containing it and
-        one avoiding it (oracle calls with weight ±1 on the edge); edges found in none / all
-        are clamped, the average of the matchings found is the start point."""
-        if ex.allowed is None:
-            return
-        dom = ex.decoder.domain
-        edges = np.flatnonzero(dom.edge_weights(ex.allowed))
-        found = []
-        seen_in = np.zeros(dom.dim, dtype=bool)
-        seen_out = np.zeros(dom.dim, dtype=bool)
-        for e in edges:
-            for sign, seen in ((1.0, seen_in), (-1.0, seen_out)):
-                if seen[e]:
-                    continue
-                s = np.zeros(dom.dim)
-                s[e] = sign
-                v = ex.decoder.vertex(s)
-                found.append(v)
-                seen_in |= v > 0.5
-                seen_out |= v < 0.5
-        ex.start = np.mean(found, axis=0)
-        ex.free = seen_in & seen_out
+        """App. D.3 on a masked graph (`fwcore.matching_inference.matching_face`): edges in
+        no / every perfect matching are clamped, the average of the matchings found is the
+        start point."""
+        if ex.allowed is not None:
+            ex.free, ex.start, _ = matching_face(ex.decoder.domain, ex.decoder.edges)
 
     def scores(self, ex, w):
         """Flat edge weights W = G w."""
@@ -274,12 +256,11 @@ class MatchingModel(LearnerModel):
         return (1.0 - self.truth(ex, y)) * per_edge / ex.n
 
     def marginals(self, examples, w, rho, tol, executor=None):
-        """Edge marginals [n, n] by `fwcore.matching_inference.matching_marginals` at W = G w."""
-        for k, ex in enumerate(examples):
-            if ex.allowed is not None:
-                raise ValueError(f"X[{k}] has an edge mask; predict_marginals supports complete "
-                                 "graphs only (matching_marginals takes no mask)")
+        """Edge marginals [n, n] by `fwcore.matching_inference.matching_marginals` at W = G w,
+        with W = -inf outside a mask (0 there; FW on the face of the graph's matchings)."""
         Ws = [ex.decoder.domain.to_matrix(self.scores(ex, w)) for ex in examples]
+        Ws = [W if ex.allowed is None else np.where(ex.allowed, W, -np.inf)
+              for W, ex in zip(Ws, examples)]
         n = len(Ws)
         return run_tasks(executor, _marginals, Ws, [self.graph] * n, [matching_rho(rho)] * n,
                          [tol] * n)
