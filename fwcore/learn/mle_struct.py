@@ -181,8 +181,8 @@ class MLEStruct(StructuredLearner):
     Attributes: ``coef_`` (w = θ*(τ), `CRFFeatures` layout or the F edge-feature weights),
     ``primal_`` (the dual objective L(τ) that FW minimises, at the last measured iterate),
     ``gap_`` (its FW gap Σ_m <−∇_m L, v_m − τ_m> over the true product of polytopes, the
-    matching models' contraction notwithstanding, so with exact oracles primal_ − gap_ <=
-    min L <= primal_), ``marginals_`` (τ), ``dual_`` (`MLEDual`) and the shared
+    matching models' contraction notwithstanding, so with exact oracles ``primal_ − gap_ <=
+    min L <= primal_``), ``marginals_`` (τ), ``dual_`` (`MLEDual`) and the shared
     ``status_``, ``n_iter_``, ``n_oracle_calls_``, ``trace_`` (see `StructuredLearner`).
     """
 
