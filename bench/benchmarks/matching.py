@@ -107,9 +107,10 @@ def time_to_accuracy(W, method, ref, levels=LEVELS, budget=BUDGET):
 
 class MatchingTimeToAccuracy:
     """Median seconds over 3 random W = beta * unif[0, 1] (N x N) for FW (pairwise, the
-    default, or vanilla; exact line search, adaptive delta) and BP to reach max |marginal - Bethe optimum| <= 1e-2,
-    1e-3, 1e-4 (the optimum: BP to a message change of 1e-13 or REF_TIME seconds); inf when
-    a run of BUDGET seconds does not reach it. Everything is measured once, in ``setup_cache``."""
+    default, or vanilla; exact line search, adaptive delta) and BP to reach
+    max |marginal - Bethe optimum| <= 1e-2, 1e-3, 1e-4 (the optimum: BP to a message
+    change of 1e-13 or REF_TIME seconds); inf when a run of BUDGET seconds does not reach
+    it. Everything is measured once, in ``setup_cache``."""
 
     param_names = ["n", "beta", "method"]
     params = [[10, 30] if QUICK else [10, 30, 100, 300], [1.0, 10.0, 100.0], list(METHODS)]
