@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from fwcore.matching_inference import exact_matching_marginals, matching_marginals
+from fwcore.matching_inference import (exact_matching_marginals, exact_perfect_matching_marginals,
+                                      log_permanent, matching_marginals)
 from fwcore.learn.base import LearnerModel
 from fwcore.learn.datasets import noisy_point_matching
 from fwcore.learn.matching_model import MatchingModel
@@ -77,11 +78,99 @@ def test_exact_mle_and_the_sandwich_of_eq_12_13():
         g = sum(x[np.arange(len(y)), y].sum(0) - np.einsum(
             "ij,ijf->f", matching_marginals(x @ m.coef_, rho=rho, tol=1e-10).marginals, x)
             for x, y in zip(X, Y))
-        np.testing.assert_allclose(lam * m.coef_, g, atol=0.02)  # FW over M_δ, δ = 1e-3
+        np.testing.assert_allclose(lam * m.coef_, g, atol=0.02)  # 1000 passes: gap ~ 0.01
     # the exact MLE is the best in exact likelihood; Bethe close to it (Fig. 1)
     reg_ll = lambda w: loglik(X, Y, w)[0] - 0.5 * lam * w @ w  # noqa: E731
     assert reg_ll(b.coef_) <= exact_opt + 1e-7 and reg_ll(rw.coef_) <= exact_opt + 1e-7
     assert exact_opt - reg_ll(b.coef_) < 0.05 * abs(exact_opt)
+
+
+def cycle_data(graph, M, lam_seed):
+    """Graphs whose perfect matchings are two edge-disjoint ones, where H_ρ is the exact
+    entropy: a masked K_{3,3} (identity ∪ shift; H_ρ = 3(2 − 2ρ) h(p), exact at ρ = 5/6),
+    a 4-cycle in K_4 (2(2 − 2ρ) h(p), ρ = 3/4) and the complete K_{2,2} (ρ = 3/4).
+    Labels follow the features' sum, so a small λ pushes the optimum to the boundary."""
+    rng = np.random.default_rng(lam_seed)
+    if graph == "general":
+        A, rho, mates = np.zeros((4, 4), dtype=bool), 0.75, ([1, 0, 3, 2], [3, 2, 1, 0])
+        for i, j in [(0, 1), (1, 2), (2, 3), (3, 0)]:
+            A[i, j] = A[j, i] = True
+    elif graph == "masked":
+        A, rho, mates = np.eye(3, dtype=bool) | np.eye(3, k=1, dtype=bool), 5 / 6, None
+        A[2, 0] = True
+        mates = ([0, 1, 2], [1, 2, 0])
+    else:
+        A, rho, mates = np.ones((2, 2), dtype=bool), 0.75, ([0, 1], [1, 0])
+    n = A.shape[0]
+    X, Y = [], []
+    for _ in range(M):
+        G = rng.normal(size=(n, n, 2))
+        if graph == "general":
+            G = G + G.transpose(1, 0, 2)
+        X.append(G)
+        Y.append(np.array(max(mates, key=lambda y: G[np.arange(n), y].sum())))
+    return X, Y, A, rho
+
+
+def exact_dual_optimum(X, Y, A, lam, graph):
+    """max_w ℓ(w) − λ/2 ‖w‖² and its argmax, ℓ by Ryser's permanent (bipartite) or by
+    enumeration (general) on the graph A; L-BFGS on the exact gradient."""
+    def neg(w):
+        val, grad = 0.0, np.zeros_like(w)
+        for x, y in zip(X, Y):
+            W = np.where(A, x @ w, -np.inf)
+            if graph == "general":
+                np.fill_diagonal(W, 0.0)
+                P, log_z = exact_perfect_matching_marginals(W)
+                half = 0.5  # each edge appears twice in the mate array and in P
+            else:
+                P, log_z = exact_matching_marginals(W)
+                assert np.isclose(log_z, log_permanent(np.where(A, np.exp(x @ w), 0.0)))
+                half = 1.0
+            phi = half * x[np.arange(len(y)), y].sum(axis=0)
+            val += phi @ w - log_z
+            grad += phi - half * np.einsum("ij,ijf->f", P, x)
+        return -val + 0.5 * lam * w @ w, -grad + lam * w
+    res = minimize(neg, np.zeros(2), jac=True, method="L-BFGS-B",
+                   options={"gtol": 1e-12, "ftol": 1e-15})
+    return -res.fun, res.x
+
+
+@pytest.mark.parametrize("graph", ["complete", "masked", "general"])
+def test_adaptive_delta_reaches_the_exact_mle_on_the_boundary(graph):
+    """With ρ making H_ρ exact, MLE-Struct's optimum is the exact MLE (Ryser): the fit must
+    reach it although the optimal τ lies far closer to the boundary than the start δ_init
+    allows (τ_e >= δ_init τ⁰_e under a fixed δ), and gap_ must be the FW gap over M itself:
+    primal_ − gap_ <= L* <= primal_ at every pass, and equal to the gap computed here by
+    enumerating the matchings."""
+    lam = 0.002
+    X, Y, A, rho = cycle_data(graph, 4, 0)
+    exact_opt, w_opt = exact_dual_optimum(X, Y, A, lam, graph)
+    model = "general" if graph == "general" else "bipartite"
+    Xm = [(x, A) for x in X] if graph != "complete" else X
+    fit = lambda n: MLEStruct(reg=lam, rho=rho, model=model, tol=1e-9, max_iter=n,  # noqa
+                              averaging=False).fit(Xm, Y)
+    m = fit(3000)
+    assert m.status_ is Status.CONVERGED and m.gap_ <= 4e-9
+    assert m.primal_ - m.gap_ <= exact_opt + 1e-12 and exact_opt <= m.primal_ + 1e-12
+    np.testing.assert_allclose(m.coef_, w_opt, rtol=1e-6)
+    start = min(h.start[h.free].min() for h in m.dual_.entropy)
+    tau_min = min(t[h.free].min() for t, h in zip(m.marginals_, m.dual_.entropy))
+    assert tau_min < 1e-3 * start * 1e-2  # 100 times inside the fixed-δ_init floor
+    assert min(h.delta for h in m.dual_.entropy) < 1e-5
+    early = fit(3)  # not converged: the gap is still a certificate over M
+    assert early.gap_ > 1e-4 and early.primal_ - early.gap_ <= exact_opt <= early.primal_
+    for fitted in (m, early):  # gap_ = max over the graph's matchings v of Σ <−∇L, v − τ>
+        theta = fitted.dual_.theta_star(fitted.marginals_)
+        gap = 0.0
+        for ex, tau, h in zip(fitted.features_.check(Xm), fitted.marginals_,
+                              fitted.dual_.entropy):
+            g = h.value_grad(fitted.features_.scores(ex, theta), tau)[1]
+            n = ex.n
+            mates = brute_matchings(n, A) if graph == "general" else [
+                p for p in itertools.permutations(range(n)) if A[np.arange(n), p].all()]
+            gap += max(-g @ (fitted.features_.truth(ex, np.array(p)) - tau) for p in mates)
+        assert np.isclose(gap, fitted.gap_, rtol=1e-6, atol=1e-10)
 
 
 @pytest.mark.parametrize("graph", ["bipartite", "general"])
@@ -95,8 +184,8 @@ def test_fw_and_bcfw_reach_the_same_optimum(graph):
         Y = [rng.permutation(6).reshape(3, 2) for _ in range(3)]
         Y = [np.array([p[1] if i == p[0] else p[0] for i in range(6) for p in y if i in p])
              for y in Y]
-    fw, bc = [MLEStruct(reg=1.0, rho="bethe", model=graph, method=a, tol=1e-5,
-                        max_iter=n, averaging=False).fit(X, Y) for a, n in (("fw", 1500), ("bcfw", 500))]
+    fw, bc = [MLEStruct(reg=1.0, rho="bethe", model=graph, method=a, tol=1e-5, max_iter=n,
+                        averaging=False).fit(X, Y) for a, n in (("fw", 1500), ("bcfw", 500))]
     assert abs(fw.primal_ - bc.primal_) <= max(fw.gap_, bc.gap_) + 1e-9
     assert max(fw.gap_, bc.gap_) < 0.01
     np.testing.assert_allclose(fw.coef_, bc.coef_, atol=0.02)
@@ -173,7 +262,8 @@ def test_ssvm_and_mle_learn_a_separable_problem():
         assert (m.coef_ > 0).all()
         assert all(np.array_equal(p, y) for p, y in zip(m.predict(Xt), Yt))
     P = m.predict_marginals(Xt[:2])
-    assert all(np.allclose(p.sum(0), 1, atol=1e-4) and np.allclose(p.sum(1), 1, atol=1e-4) for p in P)
+    assert all(np.allclose(p.sum(0), 1, atol=1e-4) and np.allclose(p.sum(1), 1, atol=1e-4)
+               for p in P)
     assert all((p.argmax(1) == y).all() for p, y in zip(P, Yt))
 
 

@@ -1,5 +1,5 @@
-"""Matching distributions (fwcore.matching_inference): Ryser's permanent and exact marginals against
-itertools brute force (also with the Gray-code blocks forced small), the reweighted entropy
+"""Matching distributions (fwcore.matching_inference): Ryser's permanent and exact marginals
+against itertools brute force (also with the Gray-code blocks forced small), the reweighted entropy
 and its line derivatives against finite differences, the matching polytopes' oracles against
 enumeration, FW on the Bethe free energy against Huang & Jebara BP, the Gurvits / RW
 sandwich, general perfect matchings with the blossom oracle, and the errors."""
@@ -224,6 +224,19 @@ def test_fw_bethe_equals_bp_and_gurvits_sandwich(n, seed):
     assert rw.log_z >= fw.log_z  # H_RW >= H_B pointwise
 
 
+def test_bp_at_low_temperature_reports_no_certificate():
+    """beta = 100 (App. F's W = beta unif[0, 1]), N = 10: BP's beliefs underflow to 0, so its
+    gap is inf (no certificate, no Hungarian call), while FW converges with a gap over M;
+    both give the same marginals."""
+    W = 100.0 * np.random.default_rng(0).random((10, 10))
+    bp = bethe_bp(W, tol=1e-13, max_iter=300)
+    fw = matching_marginals(W, tol=1e-9)
+    assert (bp.marginals == 0.0).any()
+    assert bp.gap == math.inf and bp.log_z_upper == math.inf and bp.n_oracle_calls == 0
+    assert fw.status is Status.CONVERGED and fw.gap <= 1e-9
+    np.testing.assert_allclose(bp.marginals, fw.marginals, atol=1e-9)
+
+
 @pytest.mark.parametrize("fw_method", ["fw", "away", "fcfw"])
 def test_fw_variants_reach_the_bethe_optimum(fw_method):
     W = np.random.default_rng(9).normal(size=(4, 4))
@@ -299,8 +312,10 @@ def test_bad_arguments():
     W = np.zeros((3, 3))
     with pytest.raises(TypeError, match="numeric"):
         permanent(np.array([["a"]]))
-    with pytest.raises(ValueError, match="-inf"):
-        matching_marginals(np.array([[0.0, -np.inf], [0.0, 0.0]]))
+    with pytest.raises(ValueError, match="-inf"):  # BP needs finite weights; FW takes a mask
+        matching_marginals(np.array([[0.0, -np.inf], [0.0, 0.0]]), method="bp")
+    np.testing.assert_array_equal(
+        matching_marginals(np.array([[0.0, -np.inf], [0.0, 0.0]])).marginals, np.eye(2))
     with pytest.raises(ValueError, match="no perfect matching"):
         exact_matching_marginals(np.array([[-np.inf, -np.inf], [0.0, 0.0]]))
     with pytest.raises(ValueError, match="N <= 20"):

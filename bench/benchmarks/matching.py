@@ -1,6 +1,15 @@
 """Bipartite matching marginals (MLE-Struct App. F): FW on the Bethe free energy (Hungarian
 oracle) vs Huang & Jebara BP. N = 8: accuracy against exact marginals (Ryser) and against
-the Bethe optimum; N = 50, 100: time. W = beta * unif[0, 1] as in App. F."""
+the Bethe optimum; N = 50, 100: time; `MatchingTimeToAccuracy`: seconds to reach a max
+error of 1e-2, 1e-3, 1e-4 against the converged Bethe marginals, over N and temperatures
+(App. F, Table 2). W = beta * unif[0, 1] as in App. F. The App. F table without asv:
+
+    cd bench && python -m benchmarks.matching           # FWCORE_BENCH_PROFILE=quick: small
+"""
+import math
+import statistics
+import time
+
 import numpy as np
 
 from fwcore.matching_inference import bethe_bp, exact_matching_marginals, matching_marginals
@@ -57,3 +66,99 @@ class MatchingLarge:
 
     def track_gap(self, n, method):
         return float(self.res.gap)
+
+
+#: the accuracy levels of `MatchingTimeToAccuracy`: max |marginal - Bethe optimum|
+LEVELS = (1e-2, 1e-3, 1e-4)
+#: seconds one run of a method may take (its max_time); runs stop growing past it
+BUDGET = 1.0 if QUICK else 2.0
+#: random instances per setting (the median of their times is reported)
+SEEDS = (0, 1, 2)
+#: seconds of the reference BP run (at low temperature its log messages of negligible
+#: entries keep changing by more than 1e-13 while the marginals have long converged)
+REF_TIME = 10.0
+
+
+#: the methods `MatchingTimeToAccuracy` compares: (method, fw_method) of matching_marginals
+METHODS = {"fw": ("fw", "pairwise"), "fw-vanilla": ("fw", "fw"), "bp": ("bp", "pairwise")}
+
+
+def time_to_accuracy(W, method, ref, levels=LEVELS, budget=BUDGET):
+    """{level: seconds} of the fastest run of ``method`` (a key of METHODS) whose
+    max |marginals - ref| is
+    <= level (inf: none within the budget), as App. F measures it: runs with max_iter
+    k = 0, 1, 2, 3, 5, 8, ... (x 1.5) and no tolerance, each timed once, until every level
+    is reached or a run takes ``budget`` seconds (its max_time)."""
+    out = {a: math.inf for a in levels}
+    k = 0
+    while True:
+        t0 = time.perf_counter()
+        res = matching_marginals(W, method=METHODS[method][0], tol=0.0, max_iter=k,
+                                 max_time=budget, fw_method=METHODS[method][1])
+        seconds = time.perf_counter() - t0
+        err = float(np.abs(res.marginals - ref).max())
+        for a in levels:
+            if err <= a:
+                out[a] = min(out[a], seconds)
+        if all(math.isfinite(v) for v in out.values()) or seconds >= budget:
+            return out
+        k = max(k + 1, int(1.5 * k))
+
+
+class MatchingTimeToAccuracy:
+    """Median seconds over 3 random W = beta * unif[0, 1] (N x N) for FW (pairwise, the
+    default, or vanilla; exact line search, adaptive delta) and BP to reach
+    max |marginal - Bethe optimum| <= 1e-2, 1e-3, 1e-4 (the optimum: BP to a message
+    change of 1e-13 or REF_TIME seconds); inf when a run of BUDGET seconds does not reach
+    it. Everything is measured once, in ``setup_cache``."""
+
+    param_names = ["n", "beta", "method"]
+    params = [[10, 30] if QUICK else [10, 30, 100, 300], [1.0, 10.0, 100.0], list(METHODS)]
+    timeout = 3600
+
+    def setup_cache(self):
+        table = {}
+        for n in self.params[0]:
+            for beta in self.params[1]:
+                runs = {m: [] for m in self.params[2]}
+                for seed in SEEDS:
+                    W = _weights(n, beta, seed)
+                    ref = bethe_bp(W, tol=1e-13, max_iter=10 ** 5, max_time=REF_TIME)
+                    for m in runs:
+                        runs[m].append(time_to_accuracy(W, m, ref.marginals))
+                for m, found in runs.items():
+                    table[n, beta, m] = {a: statistics.median(r[a] for r in found)
+                                         for a in LEVELS}
+        return table
+
+    def track_seconds_to_1e_2(self, table, n, beta, method):
+        return table[n, beta, method][1e-2]
+
+    def track_seconds_to_1e_3(self, table, n, beta, method):
+        return table[n, beta, method][1e-3]
+
+    def track_seconds_to_1e_4(self, table, n, beta, method):
+        return table[n, beta, method][1e-4]
+
+
+def app_f_table():
+    """Print the App. F comparison: per (N, beta, level) the median seconds of FW (pairwise
+    and vanilla) and BP, the ratio BP / best FW (> 1: FW faster, as App. F's Table 2) and
+    the winner."""
+    bench = MatchingTimeToAccuracy()
+    table = bench.setup_cache()
+    print(f"{'N':>4} {'beta':>6} {'max err':>8} {'FW s':>9} {'FW-van s':>9} {'BP s':>9} "
+          f"{'BP/FW':>7}  winner")
+    for n in bench.params[0]:
+        for beta in bench.params[1]:
+            for a in LEVELS:
+                fw, van, bp = (table[n, beta, m][a] for m in ("fw", "fw-vanilla", "bp"))
+                best = min(fw, van)
+                ratio = bp / best if math.isfinite(best) and math.isfinite(bp) else math.nan
+                winner = "FW" if best < bp else "BP" if bp < best else "neither"
+                print(f"{n:>4} {beta:>6g} {a:>8g} {fw:>9.4f} {van:>9.4f} {bp:>9.4f} "
+                      f"{ratio:>7.2f}  {winner}")
+
+
+if __name__ == "__main__":
+    app_f_table()

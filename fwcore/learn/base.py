@@ -78,9 +78,18 @@ class BlockEntropy(abc.ABC):
     def line_derivs(self, theta, tau, d, t):
         """(φ'(t), φ''(t)) of φ(t) = value at τ + t d (App. D.2 / E.2.1)."""
 
-    def fw_vertex(self, decoder, scores, time_limit=None):
-        """The FW vertex for the direction ``scores`` (a contraction may override it)."""
-        return decoder.vertex(scores, time_limit)
+    def fw_gaps(self, vertex, grad, tau):
+        """Scalars of the decoder's ``vertex`` v at τ with gradient ``grad``, computed where
+        the MAP call ran: the FW gap <−grad, v − τ> over the true polytope, then whatever
+        `fw_vertex` needs."""
+        return (float(grad @ tau) - float(grad @ vertex),)
+
+    def fw_vertex(self, vertex, gaps):
+        """The vertex the FW step moves toward: the decoder's ``vertex`` here (a contraction
+        overrides it), given its `fw_gaps`; None for a call whose vertex is not kept.
+        Runs in the learner's process for every MAP call, in call order, so an entropy
+        may keep state across calls (an adaptive contraction)."""
+        return vertex
 
 
 class LearnerModel(abc.ABC):

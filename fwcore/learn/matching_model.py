@@ -7,21 +7,22 @@ matching: for ``graph='bipartite'`` a permutation (row i -> column y[i]); for
 graph on n vertices, y[y[i]] = i, with G symmetric in (i, j). Edge weights are linear in
 the parameters, W_ij = <w, G[i, j]> (eq. 11, App. D), so p(y) ∝ exp(Σ_{edges of y} W_e).
 
-Flat layout as in `fwcore.matching_inference`: bipartite edges row-major (n²), general edges i < j
-in ``np.triu_indices`` order. The reweighted entropy is `fwcore.matching_inference.reweighted_entropy`
-(App. C; ρ = 1 Bethe, ρ = 1/2 RW). On a masked graph the edges in no perfect matching are
-clamped at 0 and those in every perfect matching at 1, and τ starts at the average of
-matchings found by the oracle, one with and one without each remaining edge (App. D.3).
+Flat layout as in `fwcore.matching_inference`: bipartite edges row-major (n²), general
+edges i < j in ``np.triu_indices`` order. The reweighted entropy is
+`fwcore.matching_inference.reweighted_entropy` (App. C; ρ = 1 Bethe, ρ = 1/2 RW). On a
+masked graph the edges in no perfect matching are clamped at 0 and those in every perfect
+matching at 1, and τ starts at the average of matchings found by the oracle, one with and
+one without each remaining edge (App. D.3).
 """
 from collections.abc import Sized
 
 import numpy as np
 
 from ..checks import Interval, Options, check_params
+from ..fw import adaptive_delta
 from ..matching_inference import (BipartiteMatchingPolytope, PerfectMatchingPolytope,
-                                  entropy_line_derivatives, matching_marginals,
+                                  entropy_line_derivatives, matching_face, matching_marginals,
                                   reweighted_entropy)
-from ..oracles.matching_oracles import max_weight_bipartite_matching, max_weight_perfect_matching
 from .base import BlockEntropy, LearnerModel, VertexDecoder, run_tasks
 
 __all__ = ["MatchingModel", "MatchingDecoder", "MatchingEntropy", "matching_rho", "GRAPHS",
@@ -31,7 +32,8 @@ __all__ = ["MatchingModel", "MatchingDecoder", "MatchingEntropy", "matching_rho"
 GRAPHS = ("bipartite", "general")
 #: the learners' ``rho`` for matchings (see `matching_rho`)
 RHO = [Options("bethe", "rw"), Interval(0.0, 1.0), None]
-#: contraction of the FW vertices toward the start point (see `MatchingEntropy`)
+#: initial contraction of the FW vertices toward the start point, adapted by Barrier FW
+#: Alg. 1 (see `MatchingEntropy`; δ_init <= 1/4, the paper's code used 1e-3)
 DELTA = 1e-3
 
 
@@ -54,17 +56,10 @@ class MatchingDecoder(VertexDecoder):
         self.graph, self.n, self.allowed = graph, n, allowed
         self.domain = (BipartiteMatchingPolytope(n) if graph == "bipartite"
                        else PerfectMatchingPolytope(n))
+        self.edges = None if allowed is None else self.domain.edge_weights(allowed) > 0
 
     def assignment(self, scores):
-        W = self.domain.to_matrix(np.asarray(scores, dtype=np.float64))
-        if self.graph == "bipartite":
-            if self.allowed is not None:
-                W = np.where(self.allowed, W, -np.inf)
-            return max_weight_bipartite_matching(W)[0]
-        if self.allowed is not None:  # blossom needs finite weights: any forbidden edge
-            big = self.n * (np.abs(W).max() + 1.0)  # costs more than all allowed ones
-            W = np.where(self.allowed, W, -big)
-        return max_weight_perfect_matching(W)[0]
+        return self.domain.argmax(np.asarray(scores, dtype=np.float64), self.edges)
 
     def vertex(self, scores, time_limit=None):
         """The matching as a 0/1 vertex (Hungarian and blossom finish; no ``time_limit``)."""
@@ -77,16 +72,31 @@ class MatchingEntropy(BlockEntropy):
     """The block objective −<θ, τ> − H_ρ(τ) of one example (App. D.1), H_ρ over the free
     (unclamped) edges; clamped edges are constant and get zero entropy gradient.
 
-    ``fw_vertex`` contracts the oracle's matching s to (1 − δ) s + δ τ⁰ (τ⁰ the start point,
-    inside every free edge), i.e. FW runs over M_δ as in Barrier FW with a fixed δ: an exact
-    line search toward a bare vertex can land within 1e-11 of the boundary, where the
-    entropy's curvature stalls FW (D.3: "the curvature is infinite there")."""
+    FW moves in the contraction M_δ = (1 − δ) M + δ τ⁰ (τ⁰ the start point, inside every
+    free edge), so every free τ_e stays in (0, 1) and the entropy's gradient finite (a bare
+    vertex lets the exact line search land within 1e-11 of the boundary, where the
+    curvature stalls FW; D.3). δ is adaptive, Barrier FW Alg. 1 (`fwcore.fw.adaptive_delta`):
+    from δ_init = ``delta`` it shrinks to min(g / (−4 g_u), δ / 2) whenever that proposal
+    is below δ, with g = <−∇, v − τ> the FW gap over M and g_u = <−∇, τ⁰ − τ> the uniform
+    gap, which keeps the gap over M_δ (eq. 8: (1 − δ) g + δ g_u) at least g / 2 (Lemma D.2)
+    and lets the iterates approach an optimum on the boundary of M. The gap reported is g,
+    over M itself."""
 
     def __init__(self, rho, free, start, delta=DELTA):
         self.rho, self.free, self.start, self.delta = rho, free, start, delta
 
-    def fw_vertex(self, decoder, scores, time_limit=None):
-        return (1.0 - self.delta) * decoder.vertex(scores, time_limit) + self.delta * self.start
+    def fw_gaps(self, vertex, grad, tau):
+        """(FW gap g over M, the uniform gap <−grad, τ⁰ − τ>) of Alg. 1's δ update."""
+        return (float(grad @ tau) - float(grad @ vertex),
+                float(grad @ tau) - float(grad @ self.start))
+
+    def fw_vertex(self, vertex, gaps):
+        """The contracted vertex (1 − δ) v + δ τ⁰ after Alg. 1's update of δ (None when the
+        vertex is not kept: the update only)."""
+        self.delta = adaptive_delta(self.delta, *gaps)
+        if vertex is None:
+            return None
+        return (1.0 - self.delta) * vertex + self.delta * self.start
 
     def value_grad(self, theta, tau):
         h, gh = reweighted_entropy(tau[self.free], self.rho)
@@ -179,12 +189,19 @@ class MatchingModel(LearnerModel):
                                  f"{allowed.dtype}, shape {allowed.shape}")
             if self.graph == "general" and not np.array_equal(allowed, allowed.T):
                 raise ValueError(f"X[{k}] allowed must be symmetric for graph='general'")
-            if allowed.all() or (self.graph == "general" and allowed[~np.eye(n, dtype=bool)].all()):
+            if allowed.all() or (self.graph == "general"
+                                 and allowed[~np.eye(n, dtype=bool)].all()):
                 allowed = None
         ex = _Example()
         ex.n, ex.allowed = n, allowed
         ex.decoder = MatchingDecoder(self.graph, n, allowed)
         dom = ex.decoder.domain
+        if allowed is not None:
+            try:
+                ex.decoder.assignment(np.zeros(dom.dim))
+            except ValueError:
+                raise ValueError(f"X[{k}] allowed admits no perfect matching: every vertex "
+                                 "must be matched within the mask") from None
         ex.G = G.reshape(n * n, -1) if self.graph == "bipartite" else G[dom.iu]
         ex.free = np.ones(dom.dim, dtype=bool)
         ex.start = dom.u0
@@ -211,28 +228,11 @@ class MatchingModel(LearnerModel):
         return y.astype(np.int64)
 
     def _clamp(self, ex):
-        """App. D.3 on a masked graph: for each edge, one perfect matching containing it and
-        one avoiding it (oracle calls with weight ±1 on the edge); edges found in none / all
-        are clamped, the average of the matchings found is the start point."""
-        if ex.allowed is None:
-            return
-        dom = ex.decoder.domain
-        edges = np.flatnonzero(dom.edge_weights(ex.allowed))
-        found = []
-        seen_in = np.zeros(dom.dim, dtype=bool)
-        seen_out = np.zeros(dom.dim, dtype=bool)
-        for e in edges:
-            for sign, seen in ((1.0, seen_in), (-1.0, seen_out)):
-                if seen[e]:
-                    continue
-                s = np.zeros(dom.dim)
-                s[e] = sign
-                v = ex.decoder.vertex(s)
-                found.append(v)
-                seen_in |= v > 0.5
-                seen_out |= v < 0.5
-        ex.start = np.mean(found, axis=0)
-        ex.free = seen_in & seen_out
+        """App. D.3 on a masked graph (`fwcore.matching_inference.matching_face`): edges in
+        no / every perfect matching are clamped, the average of the matchings found is the
+        start point."""
+        if ex.allowed is not None:
+            ex.free, ex.start, _ = matching_face(ex.decoder.domain, ex.decoder.edges)
 
     def scores(self, ex, w):
         """Flat edge weights W = G w."""
@@ -262,12 +262,11 @@ class MatchingModel(LearnerModel):
         return (1.0 - self.truth(ex, y)) * per_edge / ex.n
 
     def marginals(self, examples, w, rho, tol, executor=None):
-        """Edge marginals [n, n] by `fwcore.matching_inference.matching_marginals` at W = G w."""
-        for k, ex in enumerate(examples):
-            if ex.allowed is not None:
-                raise ValueError(f"X[{k}] has an edge mask; predict_marginals supports complete "
-                                 "graphs only (matching_marginals takes no mask)")
+        """Edge marginals [n, n] by `fwcore.matching_inference.matching_marginals` at W = G w,
+        with W = -inf outside a mask (0 there; FW on the face of the graph's matchings)."""
         Ws = [ex.decoder.domain.to_matrix(self.scores(ex, w)) for ex in examples]
+        Ws = [W if ex.allowed is None else np.where(ex.allowed, W, -np.inf)
+              for W, ex in zip(Ws, examples)]
         n = len(Ws)
         return run_tasks(executor, _marginals, Ws, [self.graph] * n, [matching_rho(rho)] * n,
                          [tol] * n)

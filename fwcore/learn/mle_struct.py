@@ -28,17 +28,17 @@ __all__ = ["MLEStruct", "MLEDual"]
 
 
 def _block_oracle(decoder, theta, tau, entropy, deadline):
-    """(FW vertex s, gradient g, f) of −<θ, τ> − H_ρ(τ) at τ: s maximises <−g, ·>; the
+    """(vertex v, gradient g, f) of −<θ, τ> − H_ρ(τ) at τ: v maximises <−g, ·>; the
     call gets the time left before ``deadline`` (`fwcore.learn.base.Deadline`)."""
     f, g = entropy.value_grad(theta, tau)
-    return entropy.fw_vertex(decoder, -g, deadline.left()), g, f
+    return decoder.vertex(-g, deadline.left()), g, f
 
 
 def _block_measure(decoder, theta, tau, entropy, deadline, keep):
-    """(s if ``keep`` else None, the block's gap <g, τ − s>, f + <θ, τ>): what the gap
+    """((v, g) if ``keep`` else None, `BlockEntropy.fw_gaps`, f + <θ, τ>): what the gap
     pass needs of `_block_oracle`, without keeping a vertex per example."""
-    s, g, f = _block_oracle(decoder, theta, tau, entropy, deadline)
-    return (s if keep else None), float(g @ tau) - float(g @ s), f + float(theta @ tau)
+    v, g, f = _block_oracle(decoder, theta, tau, entropy, deadline)
+    return ((v, g) if keep else None), entropy.fw_gaps(v, g, tau), f + float(theta @ tau)
 
 
 class MLEDual:
@@ -113,9 +113,11 @@ class _Solver(DualSolver):
             keep = np.arange(M) == self.order[0]
         res = self.dual.measure(self.p["executor"], thetas, self.taus, deadline, keep)
         self.n_oracle_calls += M
-        self.vertices = [s for s, _, _ in res]
-        self.block_gaps = [gap for _, gap, _ in res]
-        self.gap = sum(self.block_gaps)
+        self.steps = []  # (FW vertex s, gradient g) of the kept blocks
+        for h, (kept, gaps, _) in zip(self.dual.entropy, res):
+            s = h.fw_vertex(None if kept is None else kept[0], gaps)
+            self.steps.append(None if kept is None else (s, kept[1]))
+        self.gap = sum(gaps[0] for _, gaps, _ in res)
         obj = float(self.psi @ self.psi) / (2 * lam) + sum(value for _, _, value in res)
         return obj, self.gap
 
@@ -123,29 +125,31 @@ class _Solver(DualSolver):
         model, examples, taus, dual = self.model, self.examples, self.taus, self.dual
         lam, M, agnostic = self.p["reg"], len(examples), self.p["step"] == "agnostic"
         if self.p["method"] == "fw":
-            dirs = []
+            dirs, slope = [], 0.0
             for m, t in enumerate(taus):  # each vertex dropped once its direction is made
-                dirs.append(self.vertices[m] - t)
-                self.vertices[m] = None
+                s, g = self.steps[m]
+                dirs.append(s - t)
+                slope += float(g @ dirs[-1])
+                self.steps[m] = None
             q = sum(model.features(ex, d) for ex, d in zip(examples, dirs))
             gamma = (2.0 / (k + 1.0) if agnostic else
-                     dual.line_search(self.thetas, taus, dirs, range(M), float(q @ q),
-                                      -self.gap))
+                     dual.line_search(self.thetas, taus, dirs, range(M), float(q @ q), slope))
             for t, d in zip(taus, dirs):
                 t += gamma * d
             self.psi -= gamma * q
-            self.thetas = self.vertices = None
+            self.thetas = self.steps = None
             return
         for j, m in enumerate(self.order):
             theta = model.scores(examples[m], self.psi / lam)
             if j == 0:  # the gap pass already holds this block's vertex at this psi
-                s, slope = self.vertices[m], -self.block_gaps[m]
-                self.vertices = None
+                s, g = self.steps[m]
+                self.steps = None
             else:
-                s, g, _ = _block_oracle(self.decoders[m], theta, taus[m], dual.entropy[m],
-                                        deadline)
+                h = dual.entropy[m]
+                v, g, _ = _block_oracle(self.decoders[m], theta, taus[m], h, deadline)
+                s = h.fw_vertex(v, h.fw_gaps(v, g, taus[m]))
                 self.n_oracle_calls += 1
-                slope = float(g @ s) - float(g @ taus[m])
+            slope = float(g @ s) - float(g @ taus[m])
             d = s - taus[m]
             q = model.features(examples[m], d)
             gamma = (2.0 * M / (2.0 * M + self.k) if agnostic else
