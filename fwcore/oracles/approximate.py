@@ -174,10 +174,11 @@ class TRWSOracle(_MessagePassing):
     too). With ``warm_start`` (default) a call starts from the messages the last one ended
     with (any messages give a valid bound: the bound is the dual value of the
     reparametrisation they define); on the slowly changing scores of Frank-Wolfe's calls
-    this converges in fewer iterations to tighter bounds. Stops when bound - best score <= tol * max(1, |best score|) (CONVERGED), when
-    the bound improves by less than that over an iteration (STALLED), after ``max_iter``
-    iterations or ``time_limit`` seconds (an iteration starts when one as long as the last
-    still fits). ``trace`` lists (bound, best score) per iteration.
+    this converges in fewer iterations to tighter bounds. Stops when bound − best score
+    <= tol · max(1, |best score|) (CONVERGED), when the bound improves by less than that
+    over an iteration (STALLED), after ``max_iter`` iterations or ``time_limit`` seconds
+    (an iteration starts when one as long as the last still fits). ``trace`` lists
+    (bound, best score) per iteration.
     """
 
     name = "trws"
