@@ -118,6 +118,7 @@ _MOVE_SECONDS = 2.5e-7
 #: a move starts only when this many times the longest one so far fits the time left
 _MOVE_MARGIN = 1.5
 
+
 class Fusion:
     """Fusion moves for one model's structure (Lempitsky et al. 2010): `fuse` returns the
     best labelling, found by QPBO on the binary fusion problem, that takes each variable's
@@ -181,7 +182,7 @@ class ExpansionOracle(MapOracle):
     proposal x_i = α (variables with fewer states keep their label) for α = 0, 1, ...,
     max card − 1, and repeats such cycles until one changes nothing (STALLED: a local
     optimum for expansion moves), ``max_cycles`` or the time limit (MAX_TIME; a move starts
-    when one as long as the longest so far still fits). Each move is
+    only when one fits before it, `Fusion.fits`). Each move is
     solved by QPBO (exactly when it is submodular, as on metric Potts models; otherwise
     partially: unlabelled variables keep their label). Exact on binary submodular models.
     No bound."""
