@@ -79,12 +79,16 @@ def run_class(cls):
             continue
         for m in methods:
             fn = getattr(bench, m)
-            if m.startswith("time_"):
-                value, unit = _time(lambda: fn(*args)), "s"
-            elif m.startswith("peakmem_"):
-                value, unit = _peakmem(lambda: fn(*args)) / 2**20, "MiB"
-            else:
-                value, unit = fn(*args), getattr(fn, "unit", "")
+            try:
+                if m.startswith("time_"):
+                    value, unit = _time(lambda: fn(*args)), "s"
+                elif m.startswith("peakmem_"):
+                    value, unit = _peakmem(lambda: fn(*args)) / 2**20, "MiB"
+                else:
+                    value, unit = fn(*args), getattr(fn, "unit", "")
+            except NotImplementedError as skip:  # e.g. a peer library that is not installed
+                rows.append([*map(_fmt, combo), m, f"skipped: {skip}"])
+                continue
             rows.append([*map(_fmt, combo), m, f"{_fmt(value)} {unit}".strip()])
         if hasattr(bench, "teardown"):
             bench.teardown(*args)
