@@ -131,10 +131,11 @@ def check_examples(X, n_labels, dims=None):
         if (u.shape[1], v.shape[1]) != dims:
             raise ValueError(f"X[{k}] has {u.shape[1]} node and {v.shape[1]} edge features; "
                              f"expected {dims[0]} and {dims[1]} (as in the training data)")
-        key = (u.shape[0], e.shape[0], e.astype(np.int64).tobytes())
+        e = e.astype(np.int64)
+        key = (u.shape[0], e.shape[0], e.tobytes())
         if key not in graphs:
             try:
-                graphs[key] = _graph(u.shape[0], e.astype(np.int64), n_labels)
+                graphs[key] = _graph(u.shape[0], e, n_labels)
             except ValueError as err:
                 raise ValueError(f"X[{k}]: {err}") from None
         out.append(_Prepared(u, v, *graphs[key]))

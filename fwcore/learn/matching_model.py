@@ -87,8 +87,7 @@ class MatchingEntropy(BlockEntropy):
 
     def fw_gaps(self, vertex, grad, tau):
         """(FW gap g over M, the uniform gap <−grad, τ⁰ − τ>) of Alg. 1's δ update."""
-        return (float(grad @ tau) - float(grad @ vertex),
-                float(grad @ tau) - float(grad @ self.start))
+        return (*super().fw_gaps(vertex, grad, tau), float(grad @ tau) - float(grad @ self.start))
 
     def fw_vertex(self, vertex, gaps):
         """The contracted vertex (1 − δ) v + δ τ⁰ after Alg. 1's update of δ (None when the
