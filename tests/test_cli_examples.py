@@ -55,6 +55,7 @@ def test_python_m_fwcore_help(tmp_path):
     ("uai_marginals.py", []),
     ("learn_segmentation.py", []),
     ("paper_large_models.py", ["--size", "6", "--max-time", "2"]),
+    ("map_portfolio.py", ["--side", "6", "--max-time", "0.2"]),
 ])
 def test_python_examples_run(script, args, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)

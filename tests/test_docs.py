@@ -1,4 +1,5 @@
-"""The API reference (docs/) builds from the docstrings with no warning."""
+"""The docs (docs/: the API reference from the docstrings, the guides, the gallery of the
+python/ examples with their figures) build with no warning."""
 import os
 import subprocess
 import sys
@@ -12,7 +13,8 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
 def test_docs_build_without_warnings(tmp_path):
-    pytest.importorskip("sphinx", reason="sphinx is not installed (pip install 'fwcore[docs]')")
+    for extra in ("sphinx", "matplotlib"):
+        pytest.importorskip(extra, reason=f"{extra} is not installed (pip install 'fwcore[docs]')")
     if not (DOCS / "conf.py").is_file():
         pytest.skip(f"no docs at {DOCS} (an installed package without its sources)")
     # document the fwcore these tests import (a checkout's sources lack the built kernels
