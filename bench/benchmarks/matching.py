@@ -99,7 +99,7 @@ REF_TIME = 2.0 if QUICK else 10.0
 METHODS = {"fw": ("fw", "pairwise"), "fw-vanilla": ("fw", "fw"), "bp": ("bp", "pairwise")}
 
 
-def time_to_accuracy(W, method, ref, levels=LEVELS, budget=BUDGET):
+def seconds_to_accuracy(W, method, ref, levels=LEVELS, budget=BUDGET):
     """{level: seconds} of the fastest run of ``method`` (a key of METHODS) whose
     max |marginals - ref| is
     <= level (inf: none within the budget), as App. F measures it: runs with max_iter
@@ -141,7 +141,7 @@ class MatchingTimeToAccuracy:
                     W = _weights(n, beta, seed)
                     ref = bethe_bp(W, tol=1e-13, max_iter=10 ** 5, max_time=REF_TIME)
                     for m in runs:
-                        runs[m].append(time_to_accuracy(W, m, ref.marginals))
+                        runs[m].append(seconds_to_accuracy(W, m, ref.marginals))
                 for m, found in runs.items():
                     table[n, beta, m] = {a: statistics.median(r[a] for r in found)
                                          for a in LEVELS}
