@@ -1,8 +1,12 @@
-"""Shared benchmark settings. FWCORE_BENCH_PROFILE=quick picks small sizes for a fast run."""
+"""Shared benchmark settings. FWCORE_BENCH_PROFILE picks the sizes: "quick" (seconds per
+class: the whole asv suite runs in minutes) or "full" (the papers' sizes, hours). Under asv
+(which sets ASV=true) the default is quick, so that ``asv run`` checks every commit in
+minutes; ``FWCORE_BENCH_PROFILE=full asv run`` measures the papers' sizes. The plain runner
+``bench/run.py`` is full unless given --quick."""
 import os
 from pathlib import Path
 
-PROFILE = os.environ.get("FWCORE_BENCH_PROFILE", "full")
+PROFILE = os.environ.get("FWCORE_BENCH_PROFILE", "quick" if os.environ.get("ASV") else "full")
 QUICK = PROFILE == "quick"
 INSTANCES = Path(os.environ.get("FWCORE_INSTANCES",
                                 Path(__file__).resolve().parents[3] / "shared" / "instances"))

@@ -5,7 +5,6 @@ Models: a 100x100 binary grid and a 50x50 grid with 5 labels. Targets: TRW value
 search < 10 passes on average along FW directions; an ICM sweep >= 50x faster than pure
 Python; pivot vs sort simplex projection for block sizes 10 to 10**6.
 """
-import os
 import statistics
 import time
 
@@ -15,7 +14,8 @@ from fwcore import _kernels as K
 from fwcore.generators import potts_grid, random_grid
 from fwcore.rho import entropy_weights
 
-QUICK = os.environ.get("FWCORE_BENCH_PROFILE", "") == "quick"
+from .common import QUICK
+
 MODELS = ["grid100x100_k2", "grid50x50_k5"]
 
 

@@ -5,6 +5,7 @@ instances (the exact oracles' times are in oracles_exact.py).
 thinqpbo (PyPI, Kolmogorov's QPBO in C++) is a benchmark-only peer: install it with
 ``pip install thinqpbo``; its benchmarks are skipped when it is missing.
 """
+import importlib.util
 import time
 
 import numpy as np
@@ -47,17 +48,16 @@ def _thinqpbo_solve(model):
 
 
 def _compared(key, doc):
-    """A track_* method reporting one figure of `QPBOGrid._compare`."""
+    """A track_* method reporting one figure of `QPBOVsThinqpbo.setup`'s comparison."""
     def track(self, side, submodular):
-        return self._compare()[key]
+        return self.compared[key]
     track.__doc__ = doc
     return track
 
 
 class QPBOGrid:
-    """fwcore's qpbo (graph build + BK max-flow + persistencies + ICM completion) vs
-    thinqpbo's solve + weak persistencies (its Python graph-building loop not timed); the
-    ratio compares the best of 3 runs of each."""
+    """fwcore's qpbo (graph build + BK max-flow + persistencies + ICM completion) on
+    Barrier FW's binary grid and its attractive version."""
 
     param_names = ["side", "submodular"]
     params = [[100, 200] if QUICK else [100, 200, 300, 500], [True, False]]
@@ -69,24 +69,32 @@ class QPBOGrid:
     def time_fwcore_qpbo(self, side, submodular):
         self.oracle.argmax(self.model.theta)
 
-    def _compare(self):
-        if not hasattr(self, "_cmp"):
-            try:
-                theirs, labels = min((_thinqpbo_solve(self.model) for _ in range(3)),
-                                     key=lambda r: r[0])
-            except ImportError:
-                raise NotImplementedError("thinqpbo not installed (pip install thinqpbo)")
-            ours = min(self._time_ours() for _ in range(3))
-            x = self.oracle.argmax(self.model.theta)
-            mine = self.oracle.partial_labelling
-            labelled = labels >= 0
-            self._cmp = dict(ratio=ours / theirs, theirs=theirs, ours=ours,
+
+class QPBOVsThinqpbo:
+    """fwcore's qpbo vs thinqpbo's solve + weak persistencies (its Python graph-building
+    loop not timed) on `QPBOGrid`'s grids: the ratio compares the best of 3 runs of each,
+    and the labellings."""
+
+    param_names, params = QPBOGrid.param_names, QPBOGrid.params
+
+    def setup(self, side, submodular):
+        if importlib.util.find_spec("thinqpbo") is None:
+            raise NotImplementedError("thinqpbo not installed (pip install thinqpbo)")
+        self.model = _binary_grid(side, submodular)
+        self.oracle = resolve_oracle("qpbo", self.model)
+        theirs, labels = min((_thinqpbo_solve(self.model) for _ in range(3)),
+                             key=lambda r: r[0])
+        ours = min(self._time_ours() for _ in range(3))
+        x = self.oracle.argmax(self.model.theta)
+        mine = self.oracle.partial_labelling
+        labelled = labels >= 0
+        self.compared = dict(ratio=ours / theirs, theirs=theirs, ours=ours,
                              same=float(np.mean(mine[labelled] == labels[labelled])),
-                             same_partial=float(np.mean(mine == np.where(labelled, labels, -1))),
+                             same_partial=float(np.mean(mine == np.where(labelled, labels,
+                                                                         -1))),
                              unlabelled_theirs=int((~labelled).sum()),
                              unlabelled_ours=int((mine < 0).sum()),
                              score=float(self.model.score(x)))
-        return self._cmp
 
     def _time_ours(self):
         t0 = time.perf_counter()
