@@ -1,4 +1,4 @@
-"""Barrier FW Fig. 1 redrawn on the shared instances (needs the optional ``plot`` extra).
+"""Barrier FW Fig. 1 redrawn on the shared instances (needs the ``plot`` extra and pytoulbar2).
 
     python bench/paper_fig1.py OUT.png [--instances 2]
 
@@ -19,6 +19,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
+
+from fwcore.oracles import available_oracles
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -55,6 +57,9 @@ def main(argv=None):
     p.add_argument("--instances", type=int, default=2, help="instances per family (1-5)")
     args = p.parse_args(argv)
     plt = _pyplot()
+    if not available_oracles()["toulbar2"]:
+        raise SystemExit("paper_fig1 needs pytoulbar2 (Perturb-and-MAP's MAP solver, as in "
+                         "App. G): pip install pytoulbar2")
     runs = {f: {m: run_family(f, m, args.instances) for m in METHODS} for f in FAMILIES}
     print(f"{'family':<11}{'method':<19}{'zeta_mu':>9}{'zeta_logZ':>11}{'MAP calls':>11}"
           f"{'seconds':>9}")
