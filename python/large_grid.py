@@ -18,7 +18,8 @@ import fwcore
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--side", type=int, default=100, help="grid side length")
-    p.add_argument("--oracle", default="trws", help="approximate MAP oracle (trws, icm, qpbo, ...)")
+    p.add_argument("--oracle", default="trws",
+                   help="approximate MAP oracle (trws, icm, qpbo, ...)")
     p.add_argument("--max-time", type=float, default=60.0, help="time budget in seconds")
     p.add_argument("--rho-updates", type=int, default=3)
     p.add_argument("--plot", metavar="FILE", help="save both runs' marginals as images")
