@@ -47,19 +47,19 @@ class MatchingSmall:
 
     def setup(self, table, beta, method, tol):
         self.W = _weights(8, beta)
-        self.errors = table[beta, method, tol]
+        self.row = table[beta, method, tol]
 
     def time_inference(self, table, beta, method, tol):
         matching_marginals(self.W, method=method, tol=tol)
 
     def track_mean_abs_error_exact(self, table, beta, method, tol):
-        return self.errors[0]
+        return self.row[0]
 
     def track_max_error_bethe(self, table, beta, method, tol):
-        return self.errors[1]
+        return self.row[1]
 
     def track_n_iter(self, table, beta, method, tol):
-        return self.errors[2]
+        return self.row[2]
 
 
 class MatchingLarge:

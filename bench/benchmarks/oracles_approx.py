@@ -85,7 +85,6 @@ class QPBOVsThinqpbo:
         theirs, labels = min((_thinqpbo_solve(self.model) for _ in range(3)),
                              key=lambda r: r[0])
         ours = min(self._time_ours() for _ in range(3))
-        x = self.oracle.argmax(self.model.theta)
         mine = self.oracle.partial_labelling
         labelled = labels >= 0
         self.compared = dict(ratio=ours / theirs, theirs=theirs, ours=ours,
@@ -93,8 +92,7 @@ class QPBOVsThinqpbo:
                              same_partial=float(np.mean(mine == np.where(labelled, labels,
                                                                          -1))),
                              unlabelled_theirs=int((~labelled).sum()),
-                             unlabelled_ours=int((mine < 0).sum()),
-                             score=float(self.model.score(x)))
+                             unlabelled_ours=int((mine < 0).sum()))
 
     def _time_ours(self):
         t0 = time.perf_counter()
