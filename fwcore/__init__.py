@@ -2,25 +2,44 @@
 built on Frank-Wolfe."""
 from .model import PairwiseMRF
 from .factor_graph import FactorGraph
-from .convert import from_networkx, from_pgmpy, from_pyagrum
+from .io import (read_model, read_uai, write_uai, read_mar, write_mar, read_pr, write_pr,
+                 read_map, write_map, read_evid, write_evid, apply_evidence, from_networkx,
+                 from_pgmpy, from_pyagrum)
 from .generators import (grid, complete, bipartite, random_clique, random_grid, random_rbm,
                          potts_grid, frustrated_clique, segmentation_crf, skip_grid)
-from .uai import (read_uai, write_uai, read_mar, write_mar, read_pr, write_pr, read_map,
-                  write_map, read_evid, write_evid, apply_evidence)
 from .exact import ExactResult, exact_inference, exact_map
 from .oracles import MapOracle, available_oracles, resolve_oracle
 from .results import MapResult, Record, Status, Trace
-from .oracles.matching_oracles import max_weight_bipartite_matching, max_weight_perfect_matching
+from .matching import (MatchingMarginals, bethe_bp, exact_matching_marginals, log_permanent,
+                       matching_marginals, max_weight_bipartite_matching,
+                       max_weight_perfect_matching, permanent)
 from .map import infer_map
 from .fw import frank_wolfe, block_coordinate_frank_wolfe, FWResult
-from .marginals import MarginalResult, loopy_bp, trbp
-from .barrier_fw import infer
-from .batch import infer_many
-from .perturb import PerturbResult, perturb_and_map
+from .marginals import (MarginalResult, PerturbResult, infer, infer_many, loopy_bp,
+                        perturb_and_map, trbp)
 from .lp_relax import CardinalityFactor, Factor, LPResult, infer_lp
 from .learn import MLEStruct, SSVM, CRFExample
-from .matching_inference import (MatchingMarginals, bethe_bp, exact_matching_marginals,
-                                 log_permanent, matching_marginals, permanent)
 from . import datasets
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "PairwiseMRF", "FactorGraph",
+    "read_model", "read_uai", "write_uai", "read_mar", "write_mar", "read_pr", "write_pr",
+    "read_map", "write_map", "read_evid", "write_evid", "apply_evidence", "from_networkx",
+    "from_pgmpy", "from_pyagrum",
+    "grid", "complete", "bipartite", "random_clique", "random_grid", "random_rbm",
+    "potts_grid", "frustrated_clique", "segmentation_crf", "skip_grid",
+    "ExactResult", "exact_inference", "exact_map",
+    "MapOracle", "available_oracles", "resolve_oracle",
+    "MapResult", "Record", "Status", "Trace",
+    "MatchingMarginals", "bethe_bp", "exact_matching_marginals", "log_permanent",
+    "matching_marginals", "max_weight_bipartite_matching", "max_weight_perfect_matching",
+    "permanent",
+    "infer_map", "frank_wolfe", "block_coordinate_frank_wolfe", "FWResult",
+    "MarginalResult", "PerturbResult", "infer", "infer_many", "loopy_bp", "perturb_and_map",
+    "trbp",
+    "CardinalityFactor", "Factor", "LPResult", "infer_lp",
+    "MLEStruct", "SSVM", "CRFExample",
+    "datasets",
+]

@@ -9,7 +9,7 @@ theta, mu, d, grad_out: float64[D]; card: int32[n]; edges: int32[E, 2];
 node_off: int64[n+1]; edge_off: int64[E+1]; adj_start: int64[n+1]; adj_var, adj_edge:
 int32[2E]; adj_first: int8[2E]; weight: float64[D], the entropy coefficient K of each
 entry (K = c_i = 1 - sum of rho_e over edges at i on node i's block, K = rho_e on edge e's
-block; `fwcore.rho.entropy_weights`).
+block; `fwcore.marginals.rho.entropy_weights`).
 
 Zero marginals: 0 log 0 = 0 and (-inf) * 0 = 0 in values. Wherever a log of a
 non-positive marginal would be needed (gradients, line-search derivatives) it is replaced
@@ -661,7 +661,7 @@ def trbp_sweeps(const double[::1] theta, Graph graph, const long long[::1] msg_o
                 const double[::1] rho, double damping, double tol, Py_ssize_t n_sweeps,
                 double[::1] logm, double[::1] new, double[::1] node_sum, double[::1] work):
     """Up to n_sweeps damped parallel TRBP sweeps in the log domain, in place on logm
-    (TRW paper, Wainwright et al. 2005, eq. 39; `fwcore.bp`).
+    (TRW paper, Wainwright et al. 2005, eq. 39; `fwcore.marginals.bp`).
 
     logm: the 2E normalised log-messages, flat; message e (edge e = (i, j)) is i -> j over
     x_j, message E + e is j -> i over x_i, message m at msg_off[m]:msg_off[m+1]. new,
@@ -744,7 +744,7 @@ def trbp_sweeps(const double[::1] theta, Graph graph, const long long[::1] msg_o
     return sweep, change
 
 
-# -- tree decomposition of the TRW bound (`fwcore.trw_dual`) -----------------------------
+# -- tree decomposition of the TRW bound (`fwcore.marginals.trw_dual`) -----------------------------
 
 def forest_partition(Py_ssize_t n, const int[:, ::1] edges):
     """Greedy first-fit partition of the edges into forests: each edge, in order, joins

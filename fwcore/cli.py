@@ -49,7 +49,7 @@ Run 'fwcore COMMAND --help' for the options of a command."""
 
 
 def _load(args):
-    from .uai import apply_evidence, read_evid, read_uai
+    from .io.uai import apply_evidence, read_evid, read_uai
     if args.example:
         args.model = str(datasets.path(args.example))
     model = read_uai(args.model)
@@ -91,7 +91,7 @@ def _cmd_exact(args):
 def _report(args, model, lines, node_marginals, log_z):
     """With --out write PREFIX.MAR and PREFIX.PR (first: a reader of stdout that goes away,
     as ``| head`` does, cannot stop them), then print a summary and the marginals."""
-    from .uai import write_mar, write_pr
+    from .io.uai import write_mar, write_pr
     wrote = None
     if args.out:
         write_mar(args.out + ".MAR", node_marginals)
@@ -153,7 +153,7 @@ class _Progress:
 
 
 def _cmd_infer(args):
-    from .barrier_fw import infer
+    from .marginals.barrier_fw import infer
     model = _load(args)
     oracle = args.oracle if not args.oracle_options else (args.oracle, _options(args.oracle_options))
     progress = _Progress(args.rho_updates + 1, not args.quiet)
@@ -193,7 +193,7 @@ def _infer_summary(res, args):
 
 def _cmd_map(args):
     from .map import infer_map
-    from .uai import write_map
+    from .io.uai import write_map
     model = _load(args)
     res = infer_map(model, method=args.method, time_limit=args.time_limit, seed=args.seed,
                     **_options(args.oracle_options))

@@ -36,5 +36,5 @@ def path(name):
 
 def load(name):
     """The example model ``name`` as a `fwcore.PairwiseMRF`."""
-    from .uai import read_uai
+    from .io.uai import read_uai
     return read_uai(path(name))

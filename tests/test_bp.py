@@ -1,4 +1,4 @@
-"""TRBP / loopy BP (fwcore.bp): the Cython sweeps against their plain-NumPy twin, and
+"""TRBP / loopy BP (fwcore.marginals.bp): the Cython sweeps against their plain-NumPy twin, and
 loopy BP on trees against exact marginals."""
 import numpy as np
 import pytest
@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.sparse import csr_matrix
 
-from fwcore.bp import _beliefs, _message_offsets, _messages, trbp_beliefs
+from fwcore.marginals.bp import _beliefs, _message_offsets, _messages, trbp_beliefs
 from fwcore.exact import exact_inference
 from fwcore.generators import random_clique, random_grid
 from fwcore.model import PairwiseMRF

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import fwcore
-from fwcore.convert import from_networkx, from_pgmpy, from_pyagrum
+from fwcore.io.convert import from_networkx, from_pgmpy, from_pyagrum
 
 
 def test_pgmpy_bayesian_network_matches_pgmpy_variable_elimination():

@@ -13,7 +13,7 @@ from fwcore.exact import EliminationPlan, exact_inference, exact_map
 from fwcore.generators import complete, grid, potts_grid
 from fwcore.model import PairwiseMRF
 from fwcore.results import MapResult, Status
-from fwcore.uai import read_map, read_mar, read_pr, read_uai
+from fwcore.io.uai import read_map, read_mar, read_pr, read_uai
 
 UAI2014 = ["CSP_11", "DBN_14", "Grids_12", "Grids_15", "ObjectDetection_11", "Segmentation_11",
            "Segmentation_12", "pdb1akg"]

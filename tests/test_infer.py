@@ -6,11 +6,11 @@ import pytest
 from fwcore.exact import exact_inference
 from fwcore.generators import potts_grid, random_clique, random_grid
 from fwcore import infer, loopy_bp, trbp
-from fwcore.trw import TRWObjective
+from fwcore.marginals.trw import TRWObjective
 from fwcore.model import PairwiseMRF
 from fwcore.results import Status
-from fwcore.rho import matrix_tree_rho, max_spanning_forest
-from fwcore.uai import read_pr, read_uai
+from fwcore.marginals.rho import matrix_tree_rho, max_spanning_forest
+from fwcore.io.uai import read_pr, read_uai
 
 
 def random_tree(n, card, seed):

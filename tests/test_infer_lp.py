@@ -276,7 +276,7 @@ def test_impossible_states_are_never_decoded():
 
 
 def test_protein_instance(instances):
-    from fwcore.uai import read_map, read_uai
+    from fwcore.io.uai import read_map, read_uai
     path = instances / "uai2014" / "pdb1akg.uai"
     if not path.exists():
         pytest.skip(f"{path} not found")

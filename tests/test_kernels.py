@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 from fwcore import _kernels as K
 from fwcore.generators import grid, potts_grid, random_grid
 from fwcore.model import PairwiseMRF
-from fwcore.rho import entropy_weights
+from fwcore.marginals.rho import entropy_weights
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # twins meet inf * 0
 

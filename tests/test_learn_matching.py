@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from fwcore.matching_inference import (exact_matching_marginals, exact_perfect_matching_marginals,
+from fwcore.matching.inference import (exact_matching_marginals, exact_perfect_matching_marginals,
                                       log_permanent, matching_marginals)
 from fwcore.learn.base import LearnerModel
 from fwcore.learn.datasets import noisy_point_matching

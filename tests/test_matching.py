@@ -1,4 +1,4 @@
-"""Matching distributions (fwcore.matching_inference): Ryser's permanent and exact marginals
+"""Matching distributions (fwcore.matching.inference): Ryser's permanent and exact marginals
 against itertools brute force (also with the Gray-code blocks forced small), the reweighted entropy
 and its line derivatives against finite differences, the matching polytopes' oracles against
 enumeration, FW on the Bethe free energy against Huang & Jebara BP, the Gurvits / RW
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-import fwcore.matching_inference as fm
-from fwcore.matching_inference import (BipartiteMatchingPolytope, MatchingFreeEnergy,
+import fwcore.matching.inference as fm
+from fwcore.matching.inference import (BipartiteMatchingPolytope, MatchingFreeEnergy,
                              PerfectMatchingPolytope, bethe_bp, entropy_line_derivatives,
                              exact_matching_marginals, exact_perfect_matching_marginals,
                              log_permanent, matching_marginals, permanent, reweighted_entropy)

@@ -10,7 +10,7 @@ from scipy.optimize import minimize
 from fwcore.learn.mle_struct import MLEStruct
 from scipy.special import xlogy
 
-from fwcore.matching_inference import (exact_matching_marginals, exact_perfect_matching_marginals,
+from fwcore.matching.inference import (exact_matching_marginals, exact_perfect_matching_marginals,
                                        log_permanent, matching_marginals)
 from fwcore.results import Status
 

@@ -440,7 +440,7 @@ def test_message_sweeps_match_twin(cls, damping, seed):
                                        ("DBN_14", "qpbo"), ("pdb1akg", "trws"),
                                        ("CSP_11", "trws")])
 def test_bounds_on_reference_instances(instances, stem, name):
-    from fwcore.uai import read_map, read_uai
+    from fwcore.io.uai import read_map, read_uai
     model = read_uai(instances / "uai2014" / f"{stem}.uai")
     opt = model.score(read_map(instances / "uai2014" / f"{stem}.uai.MAP"))
     oracle = resolve_oracle(name, model, **({"max_iter": 50} if name == "trws" else {}))

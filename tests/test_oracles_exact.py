@@ -12,7 +12,7 @@ from fwcore.model import PairwiseMRF
 from fwcore.oracles.base import resolve_oracle
 from fwcore.oracles.exact_oracles import Toulbar2Oracle
 from fwcore.oracles.lp import LocalPolytopeLP
-from fwcore.oracles.matching_oracles import max_weight_bipartite_matching, max_weight_perfect_matching
+from fwcore.matching.oracles import max_weight_bipartite_matching, max_weight_perfect_matching
 from fwcore.results import MapResult, Status
 
 HAVE_TB2 = Toulbar2Oracle.is_available()
@@ -315,7 +315,7 @@ TIME_LIMIT = 20.0
 
 @pytest.mark.parametrize("name", UAI)
 def test_reference_map_scores(instances, name):
-    from fwcore.uai import read_map, read_uai
+    from fwcore.io.uai import read_map, read_uai
     path = instances / "uai2014" / f"{name}.uai"
     model = read_uai(path)
     ref = float(model.score(read_map(f"{path}.MAP")))

@@ -7,7 +7,7 @@ import pytest
 
 import fwcore
 from fwcore import Status, perturb_and_map
-from fwcore.perturb import _Inflated
+from fwcore.marginals.perturb import _Inflated
 
 
 def _model(card, edges, seed, coupling=1.0):
@@ -172,7 +172,7 @@ def test_an_inflation_too_large_for_the_labels_is_refused_before_allocating():
 
 
 def test_binary_noise_terms_match_the_assignment_problem():
-    from fwcore.perturb import _Inflated, _best_assignment
+    from fwcore.marginals.perturb import _Inflated, _best_assignment
     model = fwcore.PairwiseMRF([2, 3, 2], None, [(0, 1), (1, 2)])
     inflated = _Inflated(model, 4)
     rng = np.random.default_rng(0)

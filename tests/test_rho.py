@@ -7,7 +7,7 @@ from scipy.sparse.linalg import splu
 
 import fwcore
 from fwcore._linalg import selected_inverse
-from fwcore.rho import (check_rho, coupling_weights, matrix_tree_rho, max_spanning_forest,
+from fwcore.marginals.rho import (check_rho, coupling_weights, matrix_tree_rho, max_spanning_forest,
                         uniform_rho)
 
 MODELS = [

@@ -1,4 +1,4 @@
-"""The tree-decomposition TRW bound (`fwcore.trw_dual`) and its kernels against NumPy
+"""The tree-decomposition TRW bound (`fwcore.marginals.trw_dual`) and its kernels against NumPy
 twins and exact log Z."""
 import itertools
 import time
@@ -11,7 +11,7 @@ import fwcore
 from fwcore import _kernels as K
 from fwcore.exact import exact_inference
 from fwcore.model import PairwiseMRF
-from fwcore.trw_dual import TreeDecomposition, trw_dual_bound
+from fwcore.marginals.trw_dual import TreeDecomposition, trw_dual_bound
 
 
 def random_model(rng, neg_inf=True):
@@ -132,7 +132,7 @@ def test_value_grad_is_the_gradient():
     rng = np.random.default_rng(0)
     model = fwcore.random_grid(4, coupling=1.5, seed=0)
     forest, m = K.forest_partition(model.n_vars, model.edges)
-    extra = fwcore.rho.max_spanning_forest(model.n_vars, model.edges,
+    extra = fwcore.marginals.rho.max_spanning_forest(model.n_vars, model.edges,
                                            rng.random(model.n_edges)) > 0.5
     dec = TreeDecomposition(model, [forest == t for t in range(m)] + [extra], [0.3, 0.3, 0.4])
     x = dec.start() + rng.normal(size=dec.start().size)

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fwcore.generators import potts_grid, random_clique, random_grid, random_rbm
 from fwcore.model import PairwiseMRF
-from fwcore.uai import (apply_evidence, read_evid, read_map, read_mar, read_pr, read_uai,
+from fwcore.io.uai import (apply_evidence, read_evid, read_map, read_mar, read_pr, read_uai,
                         write_evid, write_map, write_mar, write_pr, write_uai)
 
 FUZZ = settings(max_examples=50, deadline=None,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import fwcore
 from fwcore.exact import EliminationPlan, _elimination_map, _elimination_marginals
-from fwcore.uai import read_uai
+from fwcore.io.uai import read_uai
 
 from .common import QUICK, instance_path
 

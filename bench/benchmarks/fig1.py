@@ -16,7 +16,7 @@ import numpy as np
 
 from fwcore import PerturbResult, infer, loopy_bp, perturb_and_map, trbp
 from fwcore.oracles import available_oracles
-from fwcore.uai import read_mar, read_pr, read_uai
+from fwcore.io.uai import read_mar, read_pr, read_uai
 
 from .common import INSTANCES, QUICK
 from .infer import zeta_mu

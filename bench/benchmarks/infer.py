@@ -1,4 +1,4 @@
-"""Barrier FW marginal inference (fwcore.barrier_fw) on the paper's instances.
+"""Barrier FW marginal inference (fwcore.marginals.barrier_fw) on the paper's instances.
 
 `InferFamily` is the Done-when table of issue 5: per family of /shared/instances/fw-inference
 (clique theta = 0.5 / 2 / 8, 5x5 grids), mean zeta_mu = mean |mu_i(1) - p_i(1)|, mean
@@ -18,7 +18,7 @@ import numpy as np
 
 import fwcore
 from fwcore import infer, loopy_bp, trbp
-from fwcore.uai import read_mar, read_pr, read_uai
+from fwcore.io.uai import read_mar, read_pr, read_uai
 
 from .common import INSTANCES, QUICK, instance_path
 

@@ -22,7 +22,7 @@ import numpy as np
 
 import fwcore
 
-from fwcore.uai import read_mar, read_uai
+from fwcore.io.uai import read_mar, read_uai
 
 from .common import INSTANCES, QUICK
 from .reference import gibbs_marginals

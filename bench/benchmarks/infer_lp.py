@@ -55,7 +55,7 @@ def problem(name):
         path = INSTANCES / "uai2014" / "pdb1akg.uai"
         if not path.exists():
             raise NotImplementedError(f"{path} not found")
-        from fwcore.uai import read_uai
+        from fwcore.io.uai import read_uai
         model = read_uai(path)
         return model, (), lp_optimum(model), 300 if QUICK else 3000
     side = 50 if QUICK else 150

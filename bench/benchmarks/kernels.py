@@ -12,7 +12,7 @@ import numpy as np
 
 from fwcore import _kernels as K
 from fwcore.generators import potts_grid, random_grid
-from fwcore.rho import entropy_weights
+from fwcore.marginals.rho import entropy_weights
 
 from .common import QUICK
 

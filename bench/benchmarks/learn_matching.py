@@ -20,7 +20,7 @@ from scipy.optimize import minimize
 from fwcore.learn.features import matching_features
 from fwcore.learn.mle_struct import MLEStruct
 from fwcore.learn.ssvm import SSVM
-from fwcore.matching_inference import exact_matching_marginals
+from fwcore.matching.inference import exact_matching_marginals
 
 from .common import INSTANCES, QUICK
 

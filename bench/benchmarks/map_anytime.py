@@ -128,7 +128,7 @@ class UAI2014Portfolio:
 
     def setup_cache(self):
         """{instance: (score minus optimum, seconds)} for the instances present."""
-        from fwcore.uai import read_map, read_uai
+        from fwcore.io.uai import read_map, read_uai
         table = {}
         for instance in self.params[0]:
             path = INSTANCES / "uai2014" / f"{instance}.uai"
@@ -167,7 +167,7 @@ class RBMExact:
         """{method: (median seconds, max shortfall)} for the methods installed; empty when
         rbm_20 is absent."""
         from fwcore.oracles import resolve_oracle
-        from fwcore.uai import read_uai
+        from fwcore.io.uai import read_uai
         path = INSTANCES / _RBM
         if not path.exists():
             return {}

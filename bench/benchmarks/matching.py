@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from fwcore.matching_inference import bethe_bp, exact_matching_marginals, matching_marginals
+from fwcore.matching.inference import bethe_bp, exact_matching_marginals, matching_marginals
 
 from .common import QUICK
 

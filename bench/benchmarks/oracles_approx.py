@@ -148,7 +148,7 @@ class OraclesUAI:
               ["qpbo", "trws", "icm", "maxproduct", "portfolio"]]
 
     def setup(self, instance, oracle):
-        from fwcore.uai import read_map, read_uai
+        from fwcore.io.uai import read_map, read_uai
         path = INSTANCES / f"{instance}.uai"
         if not path.exists():
             raise NotImplementedError(f"{path} not found")

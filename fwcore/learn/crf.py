@@ -25,7 +25,7 @@ from ..checks import CALLABLE, Interval, Options, check_params
 from ..model import PairwiseMRF
 from ..oracles import LPOracle, resolve_oracle
 from ..results import Status
-from ..rho import entropy_weights, matrix_tree_rho, uniform_rho
+from ..marginals.rho import entropy_weights, matrix_tree_rho, uniform_rho
 from .base import BlockEntropy, LearnerModel, TimeUp, VertexDecoder, run_tasks
 
 __all__ = ["CRFExample", "CRFFeatures", "CRFModel", "CRFDecoder", "TRWEntropy", "crf_rho",
@@ -235,7 +235,7 @@ class CRFDecoder(VertexDecoder):
 
 def crf_rho(mrf, rho):
     """The edge weights ρ (float64[E]) of H_ρ = Σ_i c_i H(μ_i) + Σ_e ρ_e H(μ_e), c_i = 1 −
-    Σ_{e∋i} ρ_e (MLE-Struct eq. 2; DESIGN.md TRW objective; `fwcore.rho.entropy_weights`
+    Σ_{e∋i} ρ_e (MLE-Struct eq. 2; DESIGN.md TRW objective; `fwcore.marginals.rho.entropy_weights`
     makes the kernels' per-entry weights) for a learner's choice ``rho``: 'matrix-tree'
     (uniform spanning trees, as in `fwcore.infer`), 'uniform' ((n−1)/E per component),
     'bethe' (ρ = 1), a number in (0, 1], or a function mrf -> array of E values; None

@@ -7,9 +7,9 @@ matching: for ``graph='bipartite'`` a permutation (row i -> column y[i]); for
 graph on n vertices, y[y[i]] = i, with G symmetric in (i, j). Edge weights are linear in
 the parameters, W_ij = <w, G[i, j]> (eq. 11, App. D), so p(y) ∝ exp(Σ_{edges of y} W_e).
 
-Flat layout as in `fwcore.matching_inference`: bipartite edges row-major (n²), general
+Flat layout as in `fwcore.matching.inference`: bipartite edges row-major (n²), general
 edges i < j in ``np.triu_indices`` order. The reweighted entropy is
-`fwcore.matching_inference.reweighted_entropy` (App. C; ρ = 1 Bethe, ρ = 1/2 RW). On a
+`fwcore.matching.inference.reweighted_entropy` (App. C; ρ = 1 Bethe, ρ = 1/2 RW). On a
 masked graph the edges in no perfect matching are clamped at 0 and those in every perfect
 matching at 1, and τ starts at the average of matchings found by the oracle, one with and
 one without each remaining edge (App. D.3).
@@ -20,7 +20,7 @@ import numpy as np
 
 from ..checks import Interval, Options, check_params
 from ..fw import adaptive_delta
-from ..matching_inference import (BipartiteMatchingPolytope, PerfectMatchingPolytope,
+from ..matching.inference import (BipartiteMatchingPolytope, PerfectMatchingPolytope,
                                   entropy_line_derivatives, matching_face, matching_marginals,
                                   reweighted_entropy)
 from .base import BlockEntropy, LearnerModel, VertexDecoder, run_tasks
@@ -227,7 +227,7 @@ class MatchingModel(LearnerModel):
         return y.astype(np.int64)
 
     def _clamp(self, ex):
-        """App. D.3 on a masked graph (`fwcore.matching_inference.matching_face`): edges in
+        """App. D.3 on a masked graph (`fwcore.matching.inference.matching_face`): edges in
         no / every perfect matching are clamped, the average of the matchings found is the
         start point."""
         if ex.allowed is not None:
@@ -261,7 +261,7 @@ class MatchingModel(LearnerModel):
         return (1.0 - self.truth(ex, y)) * per_edge / ex.n
 
     def marginals(self, examples, w, rho, tol, executor=None):
-        """Edge marginals [n, n] by `fwcore.matching_inference.matching_marginals` at W = G w,
+        """Edge marginals [n, n] by `fwcore.matching.inference.matching_marginals` at W = G w,
         with W = -inf outside a mask (0 there; FW on the face of the graph's matchings)."""
         Ws = [ex.decoder.domain.to_matrix(self.scores(ex, w)) for ex in examples]
         Ws = [W if ex.allowed is None else np.where(ex.allowed, W, -np.inf)

@@ -227,6 +227,6 @@ class MLEStruct(StructuredLearner):
     def predict_marginals(self, X, tol=1e-4):
         """Marginals of each input under ``coef_`` with the fitted ρ: CRF node marginals
         [n, L] (FW with MAP calls, MLE-Struct Sec. 3.2) or matching edge marginals [n, n]
-        (`fwcore.matching_inference.matching_marginals`), FW gap <= ``tol``."""
+        (`fwcore.matching.inference.matching_marginals`), FW gap <= ``tol``."""
         examples = self._check_fitted(X)
         return self.features_.marginals(examples, self.coef_, self.rho, tol, self.executor)

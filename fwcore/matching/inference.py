@@ -31,10 +31,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp, xlogy
 
-from .fw import Domain, Objective, adaptive_delta, frank_wolfe, safeguarded_newton
-from .oracles.matching_oracles import max_weight_bipartite_matching, max_weight_perfect_matching
-from .checks import TIME, Interval, Options, check_params
-from .results import Record, Status, Trace
+from ..fw import Domain, Objective, adaptive_delta, frank_wolfe, safeguarded_newton
+from .oracles import max_weight_bipartite_matching, max_weight_perfect_matching
+from ..checks import TIME, Interval, Options, check_params
+from ..results import Record, Status, Trace
 
 __all__ = ["permanent", "log_permanent", "exact_matching_marginals",
            "exact_perfect_matching_marginals", "reweighted_entropy", "entropy_line_derivatives",

@@ -30,9 +30,9 @@ from numbers import Integral
 
 import numpy as np
 
-from .checks import check_model
-from .factor_graph import FactorGraph, model_from_factors
-from .model import PairwiseMRF
+from ..checks import check_model
+from ..factor_graph import FactorGraph, model_from_factors
+from ..model import PairwiseMRF
 
 __all__ = ["read_uai", "write_uai", "read_mar", "write_mar", "read_pr", "write_pr",
            "read_map", "write_map", "read_evid", "write_evid", "apply_evidence"]
@@ -241,7 +241,7 @@ def _check_unused_states(t, card, scopes, first):
         v = int(unused[np.argmax([card[v] for v in unused])])
         raise t.error(f"variable {v} has {card[v]} states but is in no factor; the "
                       f"variables in no factor have {states} states in all, over the "
-                      f"reader's limit fwcore.uai.MAX_UNUSED_STATES = {MAX_UNUSED_STATES} "
+                      f"reader's limit fwcore.io.uai.MAX_UNUSED_STATES = {MAX_UNUSED_STATES} "
                       "(a wrong cardinality? otherwise give the variable a unary factor)",
                       first + v)
 

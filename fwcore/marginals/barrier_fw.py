@@ -1,7 +1,7 @@
 """Marginal inference by Barrier Frank-Wolfe (Krishnan, Lacoste-Julien & Sontag 2015):
 `infer`, returning a `fwcore.marginals.MarginalResult`.
 
-`infer` maximises the TRW objective (Barrier FW eq. 1-2, `fwcore.trw`) over the marginal
+`infer` maximises the TRW objective (Barrier FW eq. 1-2, `fwcore.marginals.trw`) over the marginal
 polytope M (or the local polytope L) with MAP calls: FCFW over the contraction M_delta
 with adaptive or fixed delta (Alg. 1, 4), MFW corrections over the visited vertices
 (Alg. 3, 5: `fwcore.fw.MFWCorrection`), ICM local search (Alg. 6: `fwcore.fw.LocalSearch`),
@@ -26,21 +26,22 @@ import time
 
 import numpy as np
 
-from . import _kernels
-from .checks import CALLABLE, SEED, TIME, Interval, Options, check_bound_feasible, \
+from .. import _kernels
+from ..checks import CALLABLE, SEED, TIME, Interval, Options, check_bound_feasible, \
     check_feasible, check_model, check_params, finite_penalty
-from .fw import (Domain, LocalSearch, MFWCorrection, adaptive_delta, correct, frank_wolfe,
+from ..fw import (Domain, LocalSearch, MFWCorrection, adaptive_delta, correct, frank_wolfe,
                  safeguarded_newton)
-from .interrupt import Guard
-from .exact import EliminationPlan, exact_inference, fits_bruteforce
-from .marginals import MarginalResult, Recorder, loopy_bp
-from .oracles.base import LPOracle, resolve_oracle
-from .results import Status
+from ..interrupt import Guard
+from ..exact import EliminationPlan, exact_inference, fits_bruteforce
+from .bp import loopy_bp
+from .result import MarginalResult, Recorder
+from ..oracles.base import LPOracle, resolve_oracle
+from ..results import Status
 from .rho import edge_mutual_information, initial_rho, rho_direction
 from .trw import TRWObjective
 from .trw_dual import trw_dual_bound
-from .factor_graph import FactorGraph, solves_factor_graphs
-from .model import PairwiseMRF
+from ..factor_graph import FactorGraph, solves_factor_graphs
+from ..model import PairwiseMRF
 
 __all__ = ["infer", "MarginalPolytope", "LocalPolytope"]
 
@@ -68,7 +69,7 @@ AUTO_EXACT_BYTES = 2**30
 _SECONDS_PER_ENTRY = 3e-8
 #: most BP sweeps for exact marginals on a forest (its diameter; longer chains: elimination)
 _TREE_SWEEPS = 1000
-#: share of max_time an approximate oracle's run leaves to `fwcore.trw_dual.trw_dual_bound`
+#: share of max_time an approximate oracle's run leaves to `fwcore.marginals.trw_dual.trw_dual_bound`
 _DUAL_BOUND_SHARE = 0.2
 #: ICM sweeps per local-search vertex and local-search steps when ``local_search=True``
 _ICM_SWEEPS = 100
@@ -331,7 +332,7 @@ def infer(model: PairwiseMRF | FactorGraph, *, oracle="auto", domain: str = "mar
     ``log_z_upper`` is the least of them, so a run stopped by max_time or Ctrl-C returns the
     best bound it proved. An approximate oracle's bound is an LP bound, loose at iterates in
     M where L is loose; unless the run was interrupted or already proved ``tol``, the TRW
-    bound in its tree-decomposition form is also minimised (`fwcore.trw_dual`, no oracle
+    bound in its tree-decomposition form is also minimised (`fwcore.marginals.trw_dual`, no oracle
     needed) for what is left of max_time (at least _DUAL_BOUND_SHARE of it), else for at most
     as long as the run took: certified at every step, it converges where TRBP does not.
 

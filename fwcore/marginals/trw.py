@@ -7,8 +7,8 @@ kernels.
 """
 import numpy as np
 
-from . import _kernels
-from .fw import Objective
+from .. import _kernels
+from ..fw import Objective
 from .rho import entropy_weights
 
 __all__ = ["TRWObjective"]

@@ -21,8 +21,8 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import breadth_first_order, connected_components
 
-from ._kernels import forest_partition, forest_sum_product
-from .model import concat_ranges
+from .._kernels import forest_partition, forest_sum_product
+from ..model import concat_ranges
 from .rho import edge_mutual_information, max_spanning_forest
 
 __all__ = ["TreeDecomposition", "trw_dual_bound"]

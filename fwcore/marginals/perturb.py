@@ -13,12 +13,12 @@ from typing import Optional
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from .checks import (EXECUTOR, SEED, TIME, Interval, Options, check_feasible, check_model,
+from ..checks import (EXECUTOR, SEED, TIME, Interval, Options, check_feasible, check_model,
                      check_params)
-from .factor_graph import FactorGraph, solves_factor_graphs
-from .model import PairwiseMRF
-from .oracles.base import resolve_oracle
-from .results import Record, Status, Trace
+from ..factor_graph import FactorGraph, solves_factor_graphs
+from ..model import PairwiseMRF
+from ..oracles.base import resolve_oracle
+from ..results import Record, Status, Trace
 
 __all__ = ["PerturbResult", "perturb_and_map"]
 

@@ -1,6 +1,6 @@
 """Many independent inference problems at once, on any `concurrent.futures.Executor`."""
 from .barrier_fw import infer
-from .checks import EXECUTOR, check_params
+from ..checks import EXECUTOR, check_params
 
 __all__ = ["infer_many"]
 

@@ -10,8 +10,8 @@ from scipy.sparse import coo_matrix, csc_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import splu
 
-from . import _kernels
-from ._linalg import selected_inverse
+from .. import _kernels
+from .._linalg import selected_inverse
 
 __all__ = ["matrix_tree_rho", "coupling_weights", "max_spanning_forest", "check_rho",
            "uniform_rho", "entropy_weights", "initial_rho", "edge_mutual_information",

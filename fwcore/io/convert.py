@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .factor_graph import FactorGraph, model_from_factors
-from .model import PairwiseMRF
+from ..factor_graph import FactorGraph, model_from_factors
+from ..model import PairwiseMRF
 
 __all__ = ["from_pgmpy", "from_pyagrum", "from_networkx"]
 

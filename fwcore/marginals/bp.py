@@ -1,5 +1,6 @@
 """Tree-reweighted belief propagation (Wainwright, Jaakkola & Willsky 2005) in the log
-domain, the baseline of Barrier FW Sec. 5; ρ = 1 gives loopy (sum-product) BP.
+domain, the baseline of Barrier FW Sec. 5, with its outer rho loop (`trbp`); ρ = 1 gives
+loopy (sum-product) BP (`loopy_bp`).
 
 Messages are updated in parallel with damping on log-messages:
 
@@ -10,15 +11,24 @@ and the pseudo-marginals are the beliefs b_s ∝ exp(θ_s) Π_v m_vs^{ρ_vs} and
 b_st ∝ exp(θ_st/ρ_st + θ_s + θ_t) Π_{v∈N(s)} m_vs^{ρ_vs} / m_ts · Π_{v∈N(t)} m_vt^{ρ_vt} / m_st.
 At a fixed point they maximise the TRW objective over the local polytope L.
 """
+from __future__ import annotations
+
 import time
 from functools import partial
 
 import numpy as np
 
-from ._kernels import trbp_sweeps
-from .model import concat_ranges
+from .._kernels import trbp_sweeps
+from ..checks import CALLABLE, TIME, Interval, check_feasible, check_model, check_params
+from ..factor_graph import FactorGraph, solves_factor_graphs
+from ..interrupt import Guard
+from ..model import PairwiseMRF, concat_ranges
+from ..results import Record, Status
+from .result import MarginalResult, Recorder
+from .rho import initial_rho, rho_direction
+from .trw import TRWObjective
 
-__all__ = ["trbp_beliefs"]
+__all__ = ["trbp_beliefs", "trbp", "loopy_bp"]
 
 _RHO_MIN = 1e-12
 _CHUNK = 10          # sweeps per kernel call between deadline checks
@@ -118,3 +128,88 @@ def _beliefs(model, rho, logm, msg_off):
               + node_sum[at_j] - np.where(valid[at_j], weighted[msg_off[e] + b], 0.0))
     b_edge -= _segment_logsumexp(b_edge, model.edge_off[:-1] - n_node)
     return np.exp(np.concatenate([b_node, b_edge]))
+
+
+_BP_PARAMS = {
+    "rho_updates": Interval(0, integer=True),
+    "damping": Interval(0.0, 1.0, hi_open=True),
+    "max_iter": Interval(1, integer=True),
+    "tol": Interval(0.0, lo_open=True),
+    "max_time": TIME,
+    "callback": [CALLABLE, None],
+}
+
+
+@solves_factor_graphs
+def trbp(model: PairwiseMRF | FactorGraph, *, rho: str | np.ndarray = "matrix-tree", rho_updates: int = 10,
+         damping: float = 0.5, max_iter: int = 1000, tol: float = 1e-8,
+         max_time: float | None = None, callback=None, verbose: bool = False) -> MarginalResult:
+    """Tree-reweighted BP (log domain, `fwcore.marginals.bp.trbp_beliefs`) with the outer rho loop of
+    Barrier FW Alg. 2 (rho_updates FW steps on rho towards the maximum spanning forest on
+    the beliefs' mutual information). ``log_z_upper`` is TRW(beliefs; rho), an upper bound
+    on log Z only at an exact fixed point, so ``certified`` is False; ``gap`` is None.
+    ``callback(record)`` is called once per rho iteration (``iteration`` = BP sweeps).
+    Ctrl-C returns the beliefs of the messages so far (status interrupted)."""
+    t0 = time.perf_counter()
+    model = check_model(model)
+    return _bp_loop(model, initial_rho(model, rho), rho_updates, damping, max_iter, tol,
+                    max_time, callback, verbose, t0, "trbp")
+
+
+@solves_factor_graphs
+def loopy_bp(model: PairwiseMRF | FactorGraph, *, damping: float = 0.5, max_iter: int = 1000, tol: float = 1e-8,
+             max_time: float | None = None, callback=None,
+             verbose: bool = False) -> MarginalResult:
+    """Loopy (sum-product) BP: TRBP with rho = 1 on every edge. ``log_z_upper`` is the Bethe
+    approximation of log Z at the beliefs (not a bound; ``certified`` is False)."""
+    t0 = time.perf_counter()
+    model = check_model(model)
+    return _bp_loop(model, np.ones(model.n_edges), 0, damping, max_iter, tol, max_time,
+                    callback, verbose, t0, "loopy-bp")
+
+
+def _bp_loop(model, rho, rho_updates, damping, max_iter, tol, max_time, callback, verbose, t0,
+             method):
+    p = check_params(_BP_PARAMS, rho_updates=rho_updates, damping=damping, max_iter=max_iter,
+                     tol=tol, max_time=max_time, callback=callback)
+    check_feasible(model)
+    deadline = None if p["max_time"] is None else t0 + p["max_time"]
+    recorder = Recorder(callback, bool(verbose), t0)
+    objective = TRWObjective(model, rho)
+    # Ctrl-C in the sweeps keeps the beliefs so far; anywhere else in an iteration, the
+    # beliefs of the last one (the uniform point before the first)
+    guard = Guard()
+    mu, mu_rho, n_iter, status, i = model.uniform_marginals(), rho, 0, Status.CONVERGED, 0
+    for i in range(p["rho_updates"] + 1):
+        step = guard(trbp_beliefs, model, rho, p["damping"], p["max_iter"], p["tol"],
+                     deadline, guard)
+        if step is None:
+            break
+        (mu, it, converged, _), mu_rho = step, rho
+        n_iter += it
+        if guard.interrupted:
+            break
+        status = Status.CONVERGED if converged else Status.MAX_ITER
+        objective.set_rho(rho)
+        recorder.outer = i
+        proceed = guard(lambda: recorder(Record(iteration=it, time=0.0,
+                                                primal=objective.value_grad(mu)[0])))
+        if deadline is not None and time.perf_counter() >= deadline:
+            status = Status.MAX_TIME
+        elif proceed is False:
+            status = Status.INTERRUPTED
+        if status in (Status.MAX_TIME, Status.INTERRUPTED) or i == p["rho_updates"]:
+            break
+        d = guard(rho_direction, model, mu, rho)
+        if d is None:
+            break
+        rho = rho + 2.0 / (i + 3.0) * d  # Barrier FW Alg. 2 l. 21
+    if guard.interrupted:
+        status = Status.INTERRUPTED
+    objective.set_rho(mu_rho)
+    primal = objective.trw(mu)
+    return MarginalResult.from_mu(
+        model, mu, rho=objective.rho.copy(), primal=primal, gap=None, certified_gap=None,
+        log_z_upper=primal, certified=False, delta=0.0, n_oracle_calls=0, n_icm_calls=0,
+        status=status, n_iter=n_iter, n_rho_updates=i, time=time.perf_counter() - t0, method=method,
+        trace=recorder.trace())

@@ -1,0 +1,29 @@
+"""Model and answer files (`fwcore.io.uai`), converters from other libraries' objects
+(`fwcore.io.convert`), and `read_model`, which picks the reader from a file's suffix."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .convert import from_networkx, from_pgmpy, from_pyagrum
+from .uai import (apply_evidence, read_evid, read_map, read_mar, read_pr, read_uai,
+                  write_evid, write_map, write_mar, write_pr, write_uai)
+
+__all__ = ["read_model", "read_uai", "write_uai", "read_mar", "write_mar", "read_pr",
+           "write_pr", "read_map", "write_map", "read_evid", "write_evid", "apply_evidence",
+           "from_networkx", "from_pgmpy", "from_pyagrum"]
+
+#: model file readers by suffix (lower case)
+MODEL_READERS = {".uai": read_uai}
+
+
+def read_model(path: str | os.PathLike):
+    """The model in the file ``path``, read by the reader its suffix names
+    (`MODEL_READERS`: ``.uai``, the UAI competitions' MARKOV and BAYES formats)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a file path (str or os.PathLike); got {type(path).__name__}")
+    suffix = Path(path).suffix.lower()
+    if suffix not in MODEL_READERS:
+        raise ValueError(f"path {os.fspath(path)!r}: no model reader for suffix {suffix!r}; "
+                         f"supported: {', '.join(sorted(MODEL_READERS))}")
+    return MODEL_READERS[suffix](path)

@@ -1,0 +1,99 @@
+"""The marginal-inference result and its trace recorder, shared by Barrier FW
+(`fwcore.marginals.barrier_fw`) and the message-passing baselines (`fwcore.marginals.bp`).
+"""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from ..results import Record, Status, Trace
+
+__all__ = ["MarginalResult", "Recorder"]
+
+
+@dataclass(frozen=True)
+class MarginalResult:
+    """Approximate marginals and a log Z bound.
+
+    ``node_marginals`` (list of 1-D arrays), ``edge_marginals`` (card_i x card_j tables),
+    ``mu`` (the same, flat), ``rho`` (edge appearance probabilities used; None for exact
+    marginals), ``primal`` = TRW(mu; theta, rho) (log Z for exact marginals), ``gap`` =
+    FW gap over the polytope (M, or L for ``domain="local"``) recomputed at the end with
+    the oracle's vertex (with an approximate oracle an estimate: no better vertex was
+    found; None for the BP baselines: no oracle, no gap), ``certified_gap`` = the gap
+    proven by an exact oracle or by the oracle's bound on the max score (None when there
+    is no proof; the status is ``converged`` only when it is at most ``tol``),
+    ``log_z_upper`` (primal + certified_gap, an upper bound on log Z, when ``certified``;
+    the TRW / Bethe value or primal + gap otherwise), ``delta`` (contraction at the end), ``n_oracle_calls`` (MAP or LP
+    calls), ``n_icm_calls`` (local search), ``status``, ``n_iter`` (inner iterations or BP
+    sweeps, all rho iterations), ``n_rho_updates`` done, ``time`` (seconds), ``method``,
+    ``trace`` (a `Record` per iteration; ``outer`` is the rho iteration)."""
+
+    node_marginals: list
+    edge_marginals: list
+    mu: np.ndarray
+    rho: Optional[np.ndarray]
+    primal: float
+    gap: Optional[float]
+    certified_gap: Optional[float]
+    log_z_upper: float
+    certified: bool
+    delta: float
+    n_oracle_calls: int
+    n_icm_calls: int
+    status: Status
+    n_iter: int
+    n_rho_updates: int
+    time: float
+    method: str
+    trace: Trace = Trace()
+
+    @classmethod
+    def from_mu(cls, model, mu, **fields):
+        """The result for the flat marginals ``mu``, split into node and edge marginals."""
+        nodes, edges = model.split_marginals(mu)
+        return cls(node_marginals=nodes, edge_marginals=edges, mu=mu, **fields)
+
+    @property
+    def converged(self):
+        return self.status is Status.CONVERGED
+
+
+class Recorder:
+    """Keeps the trace of a marginal-inference run: turns the engine's records (f = −TRW)
+    into `Record`s with the TRW value, the rho iteration (``outer``) and the oracle calls
+    of the whole run, forwards them to the user's ``callback`` (``stopped``: it returned
+    False) and prints progress when ``verbose``. With ``slack`` (a function returning
+    what the oracle call behind the record's gap proves, see
+    `fwcore.marginals.barrier_fw.MarginalPolytope.slack`, or None) a record's ``bound`` is TRW + gap
+    + slack, a certified upper bound on log Z (Barrier FW App. J)."""
+
+    def __init__(self, callback, verbose, t0, slack=None):
+        self.callback, self.verbose, self.t0, self.slack = callback, verbose, t0, slack
+        self.records, self.outer, self.calls_before = [], 0, 0
+        self.stopped = False  # the callback asked to stop
+
+    def __call__(self, rec):
+        slack = None if self.slack is None else self.slack()
+        r = Record(iteration=rec.iteration, time=time.perf_counter() - self.t0,
+                   primal=-rec.primal, gap=rec.gap,
+                   n_oracle_calls=self.calls_before + rec.n_oracle_calls, delta=rec.delta,
+                   n_active=rec.n_active, step=rec.step, outer=self.outer,
+                   bound=None if slack is None else -rec.primal + rec.gap + slack)
+        self.records.append(r)
+        if self.verbose:
+            gap = "-" if r.gap is None else f"{r.gap:.3g}"
+            delta = "-" if r.delta is None else f"{r.delta:.2g}"
+            print(f"rho {r.outer:2d} it {r.iteration:4d}  TRW {r.primal:.6f}  gap {gap}  "
+                  f"delta {delta}  |V| {r.n_active}  MAP calls {r.n_oracle_calls}",
+                  file=sys.stderr)
+        proceed = None if self.callback is None else self.callback(r)
+        self.stopped = proceed is False
+        return proceed
+
+    def trace(self):
+        return Trace(self.records)
