@@ -18,3 +18,23 @@ def instance_path(relative):
     if not path.exists():
         raise NotImplementedError(f"{path} not found")
     return path
+
+
+def track_figure(key, unit=None):
+    """A ``track_*`` method returning ``float(self.figures[key])``: the figures a class's
+    ``setup`` picked from its ``setup_cache`` table (asv calls it with the parameters)."""
+    def track(self, *params):
+        return float(self.figures[key])
+    if unit is not None:
+        track.unit = unit
+    return track
+
+
+def built_models(makers):
+    """(name, model) for each ``{name: make}`` whose ``make()`` does not skip (raise
+    NotImplementedError: its instance file is absent)."""
+    for name, make in makers.items():
+        try:
+            yield name, make()
+        except NotImplementedError:
+            continue

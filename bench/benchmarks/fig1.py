@@ -18,7 +18,7 @@ from fwcore import PerturbResult, infer, loopy_bp, perturb_and_map, trbp
 from fwcore.oracles import available_oracles
 from fwcore.io.uai import read_mar, read_pr, read_uai
 
-from .common import INSTANCES, QUICK
+from .common import INSTANCES, QUICK, track_figure
 from .infer import zeta_mu
 
 THETAS = [0.5, 1, 2, 3, 4, 5, 6, 7, 8]
@@ -98,16 +98,9 @@ class Fig1:
         if (family, method) not in means:
             raise NotImplementedError(f"{INSTANCES / 'fw-inference'} not found, or pytoulbar2 "
                                       "not installed (Perturb-and-MAP)")
-        self.means = means[family, method]
+        self.figures = means[family, method]
 
-    def track_zeta_mu(self, means, family, method):
-        return float(self.means[0])
-
-    def track_zeta_log_z(self, means, family, method):
-        return float(self.means[1])
-
-    def track_map_calls(self, means, family, method):
-        return float(self.means[2])
-
-    def track_seconds(self, means, family, method):
-        return float(self.means[3])
+    track_zeta_mu = track_figure(0)
+    track_zeta_log_z = track_figure(1)
+    track_map_calls = track_figure(2)
+    track_seconds = track_figure(3, unit="s")

@@ -20,7 +20,7 @@ import fwcore
 from fwcore import infer, loopy_bp, trbp
 from fwcore.io.uai import read_mar, read_pr, read_uai
 
-from .common import INSTANCES, QUICK, instance_path
+from .common import INSTANCES, QUICK, instance_path, track_figure
 
 # the 5 instances per family that the paper code's figures (instances README) average over
 _FAMILIES = {
@@ -84,19 +84,12 @@ class InferFamily:
     def setup(self, table, family, method):
         if (family, method) not in table:
             raise NotImplementedError(f"{INSTANCES / 'fw-inference'} not found")
-        self.means = table[family, method]
+        self.figures = table[family, method]
 
-    def track_zeta_mu(self, table, family, method):
-        return float(self.means[0])
-
-    def track_bound_gap(self, table, family, method):
-        return float(self.means[1])
-
-    def track_map_calls(self, table, family, method):
-        return float(self.means[2])
-
-    def track_seconds(self, table, family, method):
-        return float(self.means[3])
+    track_zeta_mu = track_figure(0)
+    track_bound_gap = track_figure(1)
+    track_map_calls = track_figure(2)
+    track_seconds = track_figure(3, unit="s")
 
 
 class InferLargeGrid:

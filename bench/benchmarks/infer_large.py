@@ -24,7 +24,7 @@ import fwcore
 
 from fwcore.io.uai import read_mar, read_uai
 
-from .common import INSTANCES, QUICK
+from .common import INSTANCES, QUICK, built_models, track_figure
 from .reference import gibbs_marginals
 
 _SIDE = 30 if QUICK else 100
@@ -117,11 +117,7 @@ class InferLarge:
         """{(model, method): {figure: value}}, every model built once and solved once by
         every method; models whose files are absent are left out."""
         table = {}
-        for name, make in _LARGE.items():
-            try:
-                model = make()
-            except NotImplementedError:
-                continue
+        for name, model in built_models(_LARGE):
             for method, run in _LARGE_RUNS.items():
                 t0 = time.perf_counter()
                 result = run(model)
@@ -146,22 +142,9 @@ class InferLarge:
             raise NotImplementedError(f"{name} not found")
         self.figures = table[name, method]
 
-    def track_seconds(self, table, name, method):
-        return self.figures["seconds"]
-
-    def track_log_z_upper(self, table, name, method):
-        return self.figures["log_z_upper"]
-
-    def track_certified(self, table, name, method):
-        return self.figures["certified"]
-
-    def track_converged(self, table, name, method):
-        return self.figures["converged"]
-
-    def track_proven_gap(self, table, name, method):
-        return self.figures["proven_gap"]
-
-    def track_zeta_mu_official(self, table, name, method):
-        return self.figures["zeta"]
-
-    track_seconds.unit = "s"
+    track_seconds = track_figure("seconds", unit="s")
+    track_log_z_upper = track_figure("log_z_upper")
+    track_certified = track_figure("certified")
+    track_converged = track_figure("converged")
+    track_proven_gap = track_figure("proven_gap")
+    track_zeta_mu_official = track_figure("zeta")

@@ -17,11 +17,11 @@ import time
 from contextlib import contextmanager
 
 import fwcore
-from fwcore import barrier_fw
+from fwcore.marginals import barrier_fw
 from fwcore.fw import corrective
 from fwcore.oracles.base import MapOracle
 
-from .common import QUICK
+from .common import QUICK, track_figure
 
 #: the parts of a run and the functions whose time (outermost calls only) they count
 _PARTS = {
@@ -97,6 +97,7 @@ class InferScaling:
     def setup(self, table, side, oracle):
         self.iterations, self.total, self.seconds = table[side, oracle]
         self.n_iter = max(self.iterations, 1)
+        self.figures = {part: s / self.n_iter for part, s in self.seconds.items()}
 
     def track_n_iter(self, table, side, oracle):
         return self.iterations
@@ -111,25 +112,11 @@ class InferScaling:
         """The tree-decomposition TRW bound after the run (at most as long as the run)."""
         return self.seconds["dual_bound"]
 
-    @_seconds
-    def track_oracle_seconds_per_iteration(self, table, side, oracle):
-        return self.seconds["oracle"] / self.n_iter
-
-    @_seconds
-    def track_correction_seconds_per_iteration(self, table, side, oracle):
-        return self.seconds["corrections"] / self.n_iter
-
-    @_seconds
-    def track_local_search_seconds_per_iteration(self, table, side, oracle):
-        return self.seconds["local_search"] / self.n_iter
-
-    @_seconds
-    def track_rho_update_seconds_per_iteration(self, table, side, oracle):
-        return self.seconds["rho_update"] / self.n_iter
-
-    @_seconds
-    def track_initial_rho_seconds_per_iteration(self, table, side, oracle):
-        return self.seconds["initial_rho"] / self.n_iter
+    track_oracle_seconds_per_iteration = track_figure("oracle", unit="s")
+    track_correction_seconds_per_iteration = track_figure("corrections", unit="s")
+    track_local_search_seconds_per_iteration = track_figure("local_search", unit="s")
+    track_rho_update_seconds_per_iteration = track_figure("rho_update", unit="s")
+    track_initial_rho_seconds_per_iteration = track_figure("initial_rho", unit="s")
 
     @_seconds
     def track_other_seconds_per_iteration(self, table, side, oracle):
