@@ -55,7 +55,7 @@ _NEGATIVE = re.compile(rb"-[0.]*[1-9]")
 @functools.cache
 def base_files(reader):
     """Valid files for ``reader``, as bytes."""
-    from fwcore import uai
+    from fwcore.io import uai
     from fwcore.generators import potts_grid
     from fwcore.model import PairwiseMRF
 
@@ -148,7 +148,7 @@ def mutated(seed, reader, i):
 
 def misread(reader, out, raw, tmp):
     """Why ``out``, read from the bytes ``raw``, is wrong; None if it is not."""
-    from fwcore import uai
+    from fwcore.io import uai
     from fwcore.model import PairwiseMRF
 
     toks = raw.split()
@@ -263,7 +263,7 @@ def _on_alarm(signum, frame):
 
 
 def worker(reader, seed, start, n):
-    from fwcore import uai
+    from fwcore.io import uai
     read = getattr(uai, f"read_{reader}")
     with open("/proc/self/status") as f:
         vm = int(next(line for line in f if line.startswith("VmSize")).split()[1]) * 1024
