@@ -1,13 +1,16 @@
 """Argument checks shared by every entry point (DESIGN.md "Arguments").
 
 Each entry point declares a table ``{argument: constraint}`` (scikit-learn's
-``_parameter_constraints`` habit) and calls `check_params` once; a constraint is an
-`Interval`, an `Options`, a `Kind`, or a list of them of which one must hold (``None`` in
-the list allows None). Messages name the argument, the allowed values and what was given.
+``_parameter_constraints`` habit) and binds it to its signature with `validate_params`,
+which checks every call once, before the body runs; a constraint is an `Interval`, an
+`Options`, a `Kind`, or a list of them of which one must hold (``None`` in the list allows
+None). Messages name the argument, the allowed values and what was given.
 Also here: the one model check, the seed check, the one finite penalty for impossible
 states, and the feasibility checks (the one message for a model with no feasible
 assignment: `INFEASIBLE`).
 """
+import functools
+import inspect
 import math
 import numbers
 import weakref
@@ -18,10 +21,10 @@ import numpy as np
 from .factor_graph import FactorGraph
 from .model import PairwiseMRF, concat_ranges
 
-__all__ = ["Interval", "Options", "Kind", "check_params", "check_model", "check_seed",
-           "finite_penalty", "check_feasible", "check_bound_feasible", "check_lp_size",
-           "INFEASIBLE", "MAX_ABS_THETA", "AC_ROUNDS", "HIGHS_MEMORY_LIMIT", "CALLABLE", "EXECUTOR",
-           "TIME", "SEED"]
+__all__ = ["Interval", "Options", "Kind", "validate_params", "check_params", "check_model",
+           "check_seed", "finite_penalty", "check_feasible", "check_bound_feasible",
+           "check_lp_size", "INFEASIBLE", "MAX_ABS_THETA", "AC_ROUNDS", "HIGHS_MEMORY_LIMIT",
+           "CALLABLE", "EXECUTOR", "TIME", "SEED"]
 
 #: the one message for a model with no feasible assignment (log Z = -inf), from every entry
 #: point (`fwcore.exact` words it the same)
@@ -147,6 +150,48 @@ def check_params(table, **values):
             shown = type(value).__name__ if error is TypeError else repr(value)
             raise error(f"{name} must be {text}; got {shown}")
     return out
+
+
+def validate_params(table, unchecked=()):
+    """Decorator binding the constraint ``table`` to an entry point's signature.
+
+    Every named parameter of the function (all but a method's ``self`` and ``*args`` /
+    ``**kwargs``, which pass through as given) is either in ``table`` or named in
+    ``unchecked``: an argument with a check of its own (the model, `check_model`; an oracle
+    spec, the registry; a domain or an objective) or one used as it is. A table that
+    misses a parameter, names one the function does not have, or shares one with
+    ``unchecked`` is refused (ValueError) when the function is decorated.
+
+    At each call the arguments are bound to the signature (defaults applied), the tabled
+    ones checked by `check_params` and the function called with their converted values,
+    so its body reads plain argument names. The wrapper keeps the function's name, doc
+    and signature, and exposes the table as ``__fwcore_params__``; it composes with
+    `fwcore.factor_graph.solves_factor_graphs` in either order (fwcore puts it outside)."""
+    def bind(entry):
+        signature = inspect.signature(entry)
+        named = {name for name, p in signature.parameters.items() if name != "self"
+                 and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+        problems = [f"{sorted(names)} {why}" for names, why in (
+            (named - set(table) - set(unchecked), "in neither the table nor unchecked"),
+            ((set(table) | set(unchecked)) - named, "not parameters of the function"),
+            (set(table) & set(unchecked), "both in the table and unchecked")) if names]
+        if problems:
+            raise ValueError(f"validate_params on {entry.__qualname__}: "
+                             + "; ".join(problems))
+
+        @functools.wraps(entry)
+        def checked(*args, **kwargs):
+            try:
+                call = signature.bind(*args, **kwargs)
+            except TypeError as err:  # worded as Python words a call that does not fit
+                raise TypeError(f"{entry.__qualname__}() {err}") from None
+            call.apply_defaults()
+            call.arguments.update(check_params(table, **{name: call.arguments[name]
+                                                         for name in table}))
+            return entry(*call.args, **call.kwargs)
+        checked.__fwcore_params__ = table
+        return checked
+    return bind
 
 
 def check_model(model, name="model"):

@@ -6,6 +6,7 @@ Ctrl-C during ``infer`` or ``map`` prints the best result so far (status interru
 writes what ``--out`` asks for, and exits with status 130; before there is a result it
 exits with 130 at once."""
 import argparse
+import inspect
 import math
 import os
 import sys
@@ -21,6 +22,8 @@ __all__ = ["main"]
 _BAD_ARGUMENTS = 2  # argparse's own code for a bad command line
 _INTERRUPTED = 130
 _BROKEN_PIPE = 141  # 128 + SIGPIPE, as other tools in a pipeline report it
+#: node marginals printed unless --all
+_SHOWN = 20
 
 _EPILOG = """\
 examples:
@@ -31,7 +34,7 @@ examples:
 
 example models (--example NAME, or fwcore.datasets in Python): {examples}
 
-output: a summary and the node marginals on stdout (the first 20 unless --all), progress
+output: a summary and the node marginals on stdout (the first {shown} unless --all), progress
 on stderr (infer; --quiet for none; a tqdm bar with the 'progress' extra). With
 --out PREFIX, in the UAI competition's formats:
   PREFIX.MAR  node marginals (exact, infer)
@@ -104,7 +107,7 @@ def _report(args, model, lines, node_marginals, log_z):
     for line in lines:
         print(line)
     print("node marginals P(x_i = 0), P(x_i = 1), ...:")
-    _print_marginals(node_marginals, None if args.all else 20, sys.stdout)
+    _print_marginals(node_marginals, None if args.all else _SHOWN, sys.stdout)
     if wrote:
         print(wrote)
 
@@ -243,6 +246,17 @@ def _common(sub):
     sub.add_argument("--evid", help="evidence file (UAI .evid) clamping some variables")
 
 
+def _defaults(entry):
+    """{parameter: default} of the function ``entry``: the defaults of its command."""
+    return {name: p.default for name, p in inspect.signature(entry).parameters.items()}
+
+
+def _marginal_outputs(sub):
+    sub.add_argument("--out", metavar="PREFIX", help="write PREFIX.MAR and PREFIX.PR")
+    sub.add_argument("--all", action="store_true",
+                     help=f"print every marginal, not the first {_SHOWN}")
+
+
 def _solver_options(sub):
     sub.add_argument("--option", dest="oracle_options", action="append", metavar="KEY=VALUE",
                      help="option for the MAP solver, e.g. --option time_limit=10 (repeatable)")
@@ -250,7 +264,12 @@ def _solver_options(sub):
 
 
 def _parser():
+    from .exact import exact_inference
+    from .map import infer_map
+    from .marginals.barrier_fw import _PARAMS as infer_params, infer
+    from .marginals.rho import RHO_CHOICES
     from .oracles import available_oracles
+    infer_defaults = _defaults(infer)
     solvers = ("MAP solver: exact (the cheapest exact one: tree, bruteforce, elimination, "
                "toulbar2 or ilp), auto (that one when cheap, else portfolio), or one of: "
                + ", ".join(available_oracles()))
@@ -258,7 +277,7 @@ def _parser():
         prog="fwcore",
         description="Inference in discrete pairwise graphical models read from UAI files "
                     "(MARKOV format). Start with: fwcore infer MODEL.uai",
-        epilog=_EPILOG.format(examples=", ".join(datasets.names())),
+        epilog=_EPILOG.format(examples=", ".join(datasets.names()), shown=_SHOWN),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"fwcore {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -268,10 +287,10 @@ def _parser():
                     "variable elimination. Fails with a clear message when the model's "
                     "treewidth needs more memory than --memory-limit.")
     _common(ex)
-    ex.add_argument("--out", metavar="PREFIX", help="write PREFIX.MAR and PREFIX.PR")
-    ex.add_argument("--all", action="store_true", help="print every marginal, not the first 20")
-    ex.add_argument("--memory-limit", type=float, default=2048, metavar="MIB",
-                    help="largest elimination table allowed, in MiB (default 2048)")
+    _marginal_outputs(ex)
+    memory_limit = _defaults(exact_inference)["memory_limit"] / 2**20
+    ex.add_argument("--memory-limit", type=float, default=memory_limit, metavar="MIB",
+                    help=f"largest elimination table allowed, in MiB (default {memory_limit:g})")
     ex.set_defaults(run=_cmd_exact)
 
     inf = sub.add_parser(
@@ -283,32 +302,36 @@ def _parser():
                     "proves a bound (qpbo, trws, portfolio); icm and maxproduct give an "
                     "estimate.")
     _common(inf)
-    inf.add_argument("--oracle", default="auto",
+    inf.add_argument("--oracle", default=infer_defaults["oracle"],
                      help=solvers + " (default auto: exact marginals when the model is small "
                                     "enough, else Barrier FW with the approximate portfolio)")
     _solver_options(inf)
-    inf.add_argument("--domain", choices=["marginal", "local"], default="marginal",
+    inf.add_argument("--domain", choices=infer_params["domain"].values,
+                     default=infer_defaults["domain"],
                      help="optimise over the marginal polytope (default) or the local "
                           "polytope (TRW-BP's answer, with an LP oracle)")
-    inf.add_argument("--rho", default="matrix-tree", choices=["matrix-tree", "coupling", "uniform"],
-                     help="initial edge appearance probabilities (default matrix-tree)")
-    inf.add_argument("--rho-updates", type=int, default=10, metavar="N",
-                     help="outer updates of the edge appearance probabilities (default 10)")
-    inf.add_argument("--rho-step", choices=["line-search", "fixed"], default="line-search",
+    inf.add_argument("--rho", default=infer_defaults["rho"], choices=RHO_CHOICES,
+                     help="initial edge appearance probabilities "
+                          f"(default {infer_defaults['rho']})")
+    inf.add_argument("--rho-updates", type=int, default=infer_defaults["rho_updates"],
+                     metavar="N",
+                     help="outer updates of the edge appearance probabilities "
+                          f"(default {infer_defaults['rho_updates']})")
+    inf.add_argument("--rho-step", choices=infer_params["rho_step"].values,
+                     default=infer_defaults["rho_step"],
                      help="step of each rho update: minimise the bound along the update "
                           "(default) or the fixed schedule 2/(i+3)")
-    inf.add_argument("--tol", type=float, default=0.01,
+    inf.add_argument("--tol", type=float, default=infer_defaults["tol"],
                      help="FW gap in nats ending the last run, whose answer is returned "
-                          "(default 0.01)")
-    inf.add_argument("--rho-tol", type=float, default=0.5,
+                          f"(default {infer_defaults['tol']:g})")
+    inf.add_argument("--rho-tol", type=float, default=infer_defaults["rho_tol"],
                      help="FW gap in nats ending the runs before it, which only steer rho "
-                          "(default 0.5)")
+                          f"(default {infer_defaults['rho_tol']:g})")
     inf.add_argument("--no-local-search", dest="local_search", action="store_false",
                      help="no ICM-driven FW steps between MAP calls (more MAP calls)")
     inf.add_argument("--max-time", type=float, metavar="SECONDS",
                      help="stop after this long and return the best result so far")
-    inf.add_argument("--out", metavar="PREFIX", help="write PREFIX.MAR and PREFIX.PR")
-    inf.add_argument("--all", action="store_true", help="print every marginal, not the first 20")
+    _marginal_outputs(inf)
     inf.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     inf.set_defaults(run=_cmd_infer)
 
@@ -316,7 +339,8 @@ def _parser():
                         description="Maximise the log-score of an assignment with the chosen "
                                     "solver; exact solvers also prove optimality.")
     _common(mp)
-    mp.add_argument("--method", default="auto", help=solvers + " (default auto)")
+    method = _defaults(infer_map)["method"]
+    mp.add_argument("--method", default=method, help=solvers + f" (default {method})")
     _solver_options(mp)
     mp.add_argument("--time-limit", type=float, metavar="SECONDS",
                     help="time limit for the solver; the anytime solvers (portfolio, anneal) "

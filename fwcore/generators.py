@@ -7,24 +7,29 @@ map x ∈ {0, 1} to s = 2x − 1: a field θ_i s_i is the table [−θ_i, θ_i] 
 """
 import numpy as np
 
-from .checks import SEED, Interval, Kind, check_params
+from .checks import SEED, Interval, Kind, check_params, validate_params
 from .model import PairwiseMRF
 
 __all__ = ["grid_edges", "grid", "complete", "bipartite", "random_clique", "random_grid",
            "random_rbm", "potts_grid", "frustrated_clique", "segmentation_crf", "skip_grid"]
 
-_SIZES = {name: Interval(1, integer=True) for name in ("h", "w", "n", "n_left", "n_right",
-                                                        "n_labels")}
 #: intensity means of background (x = 0) and foreground (x = 1) in `segmentation_crf`
 SEGMENTATION_MEANS = (0.3, 0.7)
+_SIZE = Interval(1, integer=True)
 _NONNEG = Interval(0.0)
 _FLAG = Kind(lambda v: isinstance(v, (bool, np.bool_)), "True or False")
+_GRID = {"h": _SIZE, "w": _SIZE}
+#: the structural builders leave their potentials to the model constructor's checks
+_POTENTIALS = ("unary", "pairwise", "card")
+#: the arguments shared by the random families
+_RANDOM = {"coupling": _NONNEG, "field": _NONNEG, "seed": SEED}
+_OFFSETS = Kind(lambda o: isinstance(o, (tuple, list)), "a tuple of offsets")
 
 
+@validate_params(_GRID)
 def grid_edges(h, w):
     """Edges of an h × w 4-connected grid, variable r*w + c; for each cell in row-major
     order its right neighbour, then its down neighbour."""
-    check_params(_SIZES, h=h, w=w)
     return _offset_edges(h, w, 1)
 
 
@@ -38,22 +43,23 @@ def _offset_edges(h, w, d):
     return pairs[keep].reshape(-1, 2)
 
 
+@validate_params(_GRID, unchecked=_POTENTIALS)
 def grid(h, w, unary=None, pairwise=None, card=2):
     """An h × w grid MRF; edges in the order of `grid_edges`."""
     return _build(h * w, grid_edges(h, w), unary, pairwise, card)
 
 
+@validate_params({"n": _SIZE}, unchecked=_POTENTIALS)
 def complete(n, unary=None, pairwise=None, card=2):
     """The complete graph K_n; edges (i, j), i < j, in lexicographic order."""
-    check_params(_SIZES, n=n)
     i, j = np.triu_indices(n, k=1)
     return _build(n, np.stack([i, j], axis=1), unary, pairwise, card)
 
 
+@validate_params({"n_left": _SIZE, "n_right": _SIZE}, unchecked=_POTENTIALS)
 def bipartite(n_left, n_right, unary=None, pairwise=None, card=2):
     """The complete bipartite graph: variables 0..n_left-1 on the left, the rest on the
     right; edges (i, n_left + j) in row-major order of (i, j)."""
-    check_params(_SIZES, n_left=n_left, n_right=n_right)
     i, j = np.meshgrid(np.arange(n_left), np.arange(n_right), indexing="ij")
     edges = np.stack([i.ravel(), n_left + j.ravel()], axis=1)
     return _build(n_left + n_right, edges, unary, pairwise, card)
@@ -102,6 +108,7 @@ def _spin_pairwise(coupling):
     return np.stack([np.stack([c, -c], -1), np.stack([-c, c], -1)], -2)
 
 
+@validate_params({"n": _SIZE, **_RANDOM})
 def random_clique(n=10, coupling=2.0, field=1.0, seed=None):
     """Barrier FW's clique family: K_n, binary, θ_i ~ U[−field, field],
     θ_ij ~ U[−coupling, coupling], in spin form."""
@@ -112,6 +119,7 @@ def random_clique(n=10, coupling=2.0, field=1.0, seed=None):
     return complete(n, _spin_unary(f), _spin_pairwise(c))
 
 
+@validate_params({"h": _SIZE, "w": [_SIZE, None], **_RANDOM})
 def random_grid(h, w=None, coupling=4.0, field=1.0, seed=None):
     """Barrier FW's grid family: unary [θ_i, −θ_i] with θ_i ~ U[−field, field], pairwise
     [w, −w; −w, w] with w ~ U[−coupling, coupling]."""
@@ -123,6 +131,7 @@ def random_grid(h, w=None, coupling=4.0, field=1.0, seed=None):
     return grid(h, w, _spin_unary(-f), _spin_pairwise(c))
 
 
+@validate_params({"n_visible": _SIZE, "n_hidden": _SIZE, **_RANDOM})
 def random_rbm(n_visible=20, n_hidden=20, coupling=1.0, field=1.0, seed=None):
     """A restricted Boltzmann machine in spin form: complete bipartite graph between
     visible and hidden units, θ_i ~ U[−field, field], θ_ij ~ U[−coupling, coupling]."""
@@ -132,11 +141,11 @@ def random_rbm(n_visible=20, n_hidden=20, coupling=1.0, field=1.0, seed=None):
     return bipartite(n_visible, n_hidden, _spin_unary(f), _spin_pairwise(c))
 
 
+@validate_params({"h": _SIZE, "w": [_SIZE, None], "n_labels": _SIZE, **_RANDOM})
 def potts_grid(h, w=None, n_labels=3, coupling=1.0, field=1.0, seed=None):
     """A multi-label Potts grid: θ_i(k) ~ U[−field, field], θ_ij(k, l) = β_ij [k = l] with
     β_ij ~ U[−coupling, coupling] (mixed attractive and repulsive edges)."""
     w = h if w is None else w
-    check_params(_SIZES, n_labels=n_labels)
     rng = np.random.default_rng(seed)
     unary = rng.uniform(-field, field, (h * w, n_labels))
     edges = grid_edges(h, w)
@@ -144,6 +153,7 @@ def potts_grid(h, w=None, n_labels=3, coupling=1.0, field=1.0, seed=None):
     return grid(h, w, unary, beta[:, None, None] * np.eye(n_labels), card=n_labels)
 
 
+@validate_params({"n": _SIZE, **_RANDOM})
 def frustrated_clique(n=10, coupling=2.0, field=0.1, seed=None):
     """A fully frustrated binary clique: every coupling repulsive, θ_ij = −|U[0, coupling]|
     in spin form, so no assignment satisfies all edges; weak random fields."""
@@ -153,7 +163,9 @@ def frustrated_clique(n=10, coupling=2.0, field=0.1, seed=None):
     return complete(n, _spin_unary(f), _spin_pairwise(c))
 
 
-
+@validate_params({**_GRID, "n_shapes": Interval(0, integer=True),
+                  "noise": Interval(0.0, lo_open=True), "lam": _NONNEG,
+                  "repulsive": Interval(0.0, 1.0), "seed": SEED, "return_image": _FLAG})
 def segmentation_crf(h=100, w=120, n_shapes=3, noise=0.25, lam=1.0, repulsive=0.03,
                      seed=None, return_image=False):
     """A binary image-segmentation CRF of the size of Barrier FW's Horses (Sec. 5; N about
@@ -172,13 +184,7 @@ def segmentation_crf(h=100, w=120, n_shapes=3, noise=0.25, lam=1.0, repulsive=0.
     Returns the `PairwiseMRF`; with ``return_image=True`` the tuple (model, image, truth):
     the noisy image, float64 (h, w), and the foreground mask, bool (h, w).
     """
-    args = check_params({**_SIZES, "n_shapes": Interval(0, integer=True), "noise": Interval(0.0, lo_open=True), "lam": _NONNEG,
-                         "repulsive": Interval(0.0, 1.0), "seed": SEED,
-                         "return_image": _FLAG},
-                        h=h, w=w, n_shapes=n_shapes, noise=noise, lam=lam,
-                        repulsive=repulsive, seed=seed, return_image=return_image)
-    h, w, n_shapes, noise = args["h"], args["w"], args["n_shapes"], args["noise"]
-    rng = np.random.default_rng(args["seed"])
+    rng = np.random.default_rng(seed)
     side = min(h, w)
     centre = rng.uniform(0.15, 0.85, (n_shapes, 2)) * [h, w]
     axes = rng.uniform(0.1, 0.3, (n_shapes, 2)) * side + 0.5
@@ -197,12 +203,13 @@ def segmentation_crf(h=100, w=120, n_shapes=3, noise=0.25, lam=1.0, repulsive=0.
     d2 = (intensity[edges[:, 0]] - intensity[edges[:, 1]]) ** 2
     mean_d2 = d2.mean() if d2.size else 0.0
     beta = 1.0 / (2.0 * mean_d2) if mean_d2 > 0 else 0.0
-    weight = args["lam"] * np.exp(-beta * d2)
-    weight[rng.choice(len(edges), int(round(args["repulsive"] * len(edges))), replace=False)] *= -1
+    weight = lam * np.exp(-beta * d2)
+    weight[rng.choice(len(edges), int(round(repulsive * len(edges))), replace=False)] *= -1
     model = grid(h, w, unary, weight[:, None, None] * np.eye(2))
     return (model, image, truth) if return_image else model
 
 
+@validate_params({"h": _SIZE, "w": [_SIZE, None], "offsets": _OFFSETS, **_RANDOM})
 def skip_grid(h=80, w=None, offsets=(1, 2, 4), coupling=1.0, field=1.0, seed=None):
     """A frustrated binary grid with skip edges, like Barrier FW's Chinese characters
     (Sec. 5: "not a grid due to skip edges that tie nodes at various offsets", submodular
@@ -215,13 +222,8 @@ def skip_grid(h=80, w=None, offsets=(1, 2, 4), coupling=1.0, field=1.0, seed=Non
     [[θ_ij, −θ_ij], [−θ_ij, θ_ij]], fields drawn first.
     """
     w = h if w is None else w
-    args = check_params({**_SIZES, "coupling": _NONNEG, "field": _NONNEG, "seed": SEED,
-                         "offsets": Kind(lambda o: isinstance(o, (tuple, list)),
-                                         "a tuple of offsets")},
-                        h=h, w=w, coupling=coupling, field=field, seed=seed, offsets=offsets)
-    h, w = args["h"], args["w"]
-    offsets = [check_params({f"offsets[{k}]": Interval(1, integer=True)},
-                            **{f"offsets[{k}]": d})[f"offsets[{k}]"] for k, d in enumerate(offsets)]
+    offsets = [check_params({f"offsets[{k}]": _SIZE}, **{f"offsets[{k}]": d})[f"offsets[{k}]"]
+               for k, d in enumerate(offsets)]
     if not offsets:
         raise ValueError("offsets must hold at least one offset, e.g. (1, 2, 4)")
     if len(set(offsets)) < len(offsets):

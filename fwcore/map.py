@@ -5,7 +5,8 @@ import time
 
 import numpy as np
 
-from .checks import SEED, TIME, check_bound_feasible, check_feasible, check_model, check_params
+from .checks import SEED, TIME, check_bound_feasible, check_feasible, check_model, \
+    validate_params
 from .interrupt import Guard
 from .oracles._common import node_argmax
 from .oracles.base import resolve_oracle
@@ -18,6 +19,7 @@ __all__ = ["infer_map"]
 _PARAMS = {"time_limit": TIME, "seed": SEED}
 
 
+@validate_params(_PARAMS, unchecked=("model", "method"))
 @solves_factor_graphs
 def infer_map(model: PairwiseMRF | FactorGraph, method="auto", time_limit: float | None = None,
               seed: int | None = None, **options) -> MapResult:
@@ -47,14 +49,11 @@ def infer_map(model: PairwiseMRF | FactorGraph, method="auto", time_limit: float
     """
     start = time.perf_counter()
     model = check_feasible(check_model(model))
-    checked = check_params(_PARAMS, time_limit=time_limit, seed=seed)
-    oracle = resolve_oracle(method, model, seed=checked["seed"],
-                            anytime=checked["time_limit"] is not None, **options)
-    limit = checked["time_limit"]
-    if limit is not None:  # the checks and the oracle's construction count towards it
-        limit = max(limit - (time.perf_counter() - start), 1e-2)
+    oracle = resolve_oracle(method, model, seed=seed, anytime=time_limit is not None, **options)
+    if time_limit is not None:  # the checks and the oracle's construction count towards it
+        time_limit = max(time_limit - (time.perf_counter() - start), 1e-2)
     guard = Guard()
-    x = guard(oracle.argmax, model.theta, time_limit=limit)
+    x = guard(oracle.argmax, model.theta, time_limit=time_limit)
     if guard.interrupted:  # Ctrl-C: the best node scores, no bound
         x, bound, status = node_argmax(model, model.theta), None, Status.INTERRUPTED
     else:

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ..checks import CALLABLE, Interval, check_params
+from ..checks import CALLABLE, Interval, validate_params
 
 __all__ = ["CorrectiveStep", "MFWCorrection", "LocalSearch"]
 
@@ -35,13 +35,11 @@ class MFWCorrection(CorrectiveStep):
     start when ``initial`` (Barrier FW Alg. 2 line 23). ``last_gap`` is the last pFW gap of
     the current run (0 before its first correction)."""
 
-    _params = {"max_steps": Interval(0, integer=True), "every": Interval(1, integer=True),
-               "work": [Interval(1.0), None], "tol": [Interval(0.0), CALLABLE, None]}
-
+    @validate_params({"max_steps": Interval(0, integer=True),
+                      "tol": [Interval(0.0), CALLABLE, None], "every": Interval(1, integer=True),
+                      "work": [Interval(1.0), None]}, unchecked=("initial",))
     def __init__(self, max_steps=100, tol=None, every=1, work=None, initial=False):
-        p = check_params(self._params, max_steps=max_steps, tol=tol, every=every, work=work)
-        self.max_steps, self.tol, self.every, self.work = \
-            p["max_steps"], p["tol"], p["every"], p["work"]
+        self.max_steps, self.tol, self.every, self.work = max_steps, tol, every, work
         self.initial = bool(initial)
         self.last_gap = 0.0
 
@@ -85,10 +83,9 @@ class LocalSearch(CorrectiveStep):
     each joins V. Stops early when a step makes no progress (the next search would start
     from the same point)."""
 
+    @validate_params({"local_lmo": CALLABLE, "steps": Interval(0, integer=True)})
     def __init__(self, local_lmo, steps=30):
-        p = check_params({"local_lmo": CALLABLE, "steps": Interval(0, integer=True)},
-                         local_lmo=local_lmo, steps=steps)
-        self.local_lmo, self.steps = p["local_lmo"], p["steps"]
+        self.local_lmo, self.steps = local_lmo, steps
 
     def after_fw_step(self, run, s, gap):
         for t in range(self.steps):

@@ -13,7 +13,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ..checks import CALLABLE, TIME, Interval, Options, check_params
+from ..checks import CALLABLE, TIME, Interval, Options, validate_params
 from ..results import Record, Status, StepType, Trace
 from .active_set import ActiveSet
 from .corrective import CorrectiveStep, MFWCorrection
@@ -37,7 +37,7 @@ def adaptive_delta(delta, gap, uniform_gap):
     return delta
 
 
-#: the engine's arguments (checked once at the entry points)
+#: the engine's arguments: `frank_wolfe`'s table; the other entry points check some of them
 _PARAMS = {
     "method": Options(*METHODS),
     "tol": Interval(0.0),
@@ -393,6 +393,8 @@ class _ActiveSetFW(_Run):
             active.remove(int(i))
 
 
+@validate_params(_PARAMS, unchecked=("objective", "domain", "step", "init", "corrections",
+                                     "trace", "debug"))
 def frank_wolfe(objective, domain, *, method="fw", step="exact", tol=1e-6, max_iter=1000,
                 max_oracle_calls=None, max_time=None, callback=None, init=None, delta=0.0,
                 delta_rule=None, corrections=None, max_vertices=None, drop_tol=1e-12,
@@ -428,10 +430,6 @@ def frank_wolfe(objective, domain, *, method="fw", step="exact", tol=1e-6, max_i
     """
     _check_objective(objective)
     check_domain(domain)
-    p = check_params(_PARAMS, method=method, tol=tol, max_iter=max_iter,
-                     max_oracle_calls=max_oracle_calls, max_time=max_time, delta=delta,
-                     drop_tol=drop_tol, refresh_every=refresh_every, max_vertices=max_vertices,
-                     callback=callback, delta_rule=delta_rule)
     if corrections is None:
         corrections = [MFWCorrection()] if method == "fcfw" else []
     corrections = tuple(corrections)
@@ -441,16 +439,18 @@ def frank_wolfe(objective, domain, *, method="fw", step="exact", tol=1e-6, max_i
         if not isinstance(c, CorrectiveStep):
             raise TypeError("corrections must be fwcore.fw.CorrectiveStep objects; got "
                             f"{type(c).__name__}")
-    if (p["delta"] > 0 or delta_rule is not None) and domain.u0 is None:
+    if (delta > 0 or delta_rule is not None) and domain.u0 is None:
         raise ValueError("delta > 0 and delta_rule need an interior point: give the domain a u0")
-    options = ActiveSetOptions(method=method, rule=make_step_rule(step), delta=p["delta"],
+    options = ActiveSetOptions(method=method, rule=make_step_rule(step), delta=delta,
                                delta_rule=delta_rule, corrections=corrections,
-                               drop_tol=p["drop_tol"], refresh_every=p["refresh_every"],
-                               max_vertices=p["max_vertices"], debug=bool(debug))
-    stop = Stopping(p["tol"], p["max_iter"], p["max_oracle_calls"], p["max_time"])
+                               drop_tol=drop_tol, refresh_every=refresh_every,
+                               max_vertices=max_vertices, debug=bool(debug))
+    stop = Stopping(tol, max_iter, max_oracle_calls, max_time)
     return _ActiveSetFW(objective, domain, options, stop, callback, bool(trace), init).run()
 
 
+@validate_params({name: _PARAMS[name] for name in ("delta", "max_time")},
+                 unchecked=("objective", "domain", "init", "correction", "step"))
 def correct(objective, domain, init, correction, *, delta=0.0, max_time=None, step="exact"):
     """Barrier FW Alg. 5 on its own: the `MFWCorrection` ``correction`` (away steps, Alg. 3)
     over the contracted hull conv(V_delta) of the atoms of ``init`` (an ``(atoms,
@@ -460,13 +460,12 @@ def correct(objective, domain, init, correction, *, delta=0.0, max_time=None, st
     ``n_oracle_calls`` is 0."""
     _check_objective(objective)
     check_domain(domain)
-    p = check_params(_PARAMS, max_time=max_time, delta=delta)
     if not isinstance(correction, MFWCorrection):
         raise TypeError(f"correction must be a fwcore.fw.MFWCorrection; got {type(correction).__name__}")
-    if p["delta"] > 0 and domain.u0 is None:
+    if delta > 0 and domain.u0 is None:
         raise ValueError("delta > 0 needs an interior point: give the domain a u0")
-    options = ActiveSetOptions(method="fcfw", rule=make_step_rule(step), delta=p["delta"])
-    run = _ActiveSetFW(objective, domain, options, Stopping(0.0, 0, None, p["max_time"]),
+    options = ActiveSetOptions(method="fcfw", rule=make_step_rule(step), delta=delta)
+    run = _ActiveSetFW(objective, domain, options, Stopping(0.0, 0, None, max_time),
                        init=init)
     correction.last_gap = 0.0
     n_steps = correction.correct(run)
@@ -546,6 +545,9 @@ class _BlockFW(_Run):
         return StepType.BLOCK
 
 
+@validate_params({name: _PARAMS[name] for name in ("tol", "max_iter", "max_oracle_calls",
+                                                  "max_time", "callback")},
+                 unchecked=("objective", "domain", "step", "seed", "averaging", "trace"))
 def block_coordinate_frank_wolfe(objective, domain, *, step="exact", tol=1e-6, max_iter=1000,
                                  max_oracle_calls=None, max_time=None, callback=None, seed=0,
                                  averaging=True, trace=True):
@@ -559,8 +561,6 @@ def block_coordinate_frank_wolfe(objective, domain, *, step="exact", tol=1e-6, m
     _check_objective(objective)
     if not isinstance(domain, ProductDomain):
         raise TypeError(f"block_coordinate_frank_wolfe needs a ProductDomain; got {type(domain).__name__}")
-    p = check_params(_PARAMS, tol=tol, max_iter=max_iter, max_oracle_calls=max_oracle_calls,
-                     max_time=max_time, callback=callback)
-    stop = Stopping(p["tol"], p["max_iter"], p["max_oracle_calls"], p["max_time"])
+    stop = Stopping(tol, max_iter, max_oracle_calls, max_time)
     return _BlockFW(objective, domain, make_step_rule(step), stop, callback, bool(trace), seed,
                     bool(averaging)).run()

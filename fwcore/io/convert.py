@@ -10,12 +10,17 @@ imported here: the converters read the objects they are given.
 """
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 import numpy as np
 
+from ..checks import Kind, validate_params
 from ..factor_graph import FactorGraph, model_from_factors
 from ..model import PairwiseMRF
 
 __all__ = ["from_pgmpy", "from_pyagrum", "from_networkx"]
+
+_ATTRIBUTE = Kind(lambda key: isinstance(key, Hashable), "a networkx attribute name (hashable)")
 
 
 def from_pgmpy(network) -> tuple[PairwiseMRF | FactorGraph, list]:
@@ -54,6 +59,8 @@ def from_pyagrum(network) -> tuple[PairwiseMRF | FactorGraph, list]:
     return _model(tables, order)
 
 
+@validate_params({"card": _ATTRIBUTE, "unary": _ATTRIBUTE, "pairwise": _ATTRIBUTE},
+                 unchecked=("graph",))
 def from_networkx(graph, card: str = "card", unary: str = "unary",
                   pairwise: str = "pairwise") -> tuple[PairwiseMRF, list]:
     """A pairwise model from a networkx graph: node attribute ``card`` (the number of

@@ -30,7 +30,7 @@ from numbers import Integral
 
 import numpy as np
 
-from ..checks import check_model
+from ..checks import Options, check_model, validate_params
 from ..factor_graph import FactorGraph, model_from_factors
 from ..model import PairwiseMRF
 
@@ -374,10 +374,9 @@ def _parse_map(t):
     return x
 
 
+@validate_params({"header": Options("MAP", "MPE")}, unchecked=("path", "assignment"))
 def write_map(path, assignment, header="MAP"):
     """Write an assignment as a ``.MAP`` (or, with ``header="MPE"``, ``.MPE``) file."""
-    if header not in ("MAP", "MPE"):
-        raise ValueError(f"header must be 'MAP' or 'MPE'; got {header!r}")
     x = _int_array("assignment", assignment)
     _write(path, [header, " ".join(map(str, [x.size, *x]))])
 

@@ -3,13 +3,19 @@ grid CRFs and point-set matching."""
 import numpy as np
 from scipy.ndimage import gaussian_filter
 
-from ..checks import Interval, check_params
+from ..checks import SEED, Interval, validate_params
 from ..generators import grid_edges
 from .crf import CRFExample
 
 __all__ = ["synthetic_segmentation", "segmentation_images", "noisy_point_matching"]
 
+_COUNT = Interval(0, integer=True)
+_SIZE = Interval(1, integer=True)
+_NONNEG = Interval(0.0)
 
+
+@validate_params({"n_images": _COUNT, "size": _SIZE, "noise": _NONNEG, "smooth": _NONNEG,
+                  "seed": SEED})
 def synthetic_segmentation(n_images, size=12, noise=1.0, smooth=2.0, seed=0):
     """(X, Y): smooth random binary masks (thresholded Gaussian-filtered noise) observed
     through additive Gaussian noise of standard deviation ``noise``. Node features
@@ -30,6 +36,7 @@ def synthetic_segmentation(n_images, size=12, noise=1.0, smooth=2.0, seed=0):
     return X, Y
 
 
+@validate_params({"n_examples": _COUNT, "n_points": _SIZE, "noise": _NONNEG, "seed": SEED})
 def noisy_point_matching(n_examples, n_points=10, noise=0.03, seed=0):
     """(X, Y) for bipartite matching: uniform points p in the unit square and a randomly
     permuted noisy copy q (q[y] = p + noise·N(0, 1)); the edge feature of (i, j) is
@@ -46,6 +53,7 @@ def noisy_point_matching(n_examples, n_points=10, noise=0.03, seed=0):
     return X, Y
 
 
+@validate_params({"n_images": _SIZE, "size": Interval(8, integer=True), "seed": SEED})
 def segmentation_images(n_images, size=100, seed=0):
     """(images [n, size, size, 3] in [0, 1], masks [n, size, size] of 0/1): figure-ground
     scenes for a segmentation benchmark at realistic sizes. Each scene has a background of
@@ -54,8 +62,6 @@ def segmentation_images(n_images, size=100, seed=0):
     shifts from scene to scene and with coarser, stronger texture; the whole image then
     gets sensor noise. Neither colour nor texture alone separates the classes in every
     scene (`segmentation_features` gives a CRF both, with contrast-sensitive edges)."""
-    check_params({"n_images": Interval(1, integer=True), "size": Interval(8, integer=True)},
-                 n_images=n_images, size=size)
     rng = np.random.default_rng(seed)
     rows, cols = np.mgrid[0:size, 0:size] / size
     images = np.empty((n_images, size, size, 3))

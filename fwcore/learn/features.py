@@ -22,7 +22,7 @@ descriptors.
 import numpy as np
 from scipy.ndimage import gaussian_filter, sobel
 
-from ..checks import Interval, check_params
+from ..checks import Interval, validate_params
 from ..generators import grid_edges
 
 __all__ = ["segmentation_features", "shape_context", "distance_profile", "matching_features"]
@@ -89,7 +89,7 @@ def _check_points(points, name):
     return p
 
 
-_COUNTS = {name: Interval(1, integer=True) for name in ("n_radial", "n_angular", "n_quantiles")}
+_COUNT = Interval(1, integer=True)
 
 
 def _normalised_offsets(p, name):
@@ -103,12 +103,11 @@ def _normalised_offsets(p, name):
     return diff / scale, dist / scale
 
 
+@validate_params({"n_radial": _COUNT, "n_angular": _COUNT}, unchecked=("points",))
 def shape_context(points, n_radial=5, n_angular=12):
     """Log-polar histograms [n, n_radial, n_angular] of the other points' positions relative
     to each point (fractions of the n − 1 others, rows sum to 1)."""
     p = _check_points(points, "points")
-    counts = check_params(_COUNTS, n_radial=n_radial, n_angular=n_angular)
-    n_radial, n_angular = counts["n_radial"], counts["n_angular"]
     diff, dist = _normalised_offsets(p, "points")
     n = len(p)
     inner = np.geomspace(R_INNER, R_OUTER, n_radial + 1)[1:-1]  # ring boundaries
@@ -121,11 +120,11 @@ def shape_context(points, n_radial=5, n_angular=12):
     return hist.reshape(n, n_radial, n_angular)
 
 
+@validate_params({"n_quantiles": _COUNT}, unchecked=("points",))
 def distance_profile(points, n_quantiles=5):
     """Quantiles [n, n_quantiles] at levels 0, 1/(q−1), ..., 1 (0.5 if q = 1) of each point's
     distances to the others, in mean pairwise distances."""
     p = _check_points(points, "points")
-    n_quantiles = check_params(_COUNTS, n_quantiles=n_quantiles)["n_quantiles"]
     _, dist = _normalised_offsets(p, "points")
     n = len(p)
     others = dist[~np.eye(n, dtype=bool)].reshape(n, n - 1)
@@ -139,6 +138,8 @@ def _chi2(a, b):
     return 0.5 * np.sum(np.divide((a - b) ** 2, s, out=np.zeros_like(s), where=s > 0), axis=-1)
 
 
+@validate_params({"n_radial": _COUNT, "n_angular": _COUNT, "n_quantiles": _COUNT},
+                 unchecked=("P", "Q"))
 def matching_features(P, Q, n_radial=5, n_angular=12, n_quantiles=5):
     """Edge features G [n, m, n_radial + n_quantiles] for matching point i of P to point j
     of Q: −χ² per shape-context ring, then −|difference| per distance quantile."""

@@ -1,10 +1,11 @@
 """Many independent inference problems at once, on any `concurrent.futures.Executor`."""
 from .barrier_fw import infer
-from ..checks import EXECUTOR, check_params
+from ..checks import EXECUTOR, validate_params
 
 __all__ = ["infer_many"]
 
 
+@validate_params({"executor": [EXECUTOR, None]}, unchecked=("models",))
 def infer_many(models, executor=None, **kwargs):
     """`fwcore.infer` on each model, in order; ``kwargs`` are passed to every call.
 
@@ -17,6 +18,5 @@ def infer_many(models, executor=None, **kwargs):
     models = list(models)
     if executor is None:
         return [infer(m, **kwargs) for m in models]
-    check_params({"executor": EXECUTOR}, executor=executor)
     futures = [executor.submit(infer, m, **kwargs) for m in models]
     return [f.result() for f in futures]

@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from .. import _kernels
-from ..checks import BOOL, Interval, check_params, check_seed
+from ..checks import BOOL, Interval, check_seed, validate_params
 from ..model import PairwiseMRF
 from ..results import Status
 from .approximate import QPBOOracle
@@ -63,18 +63,15 @@ class AnnealOracle(MapOracle):
     takes_seed = True
     takes_anytime = True
 
-    _params = {"sweeps": Interval(1, integer=True), "t_start": Interval(0.0, lo_open=True),
-               "t_end": Interval(0.0, lo_open=True), "anytime": BOOL}
-
+    @validate_params({"sweeps": Interval(1, integer=True), "t_start": Interval(0.0, lo_open=True),
+                      "t_end": Interval(0.0, lo_open=True), "anytime": BOOL},
+                     unchecked=("model", "seed"))
     def __init__(self, model, sweeps=1000, t_start=1.0, t_end=0.01, anytime=False, seed=None):
         super().__init__(model)
-        checked = check_params(self._params, sweeps=sweeps, t_start=t_start, t_end=t_end,
-                               anytime=anytime)
-        if checked["t_end"] > checked["t_start"]:
-            raise ValueError(f"t_end must be <= t_start; got t_end={t_end}, t_start={t_start}")
-        self.sweeps, self.t_start, self.t_end = checked["sweeps"], checked["t_start"], \
-            checked["t_end"]
-        self.anytime = checked["anytime"]
+        if t_end > t_start:
+            raise ValueError(f"t_end must be <= t_start; got t_end={t_end:g}, "
+                             f"t_start={t_start:g}")
+        self.sweeps, self.t_start, self.t_end, self.anytime = sweeps, t_start, t_end, anytime
         self._rng = check_seed(seed)
         n = model.n_vars
         self._best, self._log = np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32)
@@ -189,10 +186,10 @@ class ExpansionOracle(MapOracle):
 
     name = "expansion"
 
+    @validate_params({"max_cycles": Interval(1, integer=True)}, unchecked=("model",))
     def __init__(self, model, max_cycles=20):
         super().__init__(model)
-        self.max_cycles = check_params({"max_cycles": Interval(1, integer=True)},
-                                       max_cycles=max_cycles)["max_cycles"]
+        self.max_cycles = max_cycles
         self.fusion = Fusion(model)
         self.n_cycles = 0
 

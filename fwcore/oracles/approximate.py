@@ -9,7 +9,7 @@ import time
 import numpy as np
 
 from .. import _kernels, _oracles
-from ..checks import BOOL, Interval, TIME, check_params, check_seed, finite_penalty
+from ..checks import BOOL, Interval, TIME, check_seed, finite_penalty, validate_params
 from ..results import Status
 from .base import MapOracle, register_oracle
 from ._common import node_argmax
@@ -18,6 +18,9 @@ __all__ = ["ICMOracle", "QPBOOracle", "TRWSOracle", "MaxProductOracle"]
 
 
 _SWEEPS = {"max_sweeps": Interval(1, integer=True)}
+#: the arguments that TRW-S and max-product share
+_MESSAGE_PASSING = {"max_iter": Interval(1, integer=True), "tol": Interval(0.0, lo_open=True),
+                    "time_limit": TIME}
 
 
 def _run_icm(model, scores, x, max_sweeps, order=None, seed=None):
@@ -41,9 +44,10 @@ class ICMOracle(MapOracle):
     name = "icm"
     takes_seed = True
 
+    @validate_params(_SWEEPS, unchecked=("model", "seed"))
     def __init__(self, model, max_sweeps=100, seed=None):
         super().__init__(model)
-        self.max_sweeps = check_params(_SWEEPS, max_sweeps=max_sweeps)["max_sweeps"]
+        self.max_sweeps = max_sweeps
         self._rng = None if seed is None else check_seed(seed)
         self.n_sweeps = 0
 
@@ -77,6 +81,7 @@ class QPBOOracle(MapOracle):
 
     name = "qpbo"
 
+    @validate_params(_SWEEPS, unchecked=("model",))
     def __init__(self, model, max_sweeps=100):
         super().__init__(model)
         if model.n_vars and (model.card != 2).any():
@@ -86,7 +91,7 @@ class QPBOOracle(MapOracle):
                              "oracle for multi-label models")
         if 4 * model.n_edges >= 2**31 or 2 * model.n_vars >= 2**31:
             raise ValueError("the qpbo oracle's graph would exceed 2**31 arcs or nodes")
-        self.max_sweeps = check_params(_SWEEPS, max_sweeps=max_sweeps)["max_sweeps"]
+        self.max_sweeps = max_sweeps
         n, n_arcs = model.n_vars, 4 * model.n_edges
         # p_i owns the adjacency slot range of i, p̄_i the same range shifted by 2E
         self._arc_start = np.concatenate([model.adj_start, 2 * model.n_edges
@@ -130,16 +135,12 @@ class QPBOOracle(MapOracle):
 
 
 class _MessagePassing(MapOracle):
-    """Shared set-up of TRW-S and max-product: message storage and the stopping loop."""
-
-    _params = {"max_iter": Interval(1, integer=True), "tol": Interval(0.0, lo_open=True),
-               "time_limit": TIME}
+    """Shared set-up of TRW-S and max-product: message storage and the stopping loop
+    (arguments checked by the subclasses, `_MESSAGE_PASSING`)."""
 
     def __init__(self, model, max_iter, tol, time_limit):
         super().__init__(model)
-        checked = check_params(self._params, max_iter=max_iter, tol=tol, time_limit=time_limit)
-        self.max_iter, self.tol, self.time_limit = checked["max_iter"], checked["tol"], \
-            checked["time_limit"]
+        self.max_iter, self.tol, self.time_limit = max_iter, tol, time_limit
         card = model.card.astype(np.int64)
         sizes = card[model.edges[:, 0]] + card[model.edges[:, 1]]
         self._msg_off = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
@@ -183,10 +184,10 @@ class TRWSOracle(_MessagePassing):
 
     name = "trws"
 
+    @validate_params({**_MESSAGE_PASSING, "warm_start": BOOL}, unchecked=("model",))
     def __init__(self, model, max_iter=100, tol=1e-6, time_limit=None, warm_start=True):
         super().__init__(model, max_iter, tol, time_limit)
-        self.warm_start = check_params({"warm_start": BOOL}, warm_start=warm_start)[
-            "warm_start"]
+        self.warm_start = warm_start
         earlier = np.zeros(model.n_vars, dtype=np.int64)
         np.add.at(earlier, model.edges[:, 1], 1)
         later = np.bincount(model.edges[:, 0], minlength=model.n_vars)
@@ -239,10 +240,11 @@ class MaxProductOracle(_MessagePassing):
 
     name = "maxproduct"
 
+    @validate_params({**_MESSAGE_PASSING, "damping": Interval(0.0, 1.0, hi_open=True)},
+                     unchecked=("model",))
     def __init__(self, model, max_iter=100, damping=0.5, tol=1e-6, time_limit=None):
         super().__init__(model, max_iter, tol, time_limit)
-        self.damping = check_params({"damping": Interval(0.0, 1.0, hi_open=True)},
-                                    damping=damping)["damping"]
+        self.damping = damping
         self._ones = np.ones(model.n_vars)
         self._zeros = np.zeros(model.n_vars)
 

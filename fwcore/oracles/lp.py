@@ -11,8 +11,8 @@ import numpy as np
 from scipy.optimize import linprog
 
 from .. import _kernels
-from ..checks import HIGHS_MEMORY_LIMIT, TIME, Options, check_lp_size, check_params, \
-    finite_penalty
+from ..checks import HIGHS_MEMORY_LIMIT, TIME, Options, check_lp_size, finite_penalty, \
+    validate_params
 from ..results import Status
 from .base import LPOracle, register_oracle
 from ._common import local_polytope_constraints, lp_objective, node_argmax, run_highs
@@ -54,12 +54,12 @@ class LocalPolytopeLP(LPOracle):
     name = "lp"
     exact = False
 
+    @validate_params({"time_limit": TIME, "solver": Options(*_SOLVERS)},
+                     unchecked=("model", "memory_limit"))
     def __init__(self, model, time_limit=None, solver="highs-ds", memory_limit=HIGHS_MEMORY_LIMIT):
         super().__init__(model)
         check_lp_size(model, "lp", memory_limit)
-        checked = check_params({"time_limit": TIME, "solver": Options(*_SOLVERS)},
-                               time_limit=time_limit, solver=solver)
-        self.time_limit, self.solver = checked["time_limit"], checked["solver"]
+        self.time_limit, self.solver = time_limit, solver
         self._a_eq, self._b_eq = local_polytope_constraints(model)
 
     def argmax_marginals(self, scores, time_limit=None):
