@@ -31,9 +31,9 @@ from ..checks import CALLABLE, SEED, TIME, Interval, Options, check_bound_feasib
     check_feasible, check_model, check_params, finite_penalty
 from ..fw import (Domain, LocalSearch, MFWCorrection, adaptive_delta, correct, frank_wolfe,
                  safeguarded_newton)
+from ..auto import barrier_fw_oracle, infer_exact_method
 from ..interrupt import Guard
-from ..exact import EliminationPlan, exact_inference, fits_bruteforce
-from .bp import loopy_bp
+from ..exact import exact_inference
 from .result import MarginalResult, Recorder
 from ..oracles.base import LPOracle, resolve_oracle
 from ..results import Status
@@ -58,17 +58,6 @@ _MAX_VERTICES = 256
 #: rho line search: relative tolerance on B' and bracket, and most corrections per update
 _RHO_LINE_SEARCH_TOL = 0.01
 _RHO_LINE_SEARCH_STEPS = 8
-#: oracle="auto" returns exact marginals when variable elimination takes at most this many
-#: table entries and AUTO_EXACT_BYTES of memory, or the model has at most
-#: AUTO_BRUTEFORCE_STATES joint states. An entry costs about 30 ns (_SECONDS_PER_ENTRY,
-#: the `fwcore._elim` kernel): 20x20 binary grid 1.5e8 entries, 4 s (1.2-1.7x TRBP), where
-#: Barrier FW with the portfolio took longer for marginals 0.1 off; its stored messages
-#: take 600 MB
-AUTO_EXACT_ENTRIES = 2e8
-AUTO_EXACT_BYTES = 2**30
-_SECONDS_PER_ENTRY = 3e-8
-#: most BP sweeps for exact marginals on a forest (its diameter; longer chains: elimination)
-_TREE_SWEEPS = 1000
 #: share of max_time an approximate oracle's run leaves to `fwcore.marginals.trw_dual.trw_dual_bound`
 _DUAL_BOUND_SHARE = 0.2
 #: ICM sweeps per local-search vertex and local-search steps when ``local_search=True``
@@ -203,17 +192,15 @@ class LocalPolytope(_OraclePolytope):
 
 
 def _make_domain(model, oracle, domain, seed):
+    """The polytope over which Barrier FW runs, with the oracle `barrier_fw_oracle` names."""
+    spec = barrier_fw_oracle(oracle, domain)
     if domain == "local":
-        lp = resolve_oracle("lp" if isinstance(oracle, str) and oracle in ("auto", "exact")
-                            else oracle, model)
+        lp = resolve_oracle(spec, model)
         if not isinstance(lp, LPOracle):
             raise ValueError("domain='local' uses the local-polytope LP: give oracle='auto', "
                              f"'exact' or 'lp' (or a fwcore.oracles.LPOracle); got {oracle!r}")
         return LocalPolytope(model, lp)
-    # oracle="auto" past the exact shortcut: an exact MAP call would cost about as much as
-    # exact inference, and Barrier FW makes dozens
-    resolved = resolve_oracle("portfolio" if isinstance(oracle, str) and oracle == "auto"
-                              else oracle, model, seed=seed)
+    resolved = resolve_oracle(spec, model, seed=seed)
     if isinstance(resolved, LPOracle):
         raise ValueError("oracle='lp' optimises over the local polytope: use domain='local'")
     return MarginalPolytope(model, resolved, seed)
@@ -353,10 +340,9 @@ def infer(model: PairwiseMRF | FactorGraph, *, oracle="auto", domain: str = "mar
     tol, rho_tol, max_time = p["tol"], max(p["rho_tol"], p["tol"]), p["max_time"]
     try:  # Ctrl-C in the set-up (or in exact inference) returns u0: nothing measured yet
         given = check_feasible(model)
-        if isinstance(oracle, str) and oracle == "auto" and domain == "marginal":
-            method = _cheap_exact_method(model, max_time)
-            if method is not None:
-                return _exact_result(model, method, t0)
+        method = infer_exact_method(model, oracle, domain, max_time)
+        if method is not None:
+            return _exact_result(model, method, t0)
         if np.isneginf(model.theta).any():
             log_states = float(np.log(model.card.astype(np.float64)).sum())
             model = model.with_theta(finite_penalty(model, model.theta, 50.0 + log_states))
@@ -470,25 +456,6 @@ def infer(model: PairwiseMRF | FactorGraph, *, oracle="auto", domain: str = "mar
         method=f"barrier-fw/{domain}", trace=recorder.trace())
 
 
-def _cheap_exact_method(model, max_time):
-    """How to get exact marginals for oracle="auto" when they cost less than Barrier FW:
-    brute force up to AUTO_BRUTEFORCE_STATES states, "tree" on a forest (`_exact_result`),
-    or elimination within AUTO_EXACT_ENTRIES table entries (and half of ``max_time``) and
-    AUTO_EXACT_BYTES; else None."""
-    if fits_bruteforce(model):
-        return "bruteforce"
-    if model.is_forest():
-        return "tree"
-    budget = AUTO_EXACT_ENTRIES
-    if max_time is not None:
-        budget = min(budget, 0.5 * max_time / _SECONDS_PER_ENTRY)
-    try:  # refuses a model over the budget quickly (`fwcore.exact.EliminationPlan`)
-        plan = EliminationPlan(model, min(8 * budget, AUTO_EXACT_BYTES))
-    except ValueError:
-        return None
-    return "elimination" if plan.work <= budget else None
-
-
 def _interrupted_in_set_up(model, domain, delta, t0):
     """The answer to Ctrl-C before the first iterate: u0, no gap, no bound (uniform rho)."""
     rho = initial_rho(model, "uniform")
@@ -501,25 +468,12 @@ def _interrupted_in_set_up(model, domain, delta, t0):
 
 
 def _exact_result(model, method, t0):
-    """Exact marginals as a MarginalResult: the bound is log Z itself, the gap 0. On a
-    forest ("tree") sum-product BP without damping reaches its fixed point, where the
-    beliefs are the marginals and the Bethe free energy is log Z, after as many sweeps as
-    the diameter (up to _TREE_SWEEPS; else elimination): measured on a 20,000-variable
-    random tree, 0.7 s against elimination's 12 s (its Python loop per variable), marginals
-    within 2e-11 and log Z within 2e-10 of elimination's."""
-    ex = None
-    if method == "tree":
-        bp = loopy_bp(model, damping=0.0, tol=1e-13, max_iter=_TREE_SWEEPS)
-        if bp.converged:
-            ex, log_z, n_iter = bp, bp.primal, bp.n_iter
-        else:
-            method = "elimination"
-    if ex is None:
-        ex = exact_inference(model, method=method)
-        log_z, n_iter = ex.log_z, 1
+    """Exact marginals (`fwcore.exact.exact_inference`) as a MarginalResult: the bound is
+    log Z itself, the gap 0."""
+    ex = exact_inference(model, method=method)
     return MarginalResult(
         node_marginals=ex.node_marginals, edge_marginals=ex.edge_marginals, mu=ex.mu,
-        rho=None, primal=log_z, gap=0.0, certified_gap=0.0, log_z_upper=log_z,
+        rho=None, primal=ex.log_z, gap=0.0, certified_gap=0.0, log_z_upper=ex.log_z,
         certified=True, delta=0.0, n_oracle_calls=0, n_icm_calls=0, status=Status.CONVERGED,
-        n_iter=n_iter, n_rho_updates=0, time=time.perf_counter() - t0,
+        n_iter=ex.n_iter, n_rho_updates=0, time=time.perf_counter() - t0,
         method=f"exact/{method}", trace=ex.trace)
