@@ -311,8 +311,9 @@ def _rho_loop(run):
 def _inner_run(run, left, last):
     """One inner run (Alg. 2 lines 5-19): FCFW over M_delta (Alg. 4, with the corrections
     of Alg. 5-6) to ``tol`` when ``last``, else ``rho_tol``, within ``left`` seconds; warm
-    started from the last active set (line 22), delta carried over (the paper code also halved it after
-    each inner run: measured, no better marginals and more MAP calls). None on Ctrl-C."""
+    started from the last active set (line 22), delta carried over (the paper code also
+    halved it after each inner run: measured, no better marginals and more MAP calls).
+    None on Ctrl-C."""
     res = run.res
     steps = _corrections(run.dom, run.correction, run.local_steps, warm=res is not None)
     return run.guard(frank_wolfe, run.objective, run.dom, method="fcfw",
