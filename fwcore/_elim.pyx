@@ -1,7 +1,7 @@
 # cython: language_level=3
-"""Variable elimination on a clique tree (`fwcore.exact`), one kernel call per pass.
+"""Variable elimination on a clique tree (`fwcore.elimination`), one kernel call per pass.
 
-The clique tree comes from `fwcore.exact.EliminationPlan.arrays`: the elimination order,
+The clique tree comes from `fwcore.elimination.EliminationPlan.arrays`: the elimination order,
 the clique of each variable v (v, then its separator S_v in elimination order), its
 children and the edges it owns (CSR: starts int64[n+1], members int32). A clique table
 is never stored: for each separator assignment s (C order over S_v, which is also the

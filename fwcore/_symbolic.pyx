@@ -1,6 +1,6 @@
 # cython: language_level=3
 """Symbolic elimination kernels over a model's CSR adjacency (``adj_start``, ``adj_var``),
-for `fwcore.exact.EliminationPlan`: the elimination game along an order (separators and
+for `fwcore.elimination.EliminationPlan`: the elimination game along an order (separators and
 clique table sizes, stopping at the first table over a cap), greedy weighted min-fill,
 and the reverse Cuthill-McKee order on the row-sorted adjacency. All run without the GIL;
 their Python twins are in tests/test_symbolic.py."""
@@ -394,7 +394,7 @@ cdef Entry _key(Adjacency* g, const int* card, int v, int64_t* work) noexcept no
 
 def min_fill(const long long[::1] adj_start, const int[::1] adj_var, const int[::1] card,
              const long long[::1] first, long long cap, long long budget, long long work):
-    """Greedy weighted min-fill, lazily recounted (see `fwcore.exact._min_fill_order`, which
+    """Greedy weighted min-fill, lazily recounted (see `fwcore.elimination._min_fill_order`, which
     documents the rule, the stops and the work count; ``work`` is the count so far).
     Fills and sizes saturate at 2**63 - 1. Returns ``(order, work)``."""
     cdef Py_ssize_t n = card.shape[0], k, i, j

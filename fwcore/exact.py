@@ -1,17 +1,12 @@
 """Exact reference inference: log Z, node and edge marginals, and the MAP of a PairwiseMRF.
 
-Two methods (DESIGN.md, "Exact reference"):
+Three methods (DESIGN.md, "Exact reference"):
 
 - ``bruteforce``: enumerate every joint state, in vectorised chunks.
-- ``elimination``: variable elimination in log space run as a clique tree. Eliminating
-  v creates the clique C_v = {v} ∪ N(v) with separator S_v = N(v); the parent of C_v is
-  the clique of the first variable of S_v to be eliminated. The upward pass is plain
-  variable elimination (message m_v = logsumexp over x_v, or max for MAP), the downward
-  pass returns beliefs of every clique, and so node marginals (x_v lies in C_v) and edge
-  marginals (an edge lies in the clique of whichever end is eliminated first). Both passes
-  run in `fwcore._elim` (sum- and max-product): clique tables are never stored, their
-  entries are computed block by block from v's own factors and its children's messages;
-  the symbolic work (orders, separators) runs in `fwcore._symbolic`.
+- ``tree`` (marginals on a forest): two-pass sum-product, leaves to roots then back
+  (`ForestLayout`, the `fwcore._kernels.forest_sum_product` kernel).
+- ``elimination``: variable elimination in log space run as a clique tree
+  (`fwcore.elimination`).
 
 Log-potentials may be -inf; an all -inf slice reduces to -inf, never NaN.
 """
@@ -20,29 +15,27 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from functools import cached_property
-from itertools import chain
 
 import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import breadth_first_order, connected_components
 
-from . import _elim
-from ._symbolic import cuthill_mckee, eliminate, min_fill, sorted_neighbours
+from ._kernels import forest_sum_product
+from .auto import exact_method
 from .checks import INFEASIBLE, Interval, Options, check_model, check_params
+from .elimination import EliminationPlan, _elimination_map, _elimination_marginals
 from .results import MapResult, Record, Status, Trace
 from .factor_graph import FactorGraph, solves_factor_graphs
-from .model import PairwiseMRF
+from .model import PairwiseMRF, concat_ranges
 
-__all__ = ["ExactResult", "exact_inference", "exact_map", "AUTO_BRUTEFORCE_STATES"]
+__all__ = ["ExactResult", "exact_inference", "exact_map", "ForestLayout"]
 
-#: "auto" here and the "exact" oracle choice enumerate state spaces up to this size
-AUTO_BRUTEFORCE_STATES = 2**12
 MAX_BRUTEFORCE_STATES = 2**40   # beyond this enumeration would run for days
 _CHUNK_ENTRIES = 2**22          # flat indices held per brute-force chunk (32 MiB)
-_CORE_ROUNDS = 100              # k-core peeling rounds before the width proof gives up
-_MIN_FILL_WORK = 5e6            # min-fill's work budget when no order fits the limit yet
-_INT64_MAX = 2**63 - 1          # where the symbolic kernel's table sizes saturate
-_PARAMS = {"method": Options("auto", "bruteforce", "elimination"),
+_PARAMS = {"method": Options("auto", "bruteforce", "tree", "elimination"),
            "memory_limit": Interval(0.0, lo_open=True)}
+_MAP_PARAMS = {"method": Options("auto", "bruteforce", "elimination"),
+               "memory_limit": _PARAMS["memory_limit"]}
 
 
 @dataclass(frozen=True)
@@ -78,17 +71,20 @@ def exact_inference(model: PairwiseMRF | FactorGraph, method: str = "auto",
                     memory_limit: float = 2**31) -> ExactResult:
     """Exact log Z and marginals of ``model``.
 
-    ``method``: "bruteforce", "elimination", or "auto" (brute force up to
-    ``AUTO_BRUTEFORCE_STATES`` joint states, elimination otherwise). ``memory_limit``
+    ``method``: "bruteforce", "tree" (a forest only: two-pass sum-product, linear in the
+    model's size), "elimination", or "auto" (`fwcore.auto.exact_method`: brute force on
+    small state spaces, else tree on a forest, else elimination). ``memory_limit``
     (bytes) bounds elimination's largest clique table plus its stored messages; a larger
     need raises ValueError before any work. Raises ValueError when no assignment has a
     finite score (log Z = -inf).
     """
-    method = _check_args(model, method, memory_limit)
+    method = _check_args(model, method, memory_limit, marginals=True)
     t0 = time.perf_counter()
     info = {}
     if method == "bruteforce":
         log_z, mu = _bruteforce_marginals(model)
+    elif method == "tree":
+        log_z, mu = _tree_marginals(model)
     else:
         plan = EliminationPlan(model, memory_limit)
         info = plan.info()
@@ -105,10 +101,11 @@ def exact_inference(model: PairwiseMRF | FactorGraph, method: str = "auto",
 @solves_factor_graphs
 def exact_map(model: PairwiseMRF | FactorGraph, method: str = "auto", memory_limit: float = 2**31) -> MapResult:
     """Exact MAP: argmax_x <θ, μ(x)> (first maximiser in enumeration order for brute
-    force). Same methods and ``memory_limit`` as `exact_inference`; elimination runs
-    max-product upward and backtracks in reverse elimination order. Raises ValueError
-    when no assignment has a finite score."""
-    method = _check_args(model, method, memory_limit)
+    force). The methods and ``memory_limit`` of `exact_inference` but "tree" (on a forest
+    the "tree" oracle is max-product, `fwcore.infer_map`); elimination runs max-product
+    upward and backtracks in reverse elimination order. Raises ValueError when no
+    assignment has a finite score."""
+    method = _check_args(model, method, memory_limit, marginals=False)
     t0 = time.perf_counter()
     if method == "bruteforce":
         x = _bruteforce_map(model)
@@ -122,18 +119,18 @@ def exact_map(model: PairwiseMRF | FactorGraph, method: str = "auto", memory_lim
                                          bound=score, score=score)]))
 
 
-def fits_bruteforce(model):
-    """At most AUTO_BRUTEFORCE_STATES joint states (counted in log2: the exact product of a
-    million cards is a slow million-bit integer)?"""
-    return float(np.log2(model.card.astype(np.float64)).sum()) <= math.log2(AUTO_BRUTEFORCE_STATES)
-
-
-def _check_args(model, method, memory_limit):
-    """Validate the public arguments; return the concrete method."""
+def _check_args(model, method, memory_limit, marginals):
+    """Validate the public arguments of `exact_inference` (``marginals``) or `exact_map`;
+    return the concrete method."""
     check_model(model)
-    check_params(_PARAMS, method=method, memory_limit=memory_limit)
+    check_params(_PARAMS if marginals else _MAP_PARAMS, method=method,
+                 memory_limit=memory_limit)
     if method == "auto":
-        return "bruteforce" if fits_bruteforce(model) else "elimination"
+        return exact_method(model, tree=marginals)
+    if method == "tree" and not model.is_forest():
+        raise ValueError(f"method='tree' needs a forest, but this graph has a cycle "
+                         f"({model.n_edges} edges on {model.n_vars} variables in "
+                         f"{model.n_components()} components); use method='elimination'")
     log2_states = float(np.log2(model.card.astype(np.float64)).sum())
     if method == "bruteforce" and log2_states > math.log2(MAX_BRUTEFORCE_STATES):
         raise ValueError(f"method='bruteforce' would enumerate 2**{log2_states:.1f} joint states "
@@ -203,269 +200,79 @@ def _bruteforce_map(model):
     return best_x
 
 
-# -- elimination order and clique tree --------------------------------------------------
+# -- sum-product on forests -----------------------------------------------------------
 
 
-def _functional_vars(model):
-    """Variables of degree >= 3 whose every edge table has exactly one finite entry per
-    state of theirs: each of their states fixes all neighbours, as the auxiliary variable
-    of a factor in a `FactorGraph` reduction does. Eliminated first, they turn back into
-    their factors (their clique table is states x scope), which is how a factor graph is
-    eliminated; left to min-fill they would be joined into products of their states."""
-    if not np.isneginf(model.theta[model.node_off[-1]:]).any():
-        return []
-    pos, k, a, b = model.edge_entries()
-    finite = model.theta[pos] > -np.inf
-    card = model.card.astype(np.int64)
-    ci, cj = card[model.edges[:, 0]], card[model.edges[:, 1]]
-    per_b = np.bincount((np.cumsum(cj) - cj)[k] + b, weights=finite, minlength=int(cj.sum()))
-    per_a = np.bincount((np.cumsum(ci) - ci)[k] + a, weights=finite, minlength=int(ci.sum()))
-    rows = np.repeat(np.arange(model.n_edges), cj)
-    fixes_i = np.bincount(rows, weights=per_b != 1, minlength=model.n_edges) == 0
-    fixes_j = np.bincount(np.repeat(np.arange(model.n_edges), ci), weights=per_a != 1,
-                          minlength=model.n_edges) == 0
-    ok = np.ones(model.n_vars, dtype=bool)
-    ok[model.edges[~fixes_i, 1]] = False  # j fixes i when each state b of j allows one a
-    ok[model.edges[~fixes_j, 0]] = False
-    ok &= np.diff(model.adj_start) >= 3
-    return np.flatnonzero(ok).tolist()
+class ForestLayout:
+    """Forests over the model's variables laid out for exact two-pass sum-product
+    (`fwcore._kernels.forest_sum_product`): ``forests`` are edge masks, each acyclic; copy
+    t n + v is variable v in forest t, and held edge k is edge ``edge_of[k]`` of forest
+    ``forest_of[k]``. The edge part of log-potentials and marginals holds, copy by copy,
+    the table of the copy's edge to its parent: its entry k is θ's entry ``entry[k]``, in
+    forest ``entry_forest[k]``."""
+
+    def __init__(self, model, forests):
+        n, m = model.n_vars, len(forests)
+        self.model = model
+        self.forest_of, self.edge_of = t_of, e_of = np.nonzero(
+            np.asarray(forests, dtype=bool).reshape(m, model.n_edges))
+        a = t_of * n + model.edges[e_of, 0]
+        b = t_of * n + model.edges[e_of, 1]
+        # one breadth-first search over all forests from a virtual root joined to one
+        # copy in each tree
+        size = m * n
+        _, label = connected_components(
+            coo_matrix((np.ones(len(a)), (a, b)), shape=(size, size)), directed=False)
+        _, heads = np.unique(label, return_index=True)
+        rows = np.concatenate([a, b, np.full(len(heads), size)])
+        cols = np.concatenate([b, a, heads])
+        g = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(size + 1, size + 1)).tocsr()
+        order, pred = breadth_first_order(g, size, directed=True, return_predecessors=True)
+        self.order = order[1:].astype(np.int64)
+        child = np.where(pred[b] == a, b, a)
+        self.parent_edge = np.full(size, -1, dtype=np.int32)
+        self.parent_edge[child] = e_of
+        parent = a + b - child
+        self.up_off = np.zeros(size + 1, dtype=np.int64)
+        up_size = np.zeros(size, dtype=np.int64)
+        up_size[child] = model.card[parent % n]
+        np.cumsum(up_size, out=self.up_off[1:])
+        # edge tables: copy child[k] holds edge e_of[k] of forest t_of[k]
+        sizes = np.zeros(size, dtype=np.int64)
+        sizes[child] = np.diff(model.edge_off)[e_of]
+        self.edge_pos = np.zeros(size, dtype=np.int64)
+        self.edge_pos[1:] = np.cumsum(sizes)[:-1]
+        ent = np.argsort(child, kind="stable")  # tables in copy order
+        self.entry = concat_ranges(model.edge_off[e_of[ent]], sizes[child[ent]])
+        self.entry_forest = np.repeat(t_of[ent], sizes[child[ent]])
+        dim = int(model.node_off[-1])
+        self.n_forests, self.dim = m, dim
+        self._mu = np.empty(m * dim)
+        self._edge_mu = np.empty(self.entry.size)
+        self._up = np.empty(int(self.up_off[-1]))
+        self._log_z = np.empty(m)
+        self._work = np.empty(int(model.card.max()) if n else 0)
+
+    def sum_product(self, node_theta, edge_theta):
+        """(the forests' node marginals (m, D), their edge marginals in the edge part's
+        layout, log Z of each forest) for the node log-potentials ``node_theta`` (flat, m
+        D: forest t's at t D) and the edge part ``edge_theta``; -inf entries give zero
+        marginals, never NaN. The arrays returned are overwritten by the next call."""
+        forest_sum_product(self.model.graph, node_theta, edge_theta, self.edge_pos,
+                           self.order, self.parent_edge, self.up_off, self._mu,
+                           self._edge_mu, self._up, self._log_z, self._work)
+        return self._mu.reshape(self.n_forests, -1), self._edge_mu, self._log_z
 
 
-def _min_fill_order(model, cap=math.inf, budget=math.inf, first=()):
-    """Greedy weighted min-fill (the `min_fill` kernel): eliminate the variable whose
-    elimination adds the least fill, each added edge (a, b) weighing card[a] * card[b] (the
-    entries of the table it adds; plain min-fill when the cards are equal), ties broken by
-    its clique table size (product of cards), then by index. On mixed cardinalities the
-    weights matter: the UAI linkage_14 reduction needs a clique table of 3.8e8 entries
-    with them, 5.3e10 without.
-
-    Fills are recounted lazily: after an elimination with fill f, a variable around it
-    is queued with a lower bound on its new fill (its old one minus f, minus for a
-    neighbour the weight of its pairs with the eliminated variable, which go) and counted
-    exactly only when that bound reaches the front of the queue, so a high-degree
-    variable is not recounted at every touch; the order is that of eager recounting
-    (fills and sizes are exact below 2**63, which any model whose tables fit stays under).
-
-    Stops early, returning the order so far, when the next variable's clique table would
-    exceed ``cap`` entries or when ``budget`` runs out (work counted as deg * (deg + 8) per
-    fill count of a degree-deg variable, and 16 per queued variable).
-    The variables ``first`` are eliminated before all others, in the order given.
-    Returns the order (a full one has all ``model.n_vars`` variables) and the work done."""
-    deg = np.diff(model.adj_start)
-    work = int((deg * (deg + 8)).sum())  # the first fill counts
-    if work > budget:
-        return [], work
-    order, work = min_fill(model.adj_start, model.adj_var, model.card,
-                           np.asarray(first, dtype=np.int64), _int64_limit(cap),
-                           _int64_limit(budget), work)
-    return order.tolist(), work
-
-
-def _bandwidth_order(model, first=()):
-    """Reverse Cuthill-McKee order (after the variables ``first``; int64 array): a
-    low-bandwidth sweep that keeps the induced width of grid-like graphs near their
-    treewidth, where greedy min-fill can do much worse. The `cuthill_mckee` kernel gives
-    scipy.sparse.csgraph.reverse_cuthill_mckee's order on the canonical CSR."""
-    degree = np.diff(model.adj_start).astype(np.int32)
-    rcm = cuthill_mckee(model.adj_start, sorted_neighbours(model.adj_start, model.adj_var),
-                        degree, np.argsort(degree).astype(np.int64))
-    if not len(first):
-        return rcm
-    later = np.ones(model.n_vars, dtype=bool)
-    later[first] = False
-    return np.concatenate([np.asarray(first, dtype=np.int64), rcm[later[rcm]]])
-
-
-def _eliminate(model, order, cap=math.inf):
-    """Symbolic elimination along ``order`` (the `eliminate` kernel): the separators
-    (neighbours at elimination, in elimination order) of every variable and the clique
-    table sizes card_v * prod(card of S_v), in elimination order. Stops after the first
-    table over ``cap`` entries: ``sizes`` then ends with that table and the separators
-    are None. Sizes the kernel saturates (at 2**63 - 1) are recounted exactly."""
-    order = np.ascontiguousarray(order, dtype=np.int64)
-    start, var, sizes = eliminate(model.adj_start, model.adj_var, model.card, order,
-                                  _int64_limit(cap))
-    saturated = np.flatnonzero(sizes == _INT64_MAX).tolist()
-    sizes = sizes.tolist()
-    for k in saturated:
-        sizes[k] = math.prod(model.card[np.r_[order[k], var[start[k]:start[k + 1]]]].tolist())
-        if sizes[k] > cap:  # the first table over a cap beyond 2**63 - 1
-            return None, sizes[:k + 1]
-    if sizes and sizes[-1] > cap:
-        return None, sizes
-    start, var = start.tolist(), var.tolist()
-    sep = [None] * model.n_vars
-    for k, v in enumerate(order.tolist()):
-        sep[v] = tuple(var[start[k]:start[k + 1]])
-    return sep, sizes
-
-
-def _int64_limit(x):
-    """A cap or budget for the kernels: floor(x), at most 2**63 - 1 (no limit)."""
-    return _INT64_MAX if x >= _INT64_MAX else math.floor(x)
-
-
-def _core_table(model, cap):
-    """A proof that every elimination order needs a clique table over ``cap`` entries:
-    ``(k, table)``, or None when this bound cannot show it.
-
-    The k-core (the largest subgraph whose degrees are all >= k, found by peeling) bounds
-    the treewidth from below: the first core variable any order eliminates still has its
-    >= k core neighbours, so its clique holds >= k + 1 core variables and its table at
-    least ``table`` = the product of the k + 1 smallest core cards. k is the smallest width
-    whose k + 1 smallest cards exceed ``cap``; peeling stops, inconclusive, after
-    _CORE_ROUNDS rounds."""
-    n = model.n_vars
-    log_card = np.cumsum(np.log2(np.sort(model.card).astype(np.float64)))
-    k = int(np.searchsorted(log_card, math.log2(cap), side="right"))  # log_card[k] > log2 cap
-    if k >= n:
-        return None
-    deg = np.diff(model.adj_start)
-    src, dst = np.repeat(np.arange(n), deg), model.adj_var
-    alive = np.ones(n, dtype=bool)
-    for _ in range(_CORE_ROUNDS):
-        drop = alive & (deg < k)
-        if not drop.any():
-            table = math.prod(sorted(model.card[alive].tolist())[:k + 1])
-            return k, table
-        alive &= ~drop
-        if not alive.any():
-            return None
-        deg = deg - np.bincount(dst[drop[src]], minlength=n)
-        keep = alive[src] & alive[dst]
-        src, dst = src[keep], dst[keep]
-    return None
-
-
-def _too_large(need, memory_limit, why):
-    """The refusal of a model whose elimination tables exceed ``memory_limit``."""
-    return ValueError(
-        f"exact inference by variable elimination needs {need}, over memory_limit="
-        f"{memory_limit:.0f} bytes; {why}. Alternatives: fwcore.infer (Barrier Frank-Wolfe: "
-        f"certified bounds on log Z and approximate marginals, with an approximate oracle "
-        f"such as 'trws' or 'portfolio'), fwcore.infer_map for MAP (oracle 'ilp' or "
-        f"'toulbar2'), or a larger memory_limit if the machine has the memory")
-
-
-class EliminationPlan:
-    """The clique tree of an elimination order: for each variable v its clique C_v (a
-    variable tuple), its separator S_v, its parent clique and children, and the factors it
-    owns (θ_v and the edges whose first-eliminated end is v), whose joint scope is
-    ``local[v]``. Chooses the better of min-fill and a bandwidth order (smaller largest
-    table, then smaller total); ``work`` is the total entries of its clique tables (one
-    pass of elimination's cost), ``bytes`` the memory its tables take, checked against
-    ``memory_limit`` (None: not checked).
-
-    With a ``memory_limit`` a model too large is refused (ValueError) quickly: at once
-    when its k-core proves every order too large (`_core_table`); else the bandwidth
-    order (O(n + E) to find) is eliminated symbolically up to its first table over the
-    limit, and min-fill runs only until its tables exceed the limit or the bandwidth
-    order's largest table (it would lose), within _MIN_FILL_WORK when no order fits yet.
-    Models that fit get the same order as with no limit."""
-
-    def __init__(self, model, memory_limit=None):
-        n = model.n_vars
-        cap = math.inf if memory_limit is None else memory_limit / 8  # table entries
-        if memory_limit is not None:
-            proof = _core_table(model, cap)
-            if proof is not None:
-                k, table = proof
-                raise _too_large(f"a clique table of at least {8 * table} bytes", memory_limit,
-                                 f"every elimination order has a clique of >= {k + 1} "
-                                 f"variables, since the graph's {k}-core is not empty "
-                                 f"(treewidth >= {k})")
-        candidates = []
-        first = _functional_vars(model)
-        order = _bandwidth_order(model, first)
-        sep, rcm_sizes = _eliminate(model, order, cap)
-        if sep is not None:  # the bandwidth order fits
-            candidates.append(((max(rcm_sizes, default=0), sum(rcm_sizes)), order.tolist(), sep))
-        # min-fill stops once it would lose to the bandwidth order or exceed the limit
-        mf_cap = candidates[0][0][0] if candidates else cap
-        budget = math.inf if candidates or memory_limit is None else _MIN_FILL_WORK
-        order, work = _min_fill_order(model, mf_cap, budget, first)
-        if len(order) == n:
-            sep, sizes = _eliminate(model, order)
-            candidates.insert(0, ((max(sizes, default=0), sum(sizes)), order, sep))  # wins ties
-        if not candidates:
-            raise _too_large(
-                f"a clique table of {8 * rcm_sizes[-1]} bytes with the best order found",
-                memory_limit,
-                f"the bandwidth order reaches it after {len(rcm_sizes)} of {n} variables, and "
-                f"greedy min-fill stopped after {len(order)} at "
-                f"{'its work budget' if work > budget else 'a table over the limit'} (these "
-                f"are heuristic orders: a better one may exist, but none is known cheaply)")
-        (self.max_table, self.work), self.order, self.sep = min(candidates, key=lambda c: c[0])
-        pos = [0] * n
-        for k, v in enumerate(self.order):
-            pos[v] = k
-        # every table's axes follow elimination order, so x_v is axis 0 of clique v and
-        # messages broadcast into their parent's clique without transposes
-        self.clique = [(v,) + self.sep[v] for v in range(n)]
-        self.parent = [s[0] if s else -1 for s in self.sep]  # first of S_v eliminated
-        self.children = [[] for _ in range(n)]
-        for v in self.order:
-            if self.parent[v] >= 0:
-                self.children[self.parent[v]].append(v)
-        self.edges = model.edges.tolist()
-        self.own_edges = [[] for _ in range(n)]
-        for e, (i, j) in enumerate(self.edges):
-            self.own_edges[i if pos[i] < pos[j] else j].append(e)
-        for v in range(n):  # owned edges in elimination order of their other end
-            self.own_edges[v].sort(key=lambda e: pos[sum(self.edges[e]) - v])
-        self.local = [(v,) + tuple(sum(self.edges[e]) - v for e in self.own_edges[v])
-                      for v in range(n)]
-        self.width = max((len(c) - 1 for c in self.clique), default=0)
-        card = model.card.tolist()
-        self.message_entries = sum(math.prod(card[u] for u in s) for s in self.sep)
-        self.bytes = 8 * (self.max_table + self.message_entries)
-        if memory_limit is not None and self.bytes > memory_limit:
-            raise _too_large(
-                f"about {self.bytes} bytes with the best order found", memory_limit,
-                f"its largest clique table takes {8 * self.max_table} bytes (induced width "
-                f"{self.width}) and the stored messages {8 * self.message_entries} bytes")
-
-    def map(self, model):
-        """A MAP assignment of ``model`` (same graph and cardinalities as the plan's)."""
-        return _elimination_map(model, self)
-
-    @cached_property
-    def arrays(self):
-        """The clique tree as flat arrays for `fwcore._elim`: the elimination order, then
-        (starts int64[n+1], members int32) of the cliques (v, then S_v), the children and
-        the owned edges."""
-        def csr(lists):
-            start = np.zeros(len(lists) + 1, dtype=np.int64)
-            np.cumsum([len(a) for a in lists], out=start[1:])
-            return start, np.fromiter(chain.from_iterable(lists), np.int32, int(start[-1]))
-        return (np.asarray(self.order, dtype=np.int64), *csr(self.clique),
-                *csr(self.children), *csr(self.own_edges))
-
-    def info(self):
-        return {"induced_width": self.width, "max_table_bytes": 8 * self.max_table,
-                "message_bytes": 8 * self.message_entries, "table_entries": self.work}
-
-
-def _elimination_marginals(model, plan):
-    """Sum-product on the elimination clique tree (`fwcore._elim.sum_product`): upward
-    variable elimination gives log Z, the downward pass the marginals."""
-    mu = np.zeros(model.dim)
-    if model.n_vars == 0:
-        return 0.0, mu
-    log_z = _elim.sum_product(model.theta, model.card, model.edges, model.node_off,
-                              model.edge_off, *plan.arrays, mu)
-    if log_z == -np.inf:
+def _tree_marginals(model):
+    """log Z and the flat marginals of a forest by two-pass sum-product (one
+    `ForestLayout`): exact, O(Σ_(i,j) card_i card_j)."""
+    forest = ForestLayout(model, [np.ones(model.n_edges, dtype=bool)])
+    nodes, edges, log_z = forest.sum_product(model.theta[:forest.dim],
+                                             model.theta[forest.entry])
+    if log_z[0] == -np.inf:
         raise _infeasible()
-    return log_z, mu
-
-
-def _elimination_map(model, plan):
-    """Max-product variable elimination, then backtracking in reverse elimination order
-    (`fwcore._elim.max_product`): each x_v maximises its clique table with the later
-    variables already fixed."""
-    x = np.zeros(model.n_vars, dtype=np.int64)
-    if model.n_vars and _elim.max_product(model.theta, model.card, model.edges,
-                                          model.node_off, model.edge_off, *plan.arrays,
-                                          x) == -np.inf:
-        raise _infeasible()
-    return x
+    mu = np.empty(model.dim)
+    mu[:forest.dim] = nodes[0]
+    mu[forest.entry] = edges
+    return float(log_z[0]), mu

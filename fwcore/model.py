@@ -10,7 +10,7 @@ import numpy as np
 
 from ._graph import Graph
 
-__all__ = ["PairwiseMRF"]
+__all__ = ["PairwiseMRF", "binary_cover"]
 
 
 def _readonly(a):
@@ -286,6 +286,28 @@ def concat_ranges(starts, sizes):
     sizes = np.asarray(sizes, dtype=np.int64)
     offset = np.repeat(np.asarray(starts, dtype=np.int64) - (np.cumsum(sizes) - sizes), sizes)
     return offset + np.arange(int(sizes.sum()), dtype=np.int64)
+
+
+def binary_cover(model):
+    """A vertex cover of ``model``'s graph made of binary variables, small when the graph
+    allows (the complement of a greedy maximal independent set, lowest degree first,
+    non-binary variables first so that they land outside the cover), and its complement
+    (an independent set). Returns (cover, free), int32 arrays; None when a non-binary
+    variable must be in the cover (two non-binary neighbours)."""
+    n = model.n_vars
+    deg = np.diff(model.adj_start)
+    order = np.lexsort((deg, model.card == 2))      # non-binary first, then by degree
+    taken = np.zeros(n, dtype=bool)
+    blocked = np.zeros(n, dtype=bool)
+    start, nbr = model.adj_start, model.adj_var
+    for v in order:
+        if not blocked[v]:
+            taken[v] = True
+            blocked[nbr[start[v]:start[v + 1]]] = True
+    cover = np.flatnonzero(~taken).astype(np.int32)
+    if (model.card[cover] != 2).any():
+        return None
+    return cover, np.flatnonzero(taken).astype(np.int32)
 
 
 def _check_card(card):

@@ -1,6 +1,6 @@
 """NumPy twin of the variable elimination kernels (`fwcore._elim`): the pure NumPy
 sum-product and max-product passes fwcore used before them, on the same
-`fwcore.exact.EliminationPlan`. Clique tables are materialised one at a time; only the
+`fwcore.elimination.EliminationPlan`. Clique tables are materialised one at a time; only the
 separator messages are stored. The tests compare the kernels with it, and
 bench/benchmarks/elimination.py times it beside them."""
 import math

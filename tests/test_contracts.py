@@ -11,7 +11,7 @@ import fwcore
 from fwcore import PairwiseMRF, random_clique, random_grid
 from fwcore.generators import grid
 from fwcore.oracles import LPOracle, MapOracle, available_oracles, exact_choice, resolve_oracle
-from fwcore.oracles.exact_oracles import binary_cover
+from fwcore.model import binary_cover
 from fwcore.results import Record, Status, Trace
 
 INSTALLED = sorted(name for name, ok in available_oracles().items() if ok)

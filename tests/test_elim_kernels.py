@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import fwcore
-from fwcore.exact import EliminationPlan, _elimination_map, _elimination_marginals
+from fwcore.elimination import EliminationPlan, _elimination_map, _elimination_marginals
 from fwcore.model import PairwiseMRF
 from fwcore.oracles import resolve_oracle
 from fwcore.results import Status

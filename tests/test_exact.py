@@ -4,16 +4,22 @@ graphs, isolated variables, card 1), the shared instances against their referenc
 and the errors."""
 import itertools
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import fwcore.exact as exact
-from fwcore.exact import EliminationPlan, exact_inference, exact_map
+from fwcore.elimination import EliminationPlan, _min_fill_order
+from fwcore.exact import exact_inference, exact_map
 from fwcore.generators import complete, grid, potts_grid
 from fwcore.model import PairwiseMRF
 from fwcore.results import MapResult, Status
 from fwcore.io.uai import read_map, read_mar, read_pr, read_uai
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # --import-mode=importlib
+from forests import forbidden_column_chain, random_forest  # noqa: E402
 
 UAI2014 = ["CSP_11", "DBN_14", "Grids_12", "Grids_15", "ObjectDetection_11", "Segmentation_11",
            "Segmentation_12", "pdb1akg"]
@@ -152,6 +158,8 @@ def test_all_inf_rows_give_no_nan():
 
 def test_auto_switches_on_state_space():
     assert exact_inference(grid(3, 3)).method == "bruteforce"
+    chain = grid(1, 20)  # 2**20 states on a forest
+    assert exact_inference(chain).method == "tree" and exact_map(chain).method == "elimination"
     big = potts_grid(4, 5, n_labels=3, seed=0)  # 3**20 states
     res = exact_inference(big)
     assert res.method == "elimination" and exact_map(big).method == "elimination"
@@ -172,6 +180,51 @@ def test_grid_order_keeps_width_near_treewidth():
     alone can do much worse on grids)."""
     plan = EliminationPlan(grid(8, 30), memory_limit=2**40)
     assert plan.width <= 9
+
+
+# -- sum-product on forests -------------------------------------------------------------------
+
+@pytest.mark.parametrize("seed", range(40))
+def test_tree_matches_bruteforce_and_elimination(seed):
+    m = random_forest(seed, n=int(np.random.default_rng(seed).integers(1, 10)))
+    assert m.is_forest()
+    tree = exact_inference(m, method="tree")
+    bf = exact_inference(m, method="bruteforce")
+    ve = exact_inference(m, method="elimination")
+    assert tree.method == "tree" and tree.status is Status.CONVERGED and tree.certified
+    assert abs(tree.log_z - bf.log_z) < 1e-10 and abs(tree.log_z - ve.log_z) < 1e-10
+    np.testing.assert_allclose(tree.mu, bf.mu, atol=1e-12)
+    np.testing.assert_allclose(tree.mu, ve.mu, atol=1e-10)
+    check_consistent(m, tree)
+
+
+def test_tree_on_a_chain_with_a_forbidden_column():
+    """Edge 3 forbids x_4 = 0 whatever x_3 is (loopy BP's fixed point misses log Z)."""
+    m = forbidden_column_chain()
+    tree, bf = exact_inference(m), exact_inference(m, method="bruteforce")
+    assert tree.method == "tree"
+    assert abs(tree.log_z - bf.log_z) < 1e-12
+    np.testing.assert_allclose(tree.mu, bf.mu, atol=1e-12)
+    assert tree.node_marginals[4][0] == 0.0
+    assert abs(exact_inference(m, method="elimination").log_z - tree.log_z) < 1e-12
+
+
+def test_tree_on_a_large_forest_matches_elimination():
+    m = random_forest(3, n=2000, p_root=0.01)
+    tree, ve = exact_inference(m), exact_inference(m, method="elimination")
+    assert tree.method == "tree" and m.n_components() > 1
+    assert abs(tree.log_z - ve.log_z) < 1e-8
+    np.testing.assert_allclose(tree.mu, ve.mu, atol=1e-9)
+
+
+def test_tree_edge_cases():
+    empty = PairwiseMRF([], [], [], [])
+    assert exact_inference(empty, method="tree").log_z == 0.0
+    single = PairwiseMRF([1], [np.array([0.5])], [], [])
+    assert exact_inference(single, method="tree").log_z == 0.5
+    bad = PairwiseMRF([2, 2], [np.zeros(2)] * 2, [(0, 1)], [np.full((2, 2), -np.inf)])
+    with pytest.raises(ValueError, match=r"log Z = -inf"):
+        exact_inference(bad, method="tree")
 
 
 # -- errors ----------------------------------------------------------------------------------
@@ -230,6 +283,10 @@ def test_bad_arguments():
         exact_inference(m, memory_limit="2GB")
     with pytest.raises(ValueError, match="use method='elimination'"):
         exact_inference(grid(7, 7), method="bruteforce")
+    with pytest.raises(ValueError, match=r"method='tree' needs a forest.*1 components"):
+        exact_inference(grid(2, 2), method="tree")
+    with pytest.raises(ValueError, match="method must be one of"):
+        exact_map(grid(1, 3), method="tree")
 
 
 # -- shared instances ------------------------------------------------------------------------
@@ -297,5 +354,5 @@ def test_lazy_weighted_min_fill_is_the_eager_order(seed):
     pairs = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.3]
     card = rng.integers(2, 6, size=n) if seed % 2 else np.full(n, 3)
     model = PairwiseMRF(card, None, pairs)
-    order, _ = exact._min_fill_order(model)
+    order, _ = _min_fill_order(model)
     assert order == _eager_weighted_min_fill(model)

@@ -201,9 +201,9 @@ def test_higher_order_instances_match_official_answers(instances):
 def test_auto_map_takes_an_exact_oracle_where_tables_forbid_pairs(monkeypatch):
     """Local search cannot move between a reduction's feasible labellings: "auto" goes
     exact there even when elimination is not cheap, and stays approximate elsewhere."""
-    import fwcore.oracles.base as base
-    monkeypatch.setattr(base, "AUTO_ELIMINATION_VARS", 0)
-    monkeypatch.setattr(base, "AUTO_COVER_VARS", 0)
+    import fwcore.auto as auto
+    monkeypatch.setattr(auto, "AUTO_ELIMINATION_VARS", 0)
+    monkeypatch.setattr(auto, "AUTO_COVER_VARS", 0)
     fg = random_factor_graph(4, n=9, n_factors=12)
     assert not fg.reduced.is_forest()
     assert fwcore.resolve_oracle("auto", fg.reduced).name in ("ilp", "toulbar2")

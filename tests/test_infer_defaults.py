@@ -1,4 +1,7 @@
 """Barrier FW's honest status, anytime bounds and model-chosen defaults (issue 13)."""
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -6,6 +9,9 @@ import fwcore
 from fwcore import PairwiseMRF, exact_inference, infer, random_grid
 from fwcore.generators import complete, random_clique
 from fwcore.results import Status
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # --import-mode=importlib
+from forests import forbidden_column_chain  # noqa: E402
 
 
 def _tree(seed=0):
@@ -78,7 +84,7 @@ def test_auto_returns_exact_marginals_when_they_are_cheap(make, method):
 
 
 @pytest.mark.parametrize("chain", [False, True])
-def test_auto_runs_exact_bp_on_a_forest(chain):
+def test_auto_runs_exact_sum_product_on_a_forest(chain):
     rng = np.random.default_rng(1)
     n = 300
     parent = np.arange(n - 1) if chain else rng.integers(0, np.arange(1, n))
@@ -87,11 +93,24 @@ def test_auto_runs_exact_bp_on_a_forest(chain):
     unary = [rng.normal(size=c) for c in card]
     tables = [rng.normal(size=(card[i], card[j])) for i, j in edges]
     tables[3][0, 1] = unary[5][0] = -np.inf
+    tables[9][:, 0] = tables[12][1, :] = -np.inf  # a whole column and a whole row
     model = PairwiseMRF(card, unary, edges, tables)
-    res, ex = infer(model), exact_inference(model)
+    res, ex = infer(model), exact_inference(model, method="elimination")
     assert res.method == "exact/tree" and res.status is Status.CONVERGED and res.certified
     assert res.log_z_upper == pytest.approx(ex.log_z, abs=1e-8)
     np.testing.assert_allclose(res.mu, ex.mu, atol=1e-9)
+
+
+def test_auto_bound_on_a_chain_with_a_forbidden_column_is_log_z():
+    """The exact shortcut's bound is log Z where an edge table forbids a whole column
+    (loopy BP's fixed point, which it used to return, lies below log Z there)."""
+    model = forbidden_column_chain()
+    res = infer(model)
+    log_z = exact_inference(model, method="elimination").log_z
+    assert res.method == "exact/tree" and res.certified
+    assert res.log_z_upper == pytest.approx(log_z, abs=1e-12)
+    np.testing.assert_allclose(res.mu, exact_inference(model, method="bruteforce").mu,
+                               atol=1e-12)
 
 
 def test_auto_runs_barrier_fw_with_the_portfolio_on_a_large_grid():

@@ -9,9 +9,9 @@ import pytest
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
-from fwcore import exact
+from fwcore import elimination
 from fwcore._symbolic import sorted_neighbours
-from fwcore.exact import EliminationPlan
+from fwcore.elimination import EliminationPlan
 from fwcore.generators import grid_edges
 from fwcore.model import PairwiseMRF
 
@@ -38,7 +38,7 @@ def eliminate_vertex(adj, v):
 
 
 def eliminate_twin(model, order, cap=math.inf):
-    """The twin of `exact._eliminate`: the elimination game on neighbour sets."""
+    """The twin of `elimination._eliminate`: the elimination game on neighbour sets."""
     card = model.card.tolist()
     adj = NeighbourSets(model)
     pos = np.zeros(model.n_vars, dtype=np.int64)
@@ -56,7 +56,7 @@ def eliminate_twin(model, order, cap=math.inf):
 
 
 def min_fill_twin(model, cap=math.inf, budget=math.inf, first=()):
-    """The twin of `exact._min_fill_order` (its docstring states the rule): lazy
+    """The twin of `elimination._min_fill_order` (its docstring states the rule): lazy
     recounts on neighbour sets, a heap of (fill, size, v, version, exact) tuples."""
     import heapq
     n = model.n_vars
@@ -118,7 +118,7 @@ def min_fill_twin(model, cap=math.inf, budget=math.inf, first=()):
 
 
 def bandwidth_twin(model, first=()):
-    """The twin of `exact._bandwidth_order`: scipy's reverse Cuthill-McKee on the CSR
+    """The twin of `elimination._bandwidth_order`: scipy's reverse Cuthill-McKee on the CSR
     that scipy builds from the edge list."""
     n = model.n_vars
     if n == 0:
@@ -166,13 +166,13 @@ def test_kernels_match_twins_on_random_graphs(seed):
     m = random_graph(seed)
     rng = np.random.default_rng(seed + 1000)
     first = rng.permutation(m.n_vars)[:int(rng.integers(0, 4))].tolist() if m.n_vars else []
-    order = exact._bandwidth_order(m, first).tolist()
+    order = elimination._bandwidth_order(m, first).tolist()
     assert order == bandwidth_twin(m, first).tolist()
     for order in (order, rng.permutation(m.n_vars).tolist()):
-        sep, sizes = exact._eliminate(m, order)
+        sep, sizes = elimination._eliminate(m, order)
         assert (sep, sizes) == eliminate_twin(m, order)
         for cap in (1, 7, 64, max(sizes, default=1) - 1):  # stopped early
-            assert exact._eliminate(m, order, cap) == eliminate_twin(m, order, cap)
+            assert elimination._eliminate(m, order, cap) == eliminate_twin(m, order, cap)
 
 
 @pytest.mark.parametrize("seed", range(250))
@@ -182,21 +182,21 @@ def test_min_fill_matches_twin_on_random_graphs(seed):
     rng = np.random.default_rng(seed + 2000)
     first = rng.permutation(m.n_vars)[:int(rng.integers(0, 4))].tolist() if m.n_vars else []
     order, work = min_fill_twin(m, first=first)
-    assert exact._min_fill_order(m, first=first) == (order, work)
+    assert elimination._min_fill_order(m, first=first) == (order, work)
     for cap, budget in ((8, math.inf), (2**6, math.inf), (math.inf, work // 2),
                         (math.inf, work // 5), (1, math.inf)):
-        assert exact._min_fill_order(m, cap, budget, first) == min_fill_twin(m, cap, budget,
+        assert elimination._min_fill_order(m, cap, budget, first) == min_fill_twin(m, cap, budget,
                                                                            first)
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (1, 30), (5, 5), (7, 13), (30, 30)])
 def test_kernels_match_twins_on_grids(shape):
     m = grid(*shape)
-    order = exact._bandwidth_order(m).tolist()
+    order = elimination._bandwidth_order(m).tolist()
     assert order == bandwidth_twin(m).tolist()
-    assert exact._eliminate(m, order) == eliminate_twin(m, order)
-    assert exact._eliminate(m, order, 2**5) == eliminate_twin(m, order, 2**5)
-    assert exact._min_fill_order(m) == min_fill_twin(m)
+    assert elimination._eliminate(m, order) == eliminate_twin(m, order)
+    assert elimination._eliminate(m, order, 2**5) == eliminate_twin(m, order, 2**5)
+    assert elimination._min_fill_order(m) == min_fill_twin(m)
 
 
 def test_sizes_beyond_int64_are_exact():
@@ -205,8 +205,8 @@ def test_sizes_beyond_int64_are_exact():
     m = PairwiseMRF(np.full(71, 2), None, [(0, j) for j in range(1, 71)])
     order = list(range(71))
     for cap in (math.inf, 2**62, 2**64, 2**70, 2**72):
-        assert exact._eliminate(m, order, cap) == eliminate_twin(m, order, cap)
-    assert exact._eliminate(m, order)[1][0] == 2**71
+        assert elimination._eliminate(m, order, cap) == eliminate_twin(m, order, cap)
+    assert elimination._eliminate(m, order)[1][0] == 2**71
 
 
 @pytest.mark.parametrize("seed", range(0, 250, 5))
@@ -217,9 +217,9 @@ def test_plans_equal_the_twins_plans(seed, monkeypatch):
     for m in models:
         for limit in (None, 2**12, 2**31):
             with monkeypatch.context() as mp:
-                mp.setattr(exact, "_eliminate", eliminate_twin)
-                mp.setattr(exact, "_bandwidth_order", bandwidth_twin)
-                mp.setattr(exact, "_min_fill_order", min_fill_twin)
+                mp.setattr(elimination, "_eliminate", eliminate_twin)
+                mp.setattr(elimination, "_bandwidth_order", bandwidth_twin)
+                mp.setattr(elimination, "_min_fill_order", min_fill_twin)
                 want = _plan(m, limit)
             assert _plan(m, limit) == want
 

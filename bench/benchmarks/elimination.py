@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import fwcore
-from fwcore.exact import EliminationPlan, _elimination_map, _elimination_marginals
+from fwcore.elimination import EliminationPlan, _elimination_map, _elimination_marginals
 from fwcore.io.uai import read_uai
 
 from .common import QUICK, built_models, instance_path

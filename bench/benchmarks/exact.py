@@ -3,7 +3,8 @@ how fast models too large for elimination are refused (issue 12)."""
 import numpy as np
 
 import fwcore
-from fwcore.exact import EliminationPlan, exact_inference, exact_map
+from fwcore.elimination import EliminationPlan
+from fwcore.exact import exact_inference, exact_map
 from fwcore.generators import grid_edges
 
 from .common import INSTANCES, QUICK

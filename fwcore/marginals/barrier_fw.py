@@ -23,17 +23,19 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass, field
+from typing import Optional
 
 import numpy as np
 
 from .. import _kernels
 from ..checks import CALLABLE, SEED, TIME, Interval, Options, check_bound_feasible, \
     check_feasible, check_model, check_params, finite_penalty
-from ..fw import (Domain, LocalSearch, MFWCorrection, adaptive_delta, correct, frank_wolfe,
-                 safeguarded_newton)
+from ..fw import (Domain, FWResult, LocalSearch, MFWCorrection, adaptive_delta, correct,
+                  frank_wolfe, safeguarded_newton)
+from ..auto import barrier_fw_oracle, infer_exact_method
 from ..interrupt import Guard
-from ..exact import EliminationPlan, exact_inference, fits_bruteforce
-from .bp import loopy_bp
+from ..exact import exact_inference
 from .result import MarginalResult, Recorder
 from ..oracles.base import LPOracle, resolve_oracle
 from ..results import Status
@@ -58,17 +60,6 @@ _MAX_VERTICES = 256
 #: rho line search: relative tolerance on B' and bracket, and most corrections per update
 _RHO_LINE_SEARCH_TOL = 0.01
 _RHO_LINE_SEARCH_STEPS = 8
-#: oracle="auto" returns exact marginals when variable elimination takes at most this many
-#: table entries and AUTO_EXACT_BYTES of memory, or the model has at most
-#: AUTO_BRUTEFORCE_STATES joint states. An entry costs about 30 ns (_SECONDS_PER_ENTRY,
-#: the `fwcore._elim` kernel): 20x20 binary grid 1.5e8 entries, 4 s (1.2-1.7x TRBP), where
-#: Barrier FW with the portfolio took longer for marginals 0.1 off; its stored messages
-#: take 600 MB
-AUTO_EXACT_ENTRIES = 2e8
-AUTO_EXACT_BYTES = 2**30
-_SECONDS_PER_ENTRY = 3e-8
-#: most BP sweeps for exact marginals on a forest (its diameter; longer chains: elimination)
-_TREE_SWEEPS = 1000
 #: share of max_time an approximate oracle's run leaves to `fwcore.marginals.trw_dual.trw_dual_bound`
 _DUAL_BOUND_SHARE = 0.2
 #: ICM sweeps per local-search vertex and local-search steps when ``local_search=True``
@@ -203,49 +194,172 @@ class LocalPolytope(_OraclePolytope):
 
 
 def _make_domain(model, oracle, domain, seed):
+    """The polytope over which Barrier FW runs, with the oracle `barrier_fw_oracle` names."""
+    spec = barrier_fw_oracle(oracle, domain)
     if domain == "local":
-        lp = resolve_oracle("lp" if isinstance(oracle, str) and oracle in ("auto", "exact")
-                            else oracle, model)
+        lp = resolve_oracle(spec, model)
         if not isinstance(lp, LPOracle):
             raise ValueError("domain='local' uses the local-polytope LP: give oracle='auto', "
                              f"'exact' or 'lp' (or a fwcore.oracles.LPOracle); got {oracle!r}")
         return LocalPolytope(model, lp)
-    # oracle="auto" past the exact shortcut: an exact MAP call would cost about as much as
-    # exact inference, and Barrier FW makes dozens
-    resolved = resolve_oracle("portfolio" if isinstance(oracle, str) and oracle == "auto"
-                              else oracle, model, seed=seed)
+    resolved = resolve_oracle(spec, model, seed=seed)
     if isinstance(resolved, LPOracle):
         raise ValueError("oracle='lp' optimises over the local polytope: use domain='local'")
     return MarginalPolytope(model, resolved, seed)
 
 
-# -- the outer rho loop (Alg. 2) ------------------------------------------------------------
+# -- the run of Barrier FW (Alg. 2): set-up, rho loop, certification ----------------------
 
-def _rho_line_search(model, objective, dom, res, rho, i, tol, trust_tol, max_time):
+@dataclass
+class _Run:
+    """What the steps of one Barrier FW run (Alg. 2) share. Settings: ``tol`` ends the
+    last inner run, ``rho_tol`` the ones before it; the clock starts at ``t0`` and the FW
+    steps may run for ``fw_time`` seconds of ``max_time`` (None: no limit). `_set_up`
+    adds the model with finite penalties, the TRW ``objective``, the polytope ``dom``
+    with its oracle and the trace ``recorder``. State of the rho loop: the current
+    ``rho``, the last inner run that measured a gap (``res``, at ``res_rho``; None before
+    one), the oracle calls and FCFW iterations so far, the rho iteration ``outer`` and
+    the ``status``."""
+
+    model: PairwiseMRF
+    given: object  # `check_feasible`'s answer on the model as given
+    domain: str
+    tol: float
+    rho_tol: float
+    max_iter: int
+    rho_updates: int
+    rho_step: str
+    correction: bool
+    local_steps: int
+    adaptive: bool
+    delta0: float
+    t0: float
+    max_time: Optional[float]
+    fw_time: Optional[float] = None
+    objective: Optional[TRWObjective] = None
+    dom: Optional[_OraclePolytope] = None
+    recorder: Optional[Recorder] = None
+    guard: Guard = field(default_factory=Guard)
+    rho: Optional[np.ndarray] = None
+    res: Optional[FWResult] = None
+    res_rho: Optional[np.ndarray] = None
+    calls: int = 0
+    n_iter: int = 0
+    outer: int = 0
+    status: Status = Status.CONVERGED
+
+    def fw_left(self):
+        """Seconds left for the FW steps (None: no limit; <= 0: none)."""
+        return None if self.fw_time is None else self.fw_time - (time.perf_counter() - self.t0)
+
+
+def _set_up(run, oracle, rho, seed, callback, verbose):
+    """Alg. 2 lines 1-3: a finite penalty for impossible states, the initial rho, the
+    polytope with its oracle (whose ``u0`` starts the first inner run) and deadline, the
+    trace recorder and the TRW objective."""
+    model = run.model
+    if np.isneginf(model.theta).any():
+        log_states = float(np.log(model.card.astype(np.float64)).sum())
+        model = run.model = model.with_theta(finite_penalty(model, model.theta,
+                                                            50.0 + log_states))
+    run.rho = run.res_rho = initial_rho(model, rho)
+    dom = run.dom = _make_domain(model, oracle, run.domain, seed)
+    # an approximate oracle leaves a share of max_time to the tree-decomposition bound
+    run.fw_time = run.max_time if dom.exact or run.max_time is None else \
+        (1 - _DUAL_BOUND_SHARE) * run.max_time
+    dom.deadline = None if run.fw_time is None else run.t0 + run.fw_time
+    # with adaptive delta a record's gap is over M (or L): TRW + gap + slack bounds log Z
+    run.recorder = Recorder(callback, bool(verbose), run.t0,
+                            slack=(lambda: dom.slack) if run.adaptive else None)
+    run.objective = TRWObjective(model, run.rho)
+
+
+def _rho_loop(run):
+    """Alg. 2 lines 4-24: an inner FCFW run at the current rho (`_inner_run`), then a FW
+    step on rho (`_rho_step`, lines 20-23), ``rho_updates`` times. Stops before a run or an
+    update when the FW time is up, and at Ctrl-C; ``run.res`` is the last run that
+    measured a gap."""
+    for i in range(run.rho_updates + 1):
+        run.objective.set_rho(run.rho)
+        run.outer = run.recorder.outer = i
+        run.recorder.calls_before = run.calls
+        left = run.fw_left()
+        if left is not None and left <= 0:
+            run.status = Status.MAX_TIME
+            return
+        last = i == run.rho_updates
+        res = _inner_run(run, left, last)
+        if res is None or math.isinf(res.gap):  # Ctrl-C before this run measured a gap
+            run.status = Status.INTERRUPTED
+            return
+        run.res, run.res_rho = res, run.rho
+        run.calls += res.n_oracle_calls
+        run.n_iter += res.n_iter
+        run.status = res.status
+        if run.status in (Status.MAX_TIME, Status.INTERRUPTED) or last:
+            return
+        if run.fw_time is not None and time.perf_counter() - run.t0 >= run.fw_time:
+            run.status = Status.MAX_TIME  # no rho update (its spanning forest alone takes
+            return                        # ~1 s on a 200x200 grid)
+        rho = _rho_step(run)
+        if rho is None:
+            run.status = Status.INTERRUPTED
+            return
+        run.rho = rho
+
+
+def _inner_run(run, left, last):
+    """One inner run (Alg. 2 lines 5-19): FCFW over M_delta (Alg. 4, with the corrections
+    of Alg. 5-6) to ``tol`` when ``last``, else ``rho_tol``, within ``left`` seconds; warm
+    started from the last active set (line 22), delta carried over (the paper code also
+    halved it after each inner run: measured, no better marginals and more MAP calls).
+    None on Ctrl-C."""
+    res = run.res
+    steps = _corrections(run.dom, run.correction, run.local_steps, warm=res is not None)
+    return run.guard(frank_wolfe, run.objective, run.dom, method="fcfw",
+                     tol=run.tol if last else run.rho_tol, max_iter=run.max_iter,
+                     max_time=left, callback=run.recorder,
+                     init=None if res is None else (res.atoms, res.weights),
+                     delta=run.delta0 if res is None else res.delta,
+                     delta_rule=_delta_rule(not run.dom.exact, steps) if run.adaptive else None,
+                     corrections=steps, max_vertices=_MAX_VERTICES, trace=False)
+
+
+def _rho_step(run):
+    """The FW step on rho after inner run ``run.outer`` (Alg. 2 lines 20-21): the fixed
+    step 2/(i+3) or `_rho_line_search`; None on Ctrl-C."""
+    if run.rho_step == "fixed":
+        return run.rho + 2.0 / (run.outer + 3.0) * rho_direction(run.model, run.res.x, run.rho)
+    return run.guard(_rho_line_search, run)
+
+
+def _rho_line_search(run):
     """The FW step on rho (Alg. 2 lines 20-21) with the step minimising B(a) =
     max_mu TRW(mu; rho + a d), d = vertex - rho (the paper code's 'linesearch' option). B
     is convex with B'(a) = -<d, I(mu*(rho + a d))> (edge mutual informations at the
     maximiser, eq. 2), and mu* is re-optimised by a correction over the vertices found so
     far (Alg. 5): no MAP call. Root of B' by `safeguarded_newton` until |B'| <= 1% of
     |B'(0)| or the bracket is below 1%, with at most 8 corrections. When a correction stops
-    (capped, on large models) with a gap over the hull above ``trust_tol``, its B' is
+    (capped, on large models) with a gap over the hull above ``rho_tol``, its B' is
     biased towards long steps: the fixed step 2/(i+3) is taken instead."""
+    model, res, rho = run.model, run.res, run.rho
+    max_time = run.fw_left()
     d = rho_direction(model, res.x, rho)
     t0 = time.perf_counter()
     resolved = []
-    correction = MFWCorrection(_CORRECTION_STEPS, tol=tol, work=_CORRECTION_WORK)
+    correction = MFWCorrection(_CORRECTION_STEPS, tol=run.tol, work=_CORRECTION_WORK)
 
     def dphi(a):
-        objective.set_rho(rho + a * d)
+        run.objective.set_rho(rho + a * d)
         left = None if max_time is None else max(max_time - (time.perf_counter() - t0), 1e-3)
-        c = correct(objective, dom, (res.atoms, res.weights), correction, delta=res.delta,
-                    max_time=left)
-        resolved.append(c.gap <= trust_tol)
+        c = correct(run.objective, run.dom, (res.atoms, res.weights), correction,
+                    delta=res.delta, max_time=left)
+        resolved.append(c.gap <= run.rho_tol)
         return -float(d @ edge_mutual_information(model, c.x)), None
 
     a = safeguarded_newton(dphi, -float(d @ edge_mutual_information(model, res.x)), 1.0,
                            tol=_RHO_LINE_SEARCH_TOL, max_iter=_RHO_LINE_SEARCH_STEPS)
-    return rho + (a if all(resolved) else 2.0 / (i + 3.0)) * d
+    return rho + (a if all(resolved) else 2.0 / (run.outer + 3.0)) * d
 
 
 def _corrections(dom, correction, local_steps, warm):
@@ -281,13 +395,13 @@ def infer(model: PairwiseMRF | FactorGraph, *, oracle="auto", domain: str = "mar
           callback=None, seed: int | None = None, verbose: bool = False) -> MarginalResult:
     """Marginals and an upper bound on log Z by Barrier Frank-Wolfe (Barrier FW Alg. 2).
 
-    oracle : "auto" (default): exact marginals (method "exact/bruteforce",
-        "exact/tree": sum-product BP on a forest, or "exact/elimination"; gap 0,
-        log_z_upper = log Z) when the model has at most AUTO_BRUTEFORCE_STATES joint
-        states, is a forest, or variable elimination takes at most AUTO_EXACT_ENTRIES
-        table entries (and half of ``max_time``): then
-        they cost less than Barrier FW's MAP calls; otherwise Barrier FW with the
-        approximate "portfolio" oracle. "exact" (the cheapest exact MAP oracle,
+    oracle : "auto" (default): exact marginals (`fwcore.exact_inference`, method
+        "exact/bruteforce", "exact/tree": two-pass sum-product on a forest, or
+        "exact/elimination"; gap 0, log_z_upper = log Z) when the model has few joint
+        states, is a forest, or variable elimination takes few table entries (and half
+        of ``max_time``; `fwcore.auto.infer_exact_method`): then they cost less than
+        Barrier FW's MAP calls; otherwise Barrier FW with the approximate "portfolio"
+        oracle. "exact" (the cheapest exact MAP oracle,
         `fwcore.oracles.exact_choice`), a registered name (``fwcore.available_oracles()``),
         ``(name, options)``, a `MapOracle` or a function ``scores -> assignment`` (see
         `fwcore.oracles.resolve_oracle`) always run Barrier FW. Approximate oracles use
@@ -350,143 +464,100 @@ def infer(model: PairwiseMRF | FactorGraph, *, oracle="auto", domain: str = "mar
                      local_search=local_search)["local_search"]
     adaptive = p["delta"] == "adaptive"
     delta0 = p["delta_init"] if adaptive else p["delta"]
-    tol, rho_tol, max_time = p["tol"], max(p["rho_tol"], p["tol"]), p["max_time"]
     try:  # Ctrl-C in the set-up (or in exact inference) returns u0: nothing measured yet
         given = check_feasible(model)
-        if isinstance(oracle, str) and oracle == "auto" and domain == "marginal":
-            method = _cheap_exact_method(model, max_time)
-            if method is not None:
-                return _exact_result(model, method, t0)
-        if np.isneginf(model.theta).any():
-            log_states = float(np.log(model.card.astype(np.float64)).sum())
-            model = model.with_theta(finite_penalty(model, model.theta, 50.0 + log_states))
-        rho = initial_rho(model, rho)
-        dom = _make_domain(model, oracle, domain, p["seed"])
+        method = infer_exact_method(model, oracle, domain, p["max_time"])
+        if method is not None:
+            return _exact_result(model, method, t0)
+        run = _Run(model, given, domain, tol=p["tol"], rho_tol=max(p["rho_tol"], p["tol"]),
+                   max_iter=p["max_iter"], rho_updates=p["rho_updates"],
+                   rho_step=p["rho_step"], correction=correction,
+                   local_steps=0 if domain == "local" else local_steps, adaptive=adaptive,
+                   delta0=delta0, t0=t0, max_time=p["max_time"])
+        _set_up(run, oracle, rho, p["seed"], callback, verbose)
     except KeyboardInterrupt:
         return _interrupted_in_set_up(model, domain, delta0, t0)
     # Ctrl-C anywhere in a step (engine set-up, corrections, line search, oracle calls)
     # ends the run with the last inner run that measured a gap
-    guard = Guard()
-    if domain == "local":
-        local_steps = 0
-    exact = dom.exact
-    # an approximate oracle leaves a share of max_time to the tree-decomposition bound
-    fw_time = max_time if exact or max_time is None else (1 - _DUAL_BOUND_SHARE) * max_time
-    dom.deadline = None if fw_time is None else t0 + fw_time
-    # with adaptive delta a record's gap is over M (or L): TRW + gap + slack bounds log Z
-    recorder = Recorder(callback, bool(verbose), t0,
-                        slack=(lambda: dom.slack) if adaptive else None)
-    objective = TRWObjective(model, rho)
-    res, res_rho, calls, n_iter, status, i = None, rho, 0, 0, Status.CONVERGED, 0
-    for i in range(p["rho_updates"] + 1):
-        objective.set_rho(rho)
-        recorder.outer, recorder.calls_before = i, calls
-        left = None if fw_time is None else fw_time - (time.perf_counter() - t0)
-        if left is not None and left <= 0:
-            status = Status.MAX_TIME
-            break
-        # warm start from the last active set; delta carries over (the paper code also
-        # halved it after each inner run: measured, no better marginals and more MAP calls)
-        steps = _corrections(dom, correction, local_steps, warm=res is not None)
-        last = i == p["rho_updates"]
-        run = guard(frank_wolfe, objective, dom, method="fcfw", tol=tol if last else rho_tol,
-                    max_iter=p["max_iter"], max_time=left, callback=recorder,
-                    init=None if res is None else (res.atoms, res.weights),
-                    delta=delta0 if res is None else res.delta,
-                    delta_rule=_delta_rule(not exact, steps) if adaptive else None,
-                    corrections=steps, max_vertices=_MAX_VERTICES, trace=False)
-        if run is None or math.isinf(run.gap):  # Ctrl-C before this run measured a gap
-            status = Status.INTERRUPTED
-            break
-        res, res_rho = run, rho
-        calls += res.n_oracle_calls
-        n_iter += res.n_iter
-        status = res.status
-        if status in (Status.MAX_TIME, Status.INTERRUPTED) or last:
-            break
-        if fw_time is not None and time.perf_counter() - t0 >= fw_time:
-            status = Status.MAX_TIME  # no rho update (its spanning forest alone takes ~1 s
-            break                     # on a 200x200 grid)
-        if p["rho_step"] == "fixed":
-            rho = rho + 2.0 / (i + 3.0) * rho_direction(model, res.x, rho)
-        else:
-            left = None if fw_time is None else fw_time - (time.perf_counter() - t0)
-            rho = guard(_rho_line_search, model, objective, dom, res, rho, i, tol, rho_tol,
-                        left)
-            if rho is None:
-                status = Status.INTERRUPTED
-                break
-    objective.set_rho(res_rho)
-    ctrl_c = status is Status.INTERRUPTED and not recorder.stopped
-    mu = dom.u0.copy() if res is None else res.x  # res is None: out of time (or Ctrl-C) at once
-    f, g = objective.value_grad(mu)
+    _rho_loop(run)
+    return _certify(run)
+
+
+def _certify(run):
+    """The answer (Alg. 2 line 25): mu of the last inner run (u0 if none) at its rho, the
+    FW gap over M measured there (`_final_gap`), the least certified bound on log Z
+    (`_bounds`), and status ``stalled`` for a converged run whose gap nothing proves
+    within ``tol``."""
+    run.objective.set_rho(run.res_rho)
+    mu = run.dom.u0.copy() if run.res is None else run.res.x  # None: out of time or Ctrl-C
+    f, g = run.objective.value_grad(mu)
     primal = -f
-    if exact and adaptive and status is Status.CONVERGED and dom.last_call_exact():
-        # the last record is mu with a fresh exact gap over M (or L): no MAP call needed
-        gap = certified_gap = recorder.records[-1].gap
-    elif ctrl_c or status is Status.MAX_TIME:
-        # no oracle call after Ctrl-C or past max_time: the gap last measured at mu (inf
-        # if none); an exact oracle may have stopped early on it, so not certified
-        gap, certified_gap = (math.inf if res is None else res.gap), None
-    else:
-        measured = guard(dom.max_score, -g)
-        if measured is None:  # Ctrl-C in this last call
-            status, gap, certified_gap = Status.INTERRUPTED, res.gap, None
-        else:
-            score, kappa = measured
-            calls += 1
-            # >= 0 (mu is in the hull of the vertices found): a cold approximate call may
-            # return a worse vertex than those
-            gap = max(score - float(-g @ mu), 0.0)
-            certified_gap = None if kappa is None else kappa - float(-g @ mu)
-    if status is Status.CONVERGED and not (certified_gap is not None and certified_gap <= tol):
-        status = Status.STALLED  # the oracle found no better vertex, but nothing proves it
-    # every certified bound of the run (each at its own rho) bounds log Z: keep the least,
-    # so a run stopped by max_time or Ctrl-C returns the best bound it proved
-    bounds = [r.bound for r in recorder.records if r.bound is not None]
-    if certified_gap is not None:
-        bounds.append(primal + certified_gap)
-    proven = min(bounds, default=math.inf) - primal <= tol
-    if not exact and status is not Status.INTERRUPTED and not proven:
-        # what is left of max_time, else at most as long again as the run so far
-        now = time.perf_counter()
-        dual = guard(trw_dual_bound, model, deadline=now + max(now - t0, 1.0)
-                     if max_time is None else t0 + max_time)
-        if guard.interrupted:
-            status = Status.INTERRUPTED
-        else:
-            bounds.append(dual[0])
+    gap, certified_gap = _final_gap(run, mu, g)
+    if run.status is Status.CONVERGED and not (certified_gap is not None and
+                                               certified_gap <= run.tol):
+        run.status = Status.STALLED  # the oracle found no better vertex, but nothing proves it
+    bounds = _bounds(run, primal, certified_gap)
     certified = bool(bounds)
     bound = min(bounds) if certified else primal + gap
     if certified:  # a bound below every feasible assignment's score: log Z = -inf
-        check_bound_feasible(given, bound)
+        check_bound_feasible(run.given, bound)
     return MarginalResult.from_mu(
-        model, mu, rho=objective.rho.copy(), primal=float(primal), gap=float(gap),
+        run.model, mu, rho=run.objective.rho.copy(), primal=float(primal), gap=float(gap),
         certified_gap=None if certified_gap is None else float(certified_gap),
         log_z_upper=float(bound), certified=bool(certified),
-        delta=float(delta0 if res is None else res.delta), n_oracle_calls=calls,
-        n_icm_calls=dom.n_icm_calls, status=status, n_iter=n_iter,
-        n_rho_updates=i if res is not None else 0, time=time.perf_counter() - t0,
-        method=f"barrier-fw/{domain}", trace=recorder.trace())
+        delta=float(run.delta0 if run.res is None else run.res.delta),
+        n_oracle_calls=run.calls, n_icm_calls=run.dom.n_icm_calls, status=run.status,
+        n_iter=run.n_iter, n_rho_updates=run.outer if run.res is not None else 0,
+        time=time.perf_counter() - run.t0, method=f"barrier-fw/{run.domain}",
+        trace=run.recorder.trace())
 
 
-def _cheap_exact_method(model, max_time):
-    """How to get exact marginals for oracle="auto" when they cost less than Barrier FW:
-    brute force up to AUTO_BRUTEFORCE_STATES states, "tree" on a forest (`_exact_result`),
-    or elimination within AUTO_EXACT_ENTRIES table entries (and half of ``max_time``) and
-    AUTO_EXACT_BYTES; else None."""
-    if fits_bruteforce(model):
-        return "bruteforce"
-    if model.is_forest():
-        return "tree"
-    budget = AUTO_EXACT_ENTRIES
-    if max_time is not None:
-        budget = min(budget, 0.5 * max_time / _SECONDS_PER_ENTRY)
-    try:  # refuses a model over the budget quickly (`fwcore.exact.EliminationPlan`)
-        plan = EliminationPlan(model, min(8 * budget, AUTO_EXACT_BYTES))
-    except ValueError:
-        return None
-    return "elimination" if plan.work <= budget else None
+def _final_gap(run, mu, g):
+    """(the FW gap over M at ``mu`` (Alg. 2 line 8), the gap a proof certifies or None);
+    ``g`` is the gradient at mu. An exact oracle's last record already holds it; after
+    Ctrl-C or past max_time no oracle is called; else one call measures it, with the
+    oracle's bound on the max score (App. J)."""
+    ctrl_c = run.status is Status.INTERRUPTED and not run.recorder.stopped
+    if run.dom.exact and run.adaptive and run.status is Status.CONVERGED and \
+            run.dom.last_call_exact():
+        # the last record is mu with a fresh exact gap over M (or L): no MAP call needed
+        gap = run.recorder.records[-1].gap
+        return gap, gap
+    if ctrl_c or run.status is Status.MAX_TIME:
+        # the gap last measured at mu (inf if none); an exact oracle may have stopped
+        # early on it, so not certified
+        return (math.inf if run.res is None else run.res.gap), None
+    measured = run.guard(run.dom.max_score, -g)
+    if measured is None:  # Ctrl-C in this last call
+        run.status = Status.INTERRUPTED
+        return run.res.gap, None
+    score, kappa = measured
+    run.calls += 1
+    # >= 0 (mu is in the hull of the vertices found): a cold approximate call may return
+    # a worse vertex than those
+    gap = max(score - float(-g @ mu), 0.0)
+    return gap, (None if kappa is None else kappa - float(-g @ mu))
+
+
+def _bounds(run, primal, certified_gap):
+    """Every certified bound on log Z of the run, each at its own rho (Barrier FW App. J,
+    eq. 25): the records', the final one and, with an approximate oracle that proved
+    nothing within ``tol``, the tree-decomposition bound (`trw_dual_bound`) for what is
+    left of max_time, else for at most as long again as the run so far. So a run stopped
+    by max_time or Ctrl-C returns the best bound it proved."""
+    bounds = [r.bound for r in run.recorder.records if r.bound is not None]
+    if certified_gap is not None:
+        bounds.append(primal + certified_gap)
+    proven = min(bounds, default=math.inf) - primal <= run.tol
+    if not run.dom.exact and run.status is not Status.INTERRUPTED and not proven:
+        now = time.perf_counter()
+        dual = run.guard(trw_dual_bound, run.model, deadline=now + max(now - run.t0, 1.0)
+                         if run.max_time is None else run.t0 + run.max_time)
+        if run.guard.interrupted:
+            run.status = Status.INTERRUPTED
+        else:
+            bounds.append(dual[0])
+    return bounds
 
 
 def _interrupted_in_set_up(model, domain, delta, t0):
@@ -501,25 +572,12 @@ def _interrupted_in_set_up(model, domain, delta, t0):
 
 
 def _exact_result(model, method, t0):
-    """Exact marginals as a MarginalResult: the bound is log Z itself, the gap 0. On a
-    forest ("tree") sum-product BP without damping reaches its fixed point, where the
-    beliefs are the marginals and the Bethe free energy is log Z, after as many sweeps as
-    the diameter (up to _TREE_SWEEPS; else elimination): measured on a 20,000-variable
-    random tree, 0.7 s against elimination's 12 s (its Python loop per variable), marginals
-    within 2e-11 and log Z within 2e-10 of elimination's."""
-    ex = None
-    if method == "tree":
-        bp = loopy_bp(model, damping=0.0, tol=1e-13, max_iter=_TREE_SWEEPS)
-        if bp.converged:
-            ex, log_z, n_iter = bp, bp.primal, bp.n_iter
-        else:
-            method = "elimination"
-    if ex is None:
-        ex = exact_inference(model, method=method)
-        log_z, n_iter = ex.log_z, 1
+    """Exact marginals (`fwcore.exact.exact_inference`) as a MarginalResult: the bound is
+    log Z itself, the gap 0."""
+    ex = exact_inference(model, method=method)
     return MarginalResult(
         node_marginals=ex.node_marginals, edge_marginals=ex.edge_marginals, mu=ex.mu,
-        rho=None, primal=log_z, gap=0.0, certified_gap=0.0, log_z_upper=log_z,
+        rho=None, primal=ex.log_z, gap=0.0, certified_gap=0.0, log_z_upper=ex.log_z,
         certified=True, delta=0.0, n_oracle_calls=0, n_icm_calls=0, status=Status.CONVERGED,
-        n_iter=n_iter, n_rho_updates=0, time=time.perf_counter() - t0,
+        n_iter=ex.n_iter, n_rho_updates=0, time=time.perf_counter() - t0,
         method=f"exact/{method}", trace=ex.trace)

@@ -8,7 +8,7 @@ node and on its edges) with Σ_t w_t φ_t = θ, so by convexity of log Z
 
     log Z(θ) <= Σ_t w_t A_t(φ_t)
 
-with A_t forest t's log-partition function (exact, by `fwcore._kernels.forest_sum_product`).
+with A_t forest t's log-partition function (exact, by `fwcore.exact.ForestLayout`).
 Over φ the least value is the TRW bound at ρ; the forests then agree on their node and
 edge marginals (the TRW beliefs). The ρ loop is Barrier FW Alg. 2's: the forest set grows
 by the maximum spanning forest on the beliefs' mutual information, with weight
@@ -18,11 +18,9 @@ each with weight 1/m.
 import time
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import breadth_first_order, connected_components
 
-from .._kernels import forest_partition, forest_sum_product
-from ..model import concat_ranges
+from .._kernels import forest_partition
+from ..exact import ForestLayout
 from .rho import edge_mutual_information, max_spanning_forest
 
 __all__ = ["TreeDecomposition", "trw_dual_bound"]
@@ -33,53 +31,17 @@ _LBFGS_BYTES = 2**28
 STEP_TOL = 1e-3
 
 
-class TreeDecomposition:
-    """Forests given as edge masks with weights, laid out for `forest_sum_product` (copy
-    t n + v is variable v in forest t), and the TRW bound of log-potentials φ: a node part
-    (m, D) and a flat edge part with, for each forest, the tables of its edges."""
+class TreeDecomposition(ForestLayout):
+    """Forests given as edge masks with weights (laid out by `fwcore.exact.ForestLayout`),
+    and the TRW bound of log-potentials φ: a node part (m, D) and a flat edge part with,
+    for each forest, the tables of its edges."""
 
     def __init__(self, model, forests, weights):
-        n, m = model.n_vars, len(forests)
-        self.model, self.weights = model, np.asarray(weights, dtype=np.float64)
-        t_of, e_of = np.nonzero(np.asarray(forests, dtype=bool).reshape(m, model.n_edges))
-        a = t_of * n + model.edges[e_of, 0]
-        b = t_of * n + model.edges[e_of, 1]
-        # one breadth-first search over all forests from a virtual root joined to one
-        # copy in each tree
-        size = m * n
-        _, label = connected_components(
-            coo_matrix((np.ones(len(a)), (a, b)), shape=(size, size)), directed=False)
-        _, heads = np.unique(label, return_index=True)
-        rows = np.concatenate([a, b, np.full(len(heads), size)])
-        cols = np.concatenate([b, a, heads])
-        g = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(size + 1, size + 1)).tocsr()
-        order, pred = breadth_first_order(g, size, directed=True, return_predecessors=True)
-        self.order = order[1:].astype(np.int64)
-        child = np.where(pred[b] == a, b, a)
-        self.parent_edge = np.full(size, -1, dtype=np.int32)
-        self.parent_edge[child] = e_of
-        parent = a + b - child
-        self.up_off = np.zeros(size + 1, dtype=np.int64)
-        up_size = np.zeros(size, dtype=np.int64)
-        up_size[child] = model.card[parent % n]
-        np.cumsum(up_size, out=self.up_off[1:])
-        # edge tables: copy child[k] holds edge e_of[k] of forest t_of[k]
-        sizes = np.zeros(size, dtype=np.int64)
-        sizes[child] = np.diff(model.edge_off)[e_of]
-        self.edge_pos = np.zeros(size, dtype=np.int64)
-        self.edge_pos[1:] = np.cumsum(sizes)[:-1]
-        ent = np.argsort(child, kind="stable")  # tables in copy order
-        self.entry = concat_ranges(model.edge_off[e_of[ent]], sizes[child[ent]])
-        self.entry_forest = np.repeat(t_of[ent], sizes[child[ent]])
-        self.rho = np.bincount(e_of, weights=self.weights[t_of], minlength=model.n_edges)
-        dim = int(model.node_off[-1])
-        self.n_forests, self.dim = m, dim
-        self._mu = np.empty(m * dim)
-        self._edge_mu = np.empty(self.entry.size)
-        self._up = np.empty(int(self.up_off[-1]))
-        self._log_z = np.empty(m)
-        self._work = np.empty(int(model.card.max()) if n else 0)
-        theta = model.theta
+        super().__init__(model, forests)
+        self.weights = np.asarray(weights, dtype=np.float64)
+        self.rho = np.bincount(self.edge_of, weights=self.weights[self.forest_of],
+                               minlength=model.n_edges)
+        dim, theta = self.dim, model.theta
         self._node_free = np.isfinite(theta[:dim])
         # per edge-part entry k: its index among θ's edge entries, w_t, ρ_e and θ
         self._at = self.entry - dim
@@ -116,19 +78,15 @@ class TreeDecomposition:
     def value_grad(self, phi):
         """(Σ_t w_t A_t at φ projected, its gradient in φ, the forests' node marginals
         (m, D), their edge marginals in the edge part's layout)."""
-        w, m = self.weights, self.n_forests
+        w = self.weights
         node, edge = self._project(phi)
-        forest_sum_product(self.model.graph, node.ravel(), edge, self.edge_pos, self.order,
-                           self.parent_edge, self.up_off, self._mu, self._edge_mu, self._up,
-                           self._log_z, self._work)
-        mu = self._mu.reshape(m, -1)
+        mu, edge_mu, log_z = self.sum_product(node.ravel(), edge)
         g_node = w[:, None] * mu
         g_node = np.where(self._node_free, g_node - w[:, None] * g_node.sum(axis=0), 0.0)
-        g_edge = self._w_at * self._edge_mu
+        g_edge = self._w_at * edge_mu
         g_edge -= self._w_at / self._rho_at * self._edge_sums(g_edge)[self._at]
         g_edge[~self._edge_free] = 0.0
-        return float(w @ self._log_z), np.concatenate([g_node.ravel(), g_edge]), mu, \
-            self._edge_mu
+        return float(w @ log_z), np.concatenate([g_node.ravel(), g_edge]), mu, edge_mu
 
     def beliefs(self, mu, edge_mu):
         """The weighted mean of the forests' marginals as a flat vector of the model's

@@ -17,20 +17,17 @@ import abc
 
 import numpy as np
 
+from ..auto import auto_oracle, exact_oracle
 from ..checks import TIME, check_model, check_params
 from ..results import Status, proves_optimal
 
 __all__ = ["MapOracle", "LPOracle", "FunctionOracle", "register_oracle", "resolve_oracle",
            "available_oracles", "exact_choice"]
 
+#: name -> oracle class; `fwcore.oracles.builtin` registers the built-in ones when the
+#: package is imported
 _registry = {}
 _TIME_LIMIT = {"time_limit": TIME}
-
-#: "exact" uses variable elimination up to this many variables and table bytes
-AUTO_ELIMINATION_VARS = 1000
-AUTO_ELIMINATION_BYTES = 2**26
-#: "exact" enumerates a binary vertex cover of up to this many variables (2^22 Gray steps)
-AUTO_COVER_VARS = 22
 
 
 class MapOracle(abc.ABC):
@@ -144,40 +141,14 @@ def register_oracle(cls):
     return cls
 
 
-def _load_builtin():
-    from . import builtin  # noqa: F401  (importing it registers the built-in oracles)
+def _installed(name):
+    """Is the backend of the oracle registered as ``name`` installed?"""
+    return _registry[name].is_available()
 
 
 def exact_choice(model):
-    """The name of the cheapest exact oracle for ``model``: 'tree' on a forest,
-    'bruteforce' up to `fwcore.exact.AUTO_BRUTEFORCE_STATES` joint states, 'elimination' when the model
-    has at most AUTO_ELIMINATION_VARS variables and its tables fit
-    AUTO_ELIMINATION_BYTES, unless 'cover' (a binary vertex cover of at most
-    AUTO_COVER_VARS variables: 2^k Gray steps of cost ~ its degree) costs fewer table
-    entries (rbm_20: 0.19 s a call, elimination 0.47 s), else 'cover' when it fits, else
-    'toulbar2' when installed (3x faster per call than HiGHS on the paper's 5x5 grids),
-    else 'ilp'."""
-    from ..exact import EliminationPlan, fits_bruteforce
-    from .exact_oracles import binary_cover
-    _load_builtin()
-    if model.is_forest():
-        return "tree"
-    if fits_bruteforce(model):
-        return "bruteforce"
-    cover = binary_cover(model)
-    cover_work = np.inf
-    if cover is not None and cover[0].size <= AUTO_COVER_VARS:
-        cover_work = 2.0**cover[0].size * max(1.0, float(np.mean(
-            np.diff(model.adj_start)[cover[0]]))) if cover[0].size else 1.0
-    if model.n_vars <= AUTO_ELIMINATION_VARS:
-        try:  # refuses a model over the limit quickly (`fwcore.exact.EliminationPlan`)
-            if EliminationPlan(model, AUTO_ELIMINATION_BYTES).work <= cover_work:
-                return "elimination"
-        except ValueError:
-            pass
-    if np.isfinite(cover_work):
-        return "cover"
-    return "toulbar2" if _registry["toulbar2"].is_available() else "ilp"
+    """The name of the cheapest exact oracle for ``model`` (`fwcore.auto.exact_oracle`)."""
+    return exact_oracle(model, _installed)
 
 
 def _names():
@@ -188,12 +159,8 @@ def resolve_oracle(spec, model, *, seed=None, anytime=None, **options):
     """The oracle for ``model`` named by ``spec``, shared by every entry point:
 
     - ``"exact"``: the cheapest exact oracle (`exact_choice`);
-    - ``"auto"``: that exact oracle when it is cheap (tree, brute force, elimination,
-      cover) or
-      when an edge table forbids pairs of states (−inf, as in a `FactorGraph`'s
-      reduction: one-variable moves cannot go from one feasible labelling to another,
-      so local search and message passing decode −inf there), else the approximate
-      ``"portfolio"``;
+    - ``"auto"``: that exact oracle when it is cheap or the model forbids pairs of
+      states, else the approximate ``"portfolio"`` (`fwcore.auto.auto_oracle`);
     - a registered name (`available_oracles`), with keyword ``options``, or a
       ``(name, options)`` pair;
     - a `MapOracle` instance (used as it is: fwcore passes time limits per call and never
@@ -201,7 +168,6 @@ def resolve_oracle(spec, model, *, seed=None, anytime=None, **options):
 
     ``seed`` goes to the oracles that declare ``takes_seed``, ``anytime`` (when not None)
     to those that declare ``takes_anytime``."""
-    _load_builtin()
     model = check_model(model)
     if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str):
         spec, extra_options = spec
@@ -209,10 +175,7 @@ def resolve_oracle(spec, model, *, seed=None, anytime=None, **options):
     if isinstance(spec, str):
         name = spec
         if name in ("exact", "auto"):
-            name = exact_choice(model)
-            hard = np.isneginf(model.theta[model.node_off[-1]:]).any()
-            if spec == "auto" and name in ("toulbar2", "ilp") and not hard:
-                name = "portfolio"
+            name = (exact_oracle if name == "exact" else auto_oracle)(model, _installed)
         if name not in _registry:
             raise ValueError(f"unknown oracle {spec!r}; valid names: {_names()}")
         cls = _registry[name]
@@ -240,5 +203,4 @@ def resolve_oracle(spec, model, *, seed=None, anytime=None, **options):
 
 def available_oracles():
     """Mapping of every registered oracle name to whether its backend is installed."""
-    _load_builtin()
     return {name: cls.is_available() for name, cls in sorted(_registry.items())}

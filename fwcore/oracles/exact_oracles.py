@@ -14,13 +14,16 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from ..checks import HIGHS_MEMORY_LIMIT, Interval, TIME, check_lp_size, check_params, \
     finite_penalty
 from .. import _oracles
+from ..elimination import EliminationPlan
+from ..exact import exact_map
 from ..interrupt import Abandoned, call_interruptibly, grace
+from ..model import binary_cover
 from ..results import Status
 from .base import MapOracle, register_oracle
 from ._common import local_polytope_constraints, lp_objective, node_argmax, run_highs
 
 __all__ = ["BruteForceOracle", "EliminationOracle", "TreeOracle", "CoverOracle", "ILPOracle",
-           "Toulbar2Oracle", "binary_cover"]
+           "Toulbar2Oracle"]
 
 _INSTEAD = "use 'ilp' (HiGHS) or 'toulbar2' instead"
 
@@ -43,7 +46,6 @@ class BruteForceOracle(MapOracle):
                              "'tree' on a forest, or raise max_states")
 
     def _argmax(self, scores, init, time_limit):
-        from ..exact import exact_map
         try:
             res = exact_map(self.model.with_theta(scores), method="bruteforce")
         except ValueError:                   # every assignment has score −inf
@@ -53,7 +55,7 @@ class BruteForceOracle(MapOracle):
 
 @register_oracle
 class EliminationOracle(MapOracle):
-    """Max-product variable elimination (`fwcore.exact`) on a clique tree built once for the
+    """Max-product variable elimination (`fwcore.elimination`) on a clique tree built once for the
     model's graph: exact, and fast when the induced width is small. ``memory_limit``
     (bytes, default 2**28) caps its tables; a larger need raises ValueError at construction."""
 
@@ -61,7 +63,6 @@ class EliminationOracle(MapOracle):
     exact = True
 
     def __init__(self, model, memory_limit=2**28):
-        from ..exact import EliminationPlan
         super().__init__(model)
         memory_limit = check_params({"memory_limit": Interval(1)},
                                     memory_limit=memory_limit)["memory_limit"]
@@ -146,31 +147,10 @@ class TreeOracle(MapOracle):
         return x, float(value), None
 
 
-def binary_cover(model):
-    """A vertex cover of ``model``'s graph made of binary variables, small when the graph
-    allows (the complement of a greedy maximal independent set, lowest degree first,
-    non-binary variables first so that they land outside the cover), and its complement
-    (an independent set). Returns (cover, free), int32 arrays; None when a non-binary
-    variable must be in the cover (two non-binary neighbours)."""
-    n = model.n_vars
-    deg = np.diff(model.adj_start)
-    order = np.lexsort((deg, model.card == 2))      # non-binary first, then by degree
-    taken = np.zeros(n, dtype=bool)
-    blocked = np.zeros(n, dtype=bool)
-    start, nbr = model.adj_start, model.adj_var
-    for v in order:
-        if not blocked[v]:
-            taken[v] = True
-            blocked[nbr[start[v]:start[v + 1]]] = True
-    cover = np.flatnonzero(~taken).astype(np.int32)
-    if (model.card[cover] != 2).any():
-        return None
-    return cover, np.flatnonzero(taken).astype(np.int32)
-
-
 @register_oracle
 class CoverOracle(MapOracle):
-    """Exact MAP by enumerating the 2^k states of a binary vertex cover (`binary_cover`)
+    """Exact MAP by enumerating the 2^k states of a binary vertex cover
+    (`fwcore.model.binary_cover`)
     in Gray code order: given the cover's states the other variables are independent and
     each takes its best state (`fwcore._oracles.cover_enumerate`, O(2^k (degree + free
     variables · card))). Fast on dense bipartite models with one small side, such as

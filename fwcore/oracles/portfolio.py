@@ -8,7 +8,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ..auto import portfolio_members
 from ..checks import BOOL, check_params
+from ..elimination import EliminationPlan
 from ..results import Record, Status, proves_optimal
 from .anytime import AnnealOracle, ExpansionOracle, Fusion
 from .approximate import TRWSOracle
@@ -16,8 +18,6 @@ from .base import MapOracle, register_oracle, resolve_oracle
 
 __all__ = ["PortfolioOracle"]
 
-#: default members (built in, no extra), in order of preference; qpbo on binary models only
-DEFAULT_MEMBERS = ("qpbo", "trws", "icm")
 #: an anytime call's first annealing run takes this share of the time left (a long
 #: cooling schedule: annealing's result improves with the schedule's length), later runs
 #: this share of the first one's
@@ -50,7 +50,7 @@ class PortfolioOracle(MapOracle):
     names repeat, e.g. two user functions) to its score and ``best`` names the winner.
 
     ``anytime=True``: a call given a time limit first tries exact max-product variable
-    elimination (`fwcore.exact.EliminationPlan`, planned once): when the plan's estimated
+    elimination (`fwcore.elimination.EliminationPlan`, planned once): when the plan's estimated
     time (its clique-table entries times the measured cost per entry) fits the time
     left, the call returns its maximiser, proven optimal (``best`` = "elimination", one
     ``progress`` record).
@@ -75,8 +75,7 @@ class PortfolioOracle(MapOracle):
         super().__init__(model)
         self.anytime = check_params({"anytime": BOOL}, anytime=anytime)["anytime"]
         if members is None:
-            binary = bool((model.card == 2).all())
-            members = [m for m in DEFAULT_MEMBERS if m != "qpbo" or binary]
+            members = portfolio_members(model)
         if isinstance(members, (str, tuple)) or not len(members):
             raise ValueError("members must be a non-empty list of oracle names, (name, options) "
                              f"pairs or oracle objects; got {members!r}")
@@ -183,7 +182,6 @@ class PortfolioOracle(MapOracle):
     def _elimination_fits(self, end):
         """Whether exact elimination is estimated to finish before ``end`` (plans it once,
         with a memory limit that refuses only plans too slow for the time left)."""
-        from ..exact import EliminationPlan
         model = self.model
         left = end - time.perf_counter()
         # a plan's bytes are at most 16 times its entries, which are affordable up to:
