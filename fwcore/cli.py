@@ -266,10 +266,10 @@ def _solver_options(sub):
 def _parser():
     from .exact import exact_inference
     from .map import infer_map
-    from .marginals.barrier_fw import _PARAMS as infer_params, infer
+    from .marginals.barrier_fw import infer
     from .marginals.rho import RHO_CHOICES
     from .oracles import available_oracles
-    infer_defaults = _defaults(infer)
+    infer_defaults, infer_params = _defaults(infer), infer.__fwcore_params__
     solvers = ("MAP solver: exact (the cheapest exact one: tree, bruteforce, elimination, "
                "toulbar2 or ilp), auto (that one when cheap, else portfolio), or one of: "
                + ", ".join(available_oracles()))

@@ -22,7 +22,7 @@ from scipy.sparse.csgraph import breadth_first_order, connected_components
 
 from ._kernels import forest_sum_product
 from .auto import exact_method
-from .checks import INFEASIBLE, Interval, Options, check_model, check_params
+from .checks import INFEASIBLE, Interval, Options, check_model, validate_params
 from .elimination import EliminationPlan, _elimination_map, _elimination_marginals
 from .results import MapResult, Record, Status, Trace
 from .factor_graph import FactorGraph, solves_factor_graphs
@@ -66,6 +66,7 @@ class ExactResult:
         return self.log_z
 
 
+@validate_params(_PARAMS, unchecked=("model",))
 @solves_factor_graphs
 def exact_inference(model: PairwiseMRF | FactorGraph, method: str = "auto",
                     memory_limit: float = 2**31) -> ExactResult:
@@ -78,7 +79,7 @@ def exact_inference(model: PairwiseMRF | FactorGraph, method: str = "auto",
     need raises ValueError before any work. Raises ValueError when no assignment has a
     finite score (log Z = -inf).
     """
-    method = _check_args(model, method, memory_limit, marginals=True)
+    method = _check_args(model, method, marginals=True)
     t0 = time.perf_counter()
     info = {}
     if method == "bruteforce":
@@ -98,6 +99,7 @@ def exact_inference(model: PairwiseMRF | FactorGraph, method: str = "auto",
                                            gap=0.0, bound=float(log_z))]))
 
 
+@validate_params(_MAP_PARAMS, unchecked=("model",))
 @solves_factor_graphs
 def exact_map(model: PairwiseMRF | FactorGraph, method: str = "auto", memory_limit: float = 2**31) -> MapResult:
     """Exact MAP: argmax_x <θ, μ(x)> (first maximiser in enumeration order for brute
@@ -105,7 +107,7 @@ def exact_map(model: PairwiseMRF | FactorGraph, method: str = "auto", memory_lim
     the "tree" oracle is max-product, `fwcore.infer_map`); elimination runs max-product
     upward and backtracks in reverse elimination order. Raises ValueError when no
     assignment has a finite score."""
-    method = _check_args(model, method, memory_limit, marginals=False)
+    method = _check_args(model, method, marginals=False)
     t0 = time.perf_counter()
     if method == "bruteforce":
         x = _bruteforce_map(model)
@@ -119,12 +121,10 @@ def exact_map(model: PairwiseMRF | FactorGraph, method: str = "auto", memory_lim
                                          bound=score, score=score)]))
 
 
-def _check_args(model, method, memory_limit, marginals):
-    """Validate the public arguments of `exact_inference` (``marginals``) or `exact_map`;
-    return the concrete method."""
+def _check_args(model, method, marginals):
+    """Check the model and the method's fit to it for `exact_inference` (``marginals``) or
+    `exact_map` (their tables checked the rest); return the concrete method."""
     check_model(model)
-    check_params(_PARAMS if marginals else _MAP_PARAMS, method=method,
-                 memory_limit=memory_limit)
     if method == "auto":
         return exact_method(model, tree=marginals)
     if method == "tree" and not model.is_forest():

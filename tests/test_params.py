@@ -184,9 +184,8 @@ def test_it_composes_with_solves_factor_graphs(checks_outside):
 # -- the command line reads the tables and the signatures -------------------------------
 
 def test_the_command_line_defaults_and_choices_are_the_library_ones(capsys):
-    from fwcore.marginals.barrier_fw import _PARAMS as infer_params
     from fwcore.marginals.rho import RHO_CHOICES
-    parse = _parser().parse_args
+    parse, infer_params = _parser().parse_args, fwcore.infer.__fwcore_params__
     infer = inspect.signature(fwcore.infer).parameters
     args = parse(["infer", "model.uai"])
     for name in ("oracle", "domain", "rho", "rho_updates", "rho_step", "tol", "rho_tol",

@@ -29,8 +29,8 @@ from typing import Optional
 import numpy as np
 
 from .. import _kernels
-from ..checks import CALLABLE, SEED, TIME, Interval, Options, check_bound_feasible, \
-    check_feasible, check_model, check_params, finite_penalty
+from ..checks import BOOL, CALLABLE, SEED, TIME, Interval, Options, check_bound_feasible, \
+    check_feasible, check_model, finite_penalty, validate_params
 from ..fw import (Domain, FWResult, LocalSearch, MFWCorrection, adaptive_delta, correct,
                   frank_wolfe, safeguarded_newton)
 from ..auto import barrier_fw_oracle, infer_exact_method
@@ -78,6 +78,9 @@ _PARAMS = {
     "max_time": TIME,
     "callback": [CALLABLE, None],
     "seed": SEED,
+    "correction": BOOL,
+    "local_search": [BOOL, Interval(0, integer=True)],
+    "verbose": BOOL,
 }
 
 
@@ -386,6 +389,7 @@ def _delta_rule(approximate, steps):
     return rule
 
 
+@validate_params(_PARAMS, unchecked=("model", "oracle", "rho"))
 @solves_factor_graphs
 def infer(model: PairwiseMRF | FactorGraph, *, oracle="auto", domain: str = "marginal",
           delta: str | float = "adaptive", delta_init: float = 1e-3, correction: bool = True,
@@ -456,25 +460,19 @@ def infer(model: PairwiseMRF | FactorGraph, *, oracle="auto", domain: str = "mar
     """
     t0 = time.perf_counter()
     model = check_model(model)
-    p = check_params(_PARAMS, domain=domain, delta=delta, delta_init=delta_init, tol=tol,
-                     rho_tol=rho_tol, max_iter=max_iter, rho_updates=rho_updates,
-                     rho_step=rho_step, max_time=max_time, callback=callback, seed=seed)
-    local_steps = _LOCAL_STEPS if local_search is True else 0 if local_search is False else \
-        check_params({"local_search": Interval(0, integer=True)},
-                     local_search=local_search)["local_search"]
-    adaptive = p["delta"] == "adaptive"
-    delta0 = p["delta_init"] if adaptive else p["delta"]
+    local_steps = _LOCAL_STEPS if local_search is True else int(local_search)
+    adaptive = delta == "adaptive"
+    delta0 = delta_init if adaptive else delta
     try:  # Ctrl-C in the set-up (or in exact inference) returns u0: nothing measured yet
         given = check_feasible(model)
-        method = infer_exact_method(model, oracle, domain, p["max_time"])
+        method = infer_exact_method(model, oracle, domain, max_time)
         if method is not None:
             return _exact_result(model, method, t0)
-        run = _Run(model, given, domain, tol=p["tol"], rho_tol=max(p["rho_tol"], p["tol"]),
-                   max_iter=p["max_iter"], rho_updates=p["rho_updates"],
-                   rho_step=p["rho_step"], correction=correction,
-                   local_steps=0 if domain == "local" else local_steps, adaptive=adaptive,
-                   delta0=delta0, t0=t0, max_time=p["max_time"])
-        _set_up(run, oracle, rho, p["seed"], callback, verbose)
+        run = _Run(model, given, domain, tol=tol, rho_tol=max(rho_tol, tol),
+                   max_iter=max_iter, rho_updates=rho_updates, rho_step=rho_step,
+                   correction=correction, local_steps=0 if domain == "local" else local_steps,
+                   adaptive=adaptive, delta0=delta0, t0=t0, max_time=max_time)
+        _set_up(run, oracle, rho, seed, callback, verbose)
     except KeyboardInterrupt:
         return _interrupted_in_set_up(model, domain, delta0, t0)
     # Ctrl-C anywhere in a step (engine set-up, corrections, line search, oracle calls)

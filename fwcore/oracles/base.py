@@ -18,7 +18,7 @@ import abc
 import numpy as np
 
 from ..auto import auto_oracle, exact_oracle
-from ..checks import TIME, check_model, check_params
+from ..checks import BOOL, SEED, TIME, check_model, check_params, validate_params
 from ..results import Status, proves_optimal
 
 __all__ = ["MapOracle", "LPOracle", "FunctionOracle", "register_oracle", "resolve_oracle",
@@ -155,6 +155,7 @@ def _names():
     return ", ".join(["exact", "auto", *sorted(_registry)])
 
 
+@validate_params({"seed": SEED, "anytime": [BOOL, None]}, unchecked=("spec", "model"))
 def resolve_oracle(spec, model, *, seed=None, anytime=None, **options):
     """The oracle for ``model`` named by ``spec``, shared by every entry point:
 

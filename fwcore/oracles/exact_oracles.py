@@ -11,7 +11,7 @@ import time
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 
-from ..checks import HIGHS_MEMORY_LIMIT, Interval, TIME, check_lp_size, check_params, \
+from ..checks import HIGHS_MEMORY_LIMIT, Interval, TIME, check_lp_size, validate_params, \
     finite_penalty
 from .. import _oracles
 from ..elimination import EliminationPlan
@@ -36,9 +36,9 @@ class BruteForceOracle(MapOracle):
     name = "bruteforce"
     exact = True
 
+    @validate_params({"max_states": Interval(1)}, unchecked=("model",))
     def __init__(self, model, max_states=2**20):
         super().__init__(model)
-        max_states = check_params({"max_states": Interval(1)}, max_states=max_states)["max_states"]
         log2_states = float(np.log2(model.card.astype(np.float64)).sum())
         if log2_states > math.log2(max_states):
             raise ValueError(f"the bruteforce oracle would enumerate 2**{log2_states:.1f} "
@@ -62,10 +62,9 @@ class EliminationOracle(MapOracle):
     name = "elimination"
     exact = True
 
+    @validate_params({"memory_limit": Interval(1)}, unchecked=("model",))
     def __init__(self, model, memory_limit=2**28):
         super().__init__(model)
-        memory_limit = check_params({"memory_limit": Interval(1)},
-                                    memory_limit=memory_limit)["memory_limit"]
         self.plan = EliminationPlan(model, memory_limit)
 
     def _argmax(self, scores, init, time_limit):
@@ -161,10 +160,9 @@ class CoverOracle(MapOracle):
     name = "cover"
     exact = True
 
+    @validate_params({"max_cover": Interval(0, 62, integer=True)}, unchecked=("model",))
     def __init__(self, model, max_cover=26):
         super().__init__(model)
-        max_cover = check_params({"max_cover": Interval(0, 62, integer=True)},
-                                 max_cover=max_cover)["max_cover"]
         found = binary_cover(model)
         if found is None or found[0].size > max_cover:
             size = "needs a non-binary variable" if found is None else \
@@ -211,12 +209,12 @@ class ILPOracle(MapOracle):
     name = "ilp"
     exact = True
 
+    @validate_params({"time_limit": TIME, "mip_rel_gap": Interval(0.0, 1.0, hi_open=True)},
+                     unchecked=("model", "memory_limit"))
     def __init__(self, model, time_limit=None, mip_rel_gap=0.0, memory_limit=HIGHS_MEMORY_LIMIT):
         super().__init__(model)
         check_lp_size(model, "ilp", memory_limit)
-        checked = check_params({"time_limit": TIME, "mip_rel_gap": Interval(0.0, 1.0, hi_open=True)},
-                               time_limit=time_limit, mip_rel_gap=mip_rel_gap)
-        self.time_limit, self.mip_rel_gap = checked["time_limit"], checked["mip_rel_gap"]
+        self.time_limit, self.mip_rel_gap = time_limit, mip_rel_gap
         a_eq, b_eq = local_polytope_constraints(model)
         self._constraints = LinearConstraint(a_eq, b_eq, b_eq)
         n_node = int(model.node_off[-1])
@@ -276,11 +274,11 @@ class Toulbar2Oracle(MapOracle):
     exact = True
     extra = "toulbar2"
 
+    @validate_params({"time_limit": TIME, "scale": [Interval(0.0, lo_open=True), None]},
+                     unchecked=("model",))
     def __init__(self, model, time_limit=None, scale=None):
         super().__init__(model)
-        checked = check_params({"time_limit": TIME, "scale": [Interval(0.0, lo_open=True), None]},
-                               time_limit=time_limit, scale=scale)
-        self.time_limit, self.scale = checked["time_limit"], checked["scale"]
+        self.time_limit, self.scale = time_limit, scale
 
     @classmethod
     def is_available(cls):

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..auto import portfolio_members
-from ..checks import BOOL, check_params
+from ..checks import BOOL, validate_params
 from ..elimination import EliminationPlan
 from ..results import Record, Status, proves_optimal
 from .anytime import AnnealOracle, ExpansionOracle, Fusion
@@ -71,9 +71,10 @@ class PortfolioOracle(MapOracle):
     takes_seed = True
     takes_anytime = True
 
+    @validate_params({"threads": BOOL, "anytime": BOOL}, unchecked=("model", "members", "seed"))
     def __init__(self, model, members=None, threads=False, anytime=False, seed=None):
         super().__init__(model)
-        self.anytime = check_params({"anytime": BOOL}, anytime=anytime)["anytime"]
+        self.anytime = anytime
         if members is None:
             members = portfolio_members(model)
         if isinstance(members, (str, tuple)) or not len(members):
@@ -81,7 +82,7 @@ class PortfolioOracle(MapOracle):
                              f"pairs or oracle objects; got {members!r}")
         self.members = [resolve_oracle(m, model) for m in members]
         self.exact = any(m.exact for m in self.members)
-        self.threads = bool(threads)
+        self.threads = threads
         self.member_scores = {}
         self.best = None
         self._plan, self._plan_limit = None, 0.0
