@@ -1,7 +1,7 @@
 # cython: language_level=3
 """Variable elimination on a clique tree (`fwcore.elimination`), one kernel call per pass.
 
-The clique tree comes from `fwcore.elimination.EliminationPlan.arrays`: the elimination order,
+The clique tree comes from `fwcore.elimination.EliminationPlan.clique_tree`: the elimination order,
 the clique of each variable v (v, then its separator S_v in elimination order), its
 children and the edges it owns (CSR: starts int64[n+1], members int32). A clique table
 is never stored: for each separator assignment s (C order over S_v, which is also the
@@ -553,88 +553,95 @@ cdef void backtrack(const Tree* g, void** args, bint narrow, int64_t* x) noexcep
         x[v] = (<uint8_t*>args[v])[j] if narrow else (<int32_t*>args[v])[j]
 
 
-cdef Tree make_tree(const double[::1] theta, const int[::1] card, const int[:, ::1] edges,
-                    const int64_t[::1] node_off, const int64_t[::1] edge_off,
-                    const int64_t[::1] order, const int64_t[::1] clq_start,
-                    const int[::1] clq_var, const int64_t[::1] ch_start,
-                    const int[::1] ch_var, const int64_t[::1] own_start,
-                    const int[::1] own_edge):
+cdef class CliqueTree:
+    """A model's layout and its elimination plan's clique tree (`fwcore.elimination`),
+    held for `sum_product` and `max_product`; the log-potentials come with each call."""
+    cdef const int[::1] card
+    cdef const int[:, ::1] edges
+    cdef const int64_t[::1] node_off, edge_off, order, clq_start, ch_start, own_start
+    cdef const int[::1] clq_var, ch_var, own_edge
+
+    def __init__(self, const int[::1] card, const int[:, ::1] edges,
+                 const int64_t[::1] node_off, const int64_t[::1] edge_off,
+                 const int64_t[::1] order, const int64_t[::1] clq_start,
+                 const int[::1] clq_var, const int64_t[::1] ch_start, const int[::1] ch_var,
+                 const int64_t[::1] own_start, const int[::1] own_edge):
+        self.card, self.edges, self.node_off, self.edge_off = card, edges, node_off, edge_off
+        self.order, self.clq_start, self.clq_var = order, clq_start, clq_var
+        self.ch_start, self.ch_var, self.own_start, self.own_edge = \
+            ch_start, ch_var, own_start, own_edge
+
+
+cdef Tree make_tree(CliqueTree t, const double[::1] theta):
     cdef Tree g
-    g.n = card.shape[0]
+    g.n = t.card.shape[0]
     g.theta = &theta[0]
-    g.card = <const int32_t*>&card[0]
-    g.edges = <const int32_t*>&edges[0, 0] if edges.shape[0] else NULL
-    g.node_off = &node_off[0]
-    g.edge_off = &edge_off[0]
-    g.order = &order[0]
-    g.clq_start = &clq_start[0]
-    g.clq_var = <const int32_t*>&clq_var[0]
-    g.ch_start = &ch_start[0]
-    g.ch_var = <const int32_t*>&ch_var[0] if ch_var.shape[0] else NULL
-    g.own_start = &own_start[0]
-    g.own_edge = <const int32_t*>&own_edge[0] if own_edge.shape[0] else NULL
+    g.card = <const int32_t*>&t.card[0]
+    g.edges = <const int32_t*>&t.edges[0, 0] if t.edges.shape[0] else NULL
+    g.node_off = &t.node_off[0]
+    g.edge_off = &t.edge_off[0]
+    g.order = &t.order[0]
+    g.clq_start = &t.clq_start[0]
+    g.clq_var = <const int32_t*>&t.clq_var[0]
+    g.ch_start = &t.ch_start[0]
+    g.ch_var = <const int32_t*>&t.ch_var[0] if t.ch_var.shape[0] else NULL
+    g.own_start = &t.own_start[0]
+    g.own_edge = <const int32_t*>&t.own_edge[0] if t.own_edge.shape[0] else NULL
     return g
 
 
-def sum_product(const double[::1] theta, const int[::1] card, const int[:, ::1] edges,
-                const int64_t[::1] node_off, const int64_t[::1] edge_off,
-                const int64_t[::1] order, const int64_t[::1] clq_start,
-                const int[::1] clq_var, const int64_t[::1] ch_start, const int[::1] ch_var,
-                const int64_t[::1] own_start, const int[::1] own_edge, double[::1] mu):
+cdef int eliminate(const Tree* g, bint maximise, bint narrow, double* mu, int64_t* x,
+                   double* value) noexcept nogil:
+    """The upward pass, then ``value`` = log Z (sum) or the maximum score (max), and,
+    unless it is −inf, the marginals added into ``mu`` (sum) or a maximiser written into
+    ``x`` (max); -1 when out of memory."""
+    cdef Work w
+    cdef int status = work_alloc(g, &w)
+    cdef double** msgs = <double**>calloc(g.n, sizeof(double*))
+    cdef void** below = <void**>calloc(g.n, sizeof(void*))  # max: argmaxes; sum: P_v
+    value[0] = -INFINITY
+    if msgs == NULL or below == NULL:
+        status = -1
+    if status == 0:
+        status = up_pass(g, &w, msgs, below if maximise else NULL, maximise, narrow)
+    if status == 0:
+        value[0] = root_sum(g, msgs)
+        if value[0] > -INFINITY:
+            if maximise:
+                backtrack(g, below, narrow, x)
+            else:
+                status = down_pass(g, &w, msgs, <double**>below, mu)
+    work_free(&w)
+    free_each(<void**>msgs, g.n)
+    free_each(below, g.n)
+    return status
+
+
+def sum_product(CliqueTree tree, const double[::1] theta, double[::1] mu):
     """log Z, and the node and edge marginals added into ``mu`` (zeros, the model's
     layout) unless log Z = −inf. n >= 1 variables."""
-    cdef Tree g = make_tree(theta, card, edges, node_off, edge_off, order, clq_start,
-                            clq_var, ch_start, ch_var, own_start, own_edge)
-    cdef Work w
-    cdef int status = 0
-    cdef double log_z = -INFINITY
-    cdef double** msgs = <double**>calloc(g.n, sizeof(double*))
-    cdef double** prob = <double**>calloc(g.n, sizeof(double*))
+    cdef Tree g = make_tree(tree, theta)
+    cdef double log_z
+    cdef int status
     with nogil:
-        status = work_alloc(&g, &w)
-        if status == 0 and msgs != NULL and prob != NULL:
-            status = up_pass(&g, &w, msgs, NULL, False, False)
-            if status == 0:
-                log_z = root_sum(&g, msgs)
-                if log_z > -INFINITY:
-                    status = down_pass(&g, &w, msgs, prob, &mu[0])
-        work_free(&w)
-        free_each(<void**>msgs, g.n)
-        free_each(<void**>prob, g.n)
-    if status != 0 or msgs == NULL or prob == NULL:
+        status = eliminate(&g, False, False, &mu[0], NULL, &log_z)
+    if status != 0:
         raise MemoryError("variable elimination ran out of memory")
     return log_z
 
 
-def max_product(const double[::1] theta, const int[::1] card, const int[:, ::1] edges,
-                const int64_t[::1] node_off, const int64_t[::1] edge_off,
-                const int64_t[::1] order, const int64_t[::1] clq_start,
-                const int[::1] clq_var, const int64_t[::1] ch_start, const int[::1] ch_var,
-                const int64_t[::1] own_start, const int[::1] own_edge, int64_t[::1] x):
+def max_product(CliqueTree tree, const double[::1] theta, int64_t[::1] x):
     """The maximum score; a maximiser written into ``x`` unless it is −inf (first
     maximiser of each clique slice). n >= 1 variables."""
-    cdef Tree g = make_tree(theta, card, edges, node_off, edge_off, order, clq_start,
-                            clq_var, ch_start, ch_var, own_start, own_edge)
-    cdef Work w
-    cdef int status = 0
-    cdef double best = -INFINITY
+    cdef Tree g = make_tree(tree, theta)
+    cdef double best
+    cdef int status
     cdef int64_t v
     cdef bint narrow = True
-    cdef double** msgs = <double**>calloc(g.n, sizeof(double*))
-    cdef void** args = <void**>calloc(g.n, sizeof(void*))
     for v in range(g.n):
         narrow = narrow and g.card[v] <= 256
     with nogil:
-        status = work_alloc(&g, &w)
-        if status == 0 and msgs != NULL and args != NULL:
-            status = up_pass(&g, &w, msgs, args, True, narrow)
-            if status == 0:
-                best = root_sum(&g, msgs)
-                if best > -INFINITY:
-                    backtrack(&g, args, narrow, &x[0])
-        work_free(&w)
-        free_each(<void**>msgs, g.n)
-        free_each(args, g.n)
-    if status != 0 or msgs == NULL or args == NULL:
+        status = eliminate(&g, True, narrow, NULL, &x[0], &best)
+    if status != 0:
         raise MemoryError("variable elimination ran out of memory")
     return best

@@ -251,11 +251,16 @@ class EliminationPlan:
         """A MAP assignment of ``model`` (same graph and cardinalities as the plan's)."""
         return _elimination_map(model, self)
 
+    def clique_tree(self, model):
+        """The clique tree with ``model``'s layout (same graph as the plan's) for the
+        `fwcore._elim` kernels."""
+        return _elim.CliqueTree(model.card, model.edges, model.node_off, model.edge_off,
+                                *self._arrays)
+
     @cached_property
-    def arrays(self):
-        """The clique tree as flat arrays for `fwcore._elim`: the elimination order, then
-        (starts int64[n+1], members int32) of the cliques (v, then S_v), the children and
-        the owned edges."""
+    def _arrays(self):
+        """The clique tree as flat arrays: the elimination order, then (starts int64[n+1],
+        members int32) of the cliques (v, then S_v), the children and the owned edges."""
         def csr(lists):
             start = np.zeros(len(lists) + 1, dtype=np.int64)
             np.cumsum([len(a) for a in lists], out=start[1:])
@@ -274,8 +279,7 @@ def _elimination_marginals(model, plan):
     mu = np.zeros(model.dim)
     if model.n_vars == 0:
         return 0.0, mu
-    log_z = _elim.sum_product(model.theta, model.card, model.edges, model.node_off,
-                              model.edge_off, *plan.arrays, mu)
+    log_z = _elim.sum_product(plan.clique_tree(model), model.theta, mu)
     if log_z == -np.inf:
         raise ValueError(INFEASIBLE)
     return log_z, mu
@@ -286,8 +290,7 @@ def _elimination_map(model, plan):
     (`fwcore._elim.max_product`): each x_v maximises its clique table with the later
     variables already fixed."""
     x = np.zeros(model.n_vars, dtype=np.int64)
-    if model.n_vars and _elim.max_product(model.theta, model.card, model.edges,
-                                          model.node_off, model.edge_off, *plan.arrays,
+    if model.n_vars and _elim.max_product(plan.clique_tree(model), model.theta,
                                           x) == -np.inf:
         raise ValueError(INFEASIBLE)
     return x
