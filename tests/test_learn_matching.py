@@ -46,7 +46,7 @@ def loglik(X, Y, w):
 
 def approx_log_z(X, w, rho):
     """(lower, upper) certified bounds on Σ_m log Z_rho(W_m) by FW (matching_marginals)."""
-    runs = [matching_marginals(x @ w, rho=rho, tol=1e-9) for x in X]
+    runs = [matching_marginals(x @ w, entropy="trw", rho=rho, tol=1e-9) for x in X]
     return sum(r.log_z for r in runs), sum(r.log_z_upper for r in runs)
 
 
@@ -76,7 +76,8 @@ def test_exact_mle_and_the_sandwich_of_eq_12_13():
     # each estimator is stationary for its own approximate likelihood: λ w = Σ Gᵀ(y − τ_ρ(w))
     for rho, m in ((1.0, b), (0.5, rw)):
         g = sum(x[np.arange(len(y)), y].sum(0) - np.einsum(
-            "ij,ijf->f", matching_marginals(x @ m.coef_, rho=rho, tol=1e-10).marginals, x)
+            "ij,ijf->f", matching_marginals(x @ m.coef_, entropy="trw", rho=rho,
+                                            tol=1e-10).marginals, x)
             for x, y in zip(X, Y))
         np.testing.assert_allclose(lam * m.coef_, g, atol=0.02)  # 1000 passes: gap ~ 0.01
     # the exact MLE is the best in exact likelihood; Bethe close to it (Fig. 1)

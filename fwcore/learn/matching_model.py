@@ -272,4 +272,4 @@ class MatchingModel(LearnerModel):
 
 
 def _marginals(W, graph, rho, tol):
-    return matching_marginals(W, graph=graph, rho=rho, tol=tol).marginals
+    return matching_marginals(W, graph=graph, entropy="trw", rho=rho, tol=tol).marginals
