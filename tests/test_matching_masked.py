@@ -192,7 +192,7 @@ def test_predict_marginals_on_masked_inputs(graph):
         G = G + G.transpose(1, 0, 2)
     X = [(G, A), G]  # a masked and a complete input
     Y = [mates[0], mates[1]]
-    m = MLEStruct(reg=1.0, rho="bethe", model=graph, max_iter=20).fit(X, Y)
+    m = MLEStruct(reg=1.0, entropy="bethe", model=graph, max_iter=20).fit(X, Y)
     P = m.predict_marginals(X, tol=1e-9)
     W = G @ m.coef_
     ref = matching_marginals(np.where(A, W, -np.inf), graph=graph, tol=1e-9).marginals
