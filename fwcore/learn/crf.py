@@ -325,7 +325,7 @@ class CRFModel(CRFFeatures, LearnerModel):
 @dataclass(frozen=True)
 class CRF(ModelFamily):
     """Pairwise CRFs with node and edge features (App. E.1), a learner's ``model``: X holds
-    `CRFExample`s (or tuples), Y labellings. ``n_labels``: labels per node (None: 1 + the
+    `CRFExample` objects (or tuples), Y labellings. ``n_labels``: labels per node (None: 1 + the
     largest label in Y, at least 2). ``oracle``: the MAP oracle, anything
     `fwcore.oracles.resolve_oracle` takes (a name in ``fwcore.oracles.available_oracles()``,
     ``(name, options)``, an oracle object or a function); "lp" (the local polytope, where

@@ -194,12 +194,12 @@ class MLEStruct(StructuredLearner):
         batch step and of the gap pass; results equal the serial run.
     callback : ``callback(record) -> bool`` after every pass (a `fwcore.results.Record`);
         False stops the fit with status INTERRUPTED.
-    model : the family, a `fwcore.learn.ModelFamily`: `fwcore.learn.CRF` (X: `CRFExample`s,
-        Y: labellings; its ``n_labels`` and MAP ``oracle``) or `fwcore.learn.Matching` (X:
-        features [N, N, F], Y: permutations, Hungarian oracle; or ``graph="general"``: X
-        symmetric [n, n, F], Y mate arrays, blossom oracle). The strings "crf",
-        "bipartite" and "general" name ``CRF()``, ``Matching("bipartite")`` and
-        ``Matching("general")``.
+    model : the family, a `fwcore.learn.ModelFamily`: `fwcore.learn.CRF` (X: `CRFExample`
+        objects, Y: labellings; its ``n_labels`` and MAP ``oracle``) or
+        `fwcore.learn.Matching` (X: features [N, N, F], Y: permutations, Hungarian oracle;
+        or ``graph="general"``: X symmetric [n, n, F], Y mate arrays, blossom oracle). The
+        strings "crf", "bipartite" and "general" name ``CRF()``, ``Matching("bipartite")``
+        and ``Matching("general")``.
 
     Notes
     -----
