@@ -30,7 +30,7 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor  # noqa: 
 
 import numpy as np  # noqa: E402
 
-from fwcore.learn import SSVM, MLEStruct  # noqa: E402
+from fwcore.learn import CRF, SSVM, MLEStruct  # noqa: E402
 from fwcore.learn.datasets import segmentation_images  # noqa: E402
 from fwcore.learn.features import segmentation_features  # noqa: E402
 
@@ -74,15 +74,15 @@ def _fit(name, args):
                      _error(learner, Xt, Yt)))
         evaluating[0] += time.perf_counter() - t0
 
-    learner = LEARNERS[name](_reg(name, X), oracle="qpbo", max_iter=args.passes, tol=0.0,
-                             max_time=args.max_time, callback=evaluate)
+    learner = LEARNERS[name](_reg(name, X), model=CRF(oracle="qpbo"), max_iter=args.passes,
+                             tol=0.0, max_time=args.max_time, callback=evaluate)
     learner.fit(X, Y)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB -> GiB
     return rows, learner.status_.value, peak
 
 
 def _speed(name, X, Y, passes, oracle, executor):
-    learner = LEARNERS[name](_reg(name, X), oracle=oracle, max_iter=passes, tol=0.0,
+    learner = LEARNERS[name](_reg(name, X), model=CRF(oracle=oracle), max_iter=passes, tol=0.0,
                              executor=executor)
     t0 = time.perf_counter()
     learner.fit(X, Y)
@@ -92,7 +92,8 @@ def _speed(name, X, Y, passes, oracle, executor):
 def _per_pass(name, n_images, size, passes):
     """Seconds per pass after the first (serial; data made in this process)."""
     X, Y = _data(n_images, size, seed=0)
-    learner = LEARNERS[name](_reg(name, X), oracle="qpbo", max_iter=passes, tol=0.0).fit(X, Y)
+    learner = LEARNERS[name](_reg(name, X), model=CRF(oracle="qpbo"), max_iter=passes,
+                             tol=0.0).fit(X, Y)
     times = learner.trace_.columns()["time"]
     return (times[-1] - times[1]) / (passes - 1)
 

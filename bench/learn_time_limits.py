@@ -13,7 +13,7 @@ without ``max_time`` it would not stop. Prints one row per (case, limit).
 import argparse
 import time
 
-from fwcore.learn import MLEStruct, SSVM
+from fwcore.learn import CRF, MLEStruct, SSVM
 from fwcore.learn.datasets import noisy_point_matching, synthetic_segmentation
 
 UNLIMITED = {"tol": 0.0, "max_iter": 10**6}
@@ -33,11 +33,12 @@ CASES = {
     "ssvm-lp": ("seg 8 x 48x48, lp", _seg(8, 48),
                 lambda t: SSVM(reg=0.01, max_time=t, **UNLIMITED)),
     "mle-qpbo": ("seg 40 x 64x64, qpbo", _seg(40, 64),
-                 lambda t: MLEStruct(reg=100.0, rho=0.5, oracle="qpbo", max_time=t, **UNLIMITED)),
+                 lambda t: MLEStruct(reg=100.0, rho=0.5, model=CRF(oracle="qpbo"), max_time=t,
+                                     **UNLIMITED)),
     "ssvm-qpbo": ("seg 40 x 64x64, qpbo", _seg(40, 64),
-                  lambda t: SSVM(reg=0.01, oracle="qpbo", max_time=t, **UNLIMITED)),
+                  lambda t: SSVM(reg=0.01, model=CRF(oracle="qpbo"), max_time=t, **UNLIMITED)),
     "mle-match": ("match 20 x 300 pts", _match(20, 300),
-                  lambda t: MLEStruct(reg=0.01, rho="bethe", model="bipartite", max_time=t,
+                  lambda t: MLEStruct(reg=0.01, entropy="bethe", model="bipartite", max_time=t,
                                       **UNLIMITED)),
     "ssvm-match": ("match 20 x 300 pts", _match(20, 300),
                    lambda t: SSVM(reg=0.01, model="bipartite", max_time=t, **UNLIMITED)),

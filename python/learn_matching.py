@@ -36,7 +36,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     X, Y = noisy_point_matching(N_POINTS, seed=0)
     Xt, Yt = noisy_point_matching(N_POINTS, seed=1)
-    learners = {"MLEStruct (Bethe)": MLEStruct(reg=0.01, rho="bethe", model="bipartite",
+    learners = {"MLEStruct (Bethe)": MLEStruct(reg=0.01, entropy="bethe", model="bipartite",
                                                max_iter=30),
                 "SSVM": SSVM(reg=0.01, model="bipartite", max_iter=30)}
     for name, learner in learners.items():

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from fwcore.learn import MLEStruct, SSVM
+from fwcore.learn import CRF, MLEStruct, SSVM
 from fwcore.learn.datasets import synthetic_segmentation
 
 SIZE = 16
@@ -50,8 +50,9 @@ def main(argv=None):
     Xt, Yt = synthetic_segmentation(20, size=SIZE, noise=1.0, seed=1)
     threshold = [(x.node_features[:, 1] > 0.5).astype(int) for x in Xt]
     print(f"threshold at 0.5       test error {error(threshold, Yt):.3f}")
-    learners = {"MLEStruct": MLEStruct(reg=100.0, rho=0.5, oracle="qpbo", max_iter=10),
-                "SSVM": SSVM(reg=0.01, oracle="qpbo", max_iter=10)}
+    crf = CRF(oracle="qpbo")
+    learners = {"MLEStruct": MLEStruct(reg=100.0, rho=0.5, model=crf, max_iter=10),
+                "SSVM": SSVM(reg=0.01, model=crf, max_iter=10)}
     for name, learner in learners.items():
         t0 = time.perf_counter()
         learner.fit(X, Y)

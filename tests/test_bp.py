@@ -1,12 +1,12 @@
-"""TRBP / loopy BP (fwcore.marginals.bp): the Cython sweeps against their plain-NumPy twin, and
-loopy BP on trees against exact marginals."""
+"""TRBP / loopy BP (fwcore.marginals.bp): the Cython sweeps against their plain-NumPy twin,
+loopy BP on trees against exact marginals, and the entropy vocabulary of `trbp`."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.sparse import csr_matrix
 
-from fwcore.marginals.bp import _beliefs, _message_offsets, _messages, trbp_beliefs
+from fwcore.marginals.bp import _beliefs, _message_offsets, _messages, loopy_bp, trbp, trbp_beliefs
 from fwcore.exact import exact_inference
 from fwcore.generators import random_clique, random_grid
 from fwcore.model import PairwiseMRF
@@ -151,3 +151,25 @@ def test_stops_at_tolerance_and_max_iter():
     assert it == 5 and not converged and change >= 1e-8
     mu, it, converged, change = trbp_beliefs(model, rho, 0.5, 5000, 1e-8)
     assert converged and change < 1e-8 and it < 5000
+
+
+def test_trbp_entropy_and_rho():
+    """entropy="bethe" is loopy BP (rho = 1, no rho updates); with "trw" a number is rho on
+    every edge, valid where it is a point of the spanning-tree polytope."""
+    model = random_grid(3, 3, coupling=0.5, seed=1)  # 9 nodes, 12 edges
+    bethe, loopy = trbp(model, entropy="bethe"), loopy_bp(model)
+    np.testing.assert_array_equal(bethe.mu, loopy.mu)
+    np.testing.assert_array_equal(bethe.rho, 1.0)
+    assert bethe.method == loopy.method == "loopy-bp" and bethe.n_rho_updates == 0
+    uniform = trbp(model, rho="uniform", rho_updates=2)
+    assert uniform.method == "trbp" and uniform.n_rho_updates == 2
+    for rho in (8 / 12, lambda m: np.full(m.n_edges, 8 / 12), np.full(12, 8 / 12)):
+        np.testing.assert_array_equal(trbp(model, rho=rho, rho_updates=2).mu, uniform.mu)
+    with pytest.raises(ValueError, match="sum to n_c - 1"):
+        trbp(model, rho=0.5)
+    with pytest.raises(ValueError, match="entropy='bethe' has rho = 1 on every edge"):
+        trbp(model, entropy="bethe", rho="uniform")
+    with pytest.raises(ValueError, match="entropy must be one of 'trw', 'bethe'"):
+        trbp(model, entropy="rw")
+    with pytest.raises(TypeError, match="rho must be one of 'matrix-tree'"):
+        trbp(model, rho={})

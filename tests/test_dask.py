@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import fwcore
-from fwcore.learn import MLEStruct
+from fwcore.learn import CRF, MLEStruct
 from fwcore.learn.datasets import synthetic_segmentation
 
 distributed = pytest.importorskip("distributed")
@@ -32,8 +32,9 @@ def test_infer_many_on_a_local_cluster_equals_serial(executor):
 
 def test_learner_on_a_local_cluster_equals_serial(executor):
     X, Y = synthetic_segmentation(4, size=5, seed=0)
-    serial = MLEStruct(oracle="qpbo", max_iter=3, method="bcfw").fit(X, Y)
-    par = MLEStruct(oracle="qpbo", max_iter=3, method="bcfw", executor=executor).fit(X, Y)
+    serial = MLEStruct(model=CRF(oracle="qpbo"), max_iter=3, method="bcfw").fit(X, Y)
+    par = MLEStruct(model=CRF(oracle="qpbo"), max_iter=3, method="bcfw",
+                    executor=executor).fit(X, Y)
     np.testing.assert_array_equal(serial.coef_, par.coef_)
     assert serial.gap_ == par.gap_
 
@@ -42,10 +43,10 @@ def test_highs_oracles_run_in_a_daemonic_dask_worker_process():
     # a process worker is daemonic and may start no process: the HiGHS call, forked for
     # Ctrl-C elsewhere (LPs above 20,000 nonzeros: a 45x45 grid), runs in the worker itself
     X, Y = synthetic_segmentation(2, size=45, seed=0)
-    serial = MLEStruct(oracle="lp", max_iter=2, method="fw").fit(X, Y)
+    serial = MLEStruct(model=CRF(oracle="lp"), max_iter=2, method="fw").fit(X, Y)
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
-        par = MLEStruct(oracle="lp", max_iter=2, method="fw",
+        par = MLEStruct(model=CRF(oracle="lp"), max_iter=2, method="fw",
                         executor=client.get_executor()).fit(X, Y)
     np.testing.assert_allclose(serial.coef_, par.coef_, rtol=1e-9, atol=1e-12)

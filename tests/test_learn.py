@@ -8,8 +8,8 @@ import pytest
 from scipy.optimize import minimize
 
 from fwcore.exact import exact_inference
-from fwcore.learn.base import LearnerModel
-from fwcore.learn.crf import CRFExample, CRFFeatures, check_examples
+from fwcore.learn.base import LearnerModel, ModelFamily
+from fwcore.learn.crf import CRF, CRFExample, CRFFeatures, CRFModel, check_examples
 from fwcore.learn.datasets import synthetic_segmentation
 from fwcore.learn.mle_struct import MLEStruct
 from fwcore.learn.ssvm import SSVM
@@ -74,10 +74,11 @@ def entropy_direct(mrf, tau, rho):
     return h
 
 
-@pytest.mark.parametrize("rho", ["bethe", "matrix-tree", 0.5])
-def test_theta_star_and_dual_objective_against_direct_computation(rho):
+@pytest.mark.parametrize("entropy, rho", [("bethe", None), ("trw", "matrix-tree"), ("trw", 0.5)])
+def test_theta_star_and_dual_objective_against_direct_computation(entropy, rho):
     X, Y = cycle_data(3)
-    m = MLEStruct(reg=0.7, rho=rho, oracle="bruteforce", max_iter=3).fit(X, Y)
+    m = MLEStruct(reg=0.7, entropy=entropy, rho=rho, model=CRF(oracle="bruteforce"),
+                  max_iter=3).fit(X, Y)
     dual, taus = m.dual_, m.marginals_
     # θ*(τ) (eq. 4-5) by explicit sums over examples, nodes, edges and labels
     L, f = 3, m.features_
@@ -106,7 +107,8 @@ def test_theta_star_and_dual_objective_against_direct_computation(rho):
 
 def test_fw_and_bcfw_reach_the_same_optimum():
     X, Y = tree_data(3, n=5, seed=3)
-    runs = [MLEStruct(reg=1.0, rho="matrix-tree", method=a, oracle="tree", tol=1e-4, max_iter=800,
+    runs = [MLEStruct(reg=1.0, rho="matrix-tree", method=a, model=CRF(oracle="tree"), tol=1e-4,
+                      max_iter=800,
                       averaging=False).fit(X, Y) for a in ("fw", "bcfw")]
     fw, bc = runs
     # weak duality: L* >= L(τ) − gap for both, so the objectives agree within the gaps
@@ -120,7 +122,8 @@ def test_bethe_on_a_tree_is_exact_mle():
     (found here by L-BFGS on the exact likelihood with fwcore.exact)."""
     X, Y = tree_data(3, n=5, F=2, G=1, seed=5)
     lam = 1.0
-    m = MLEStruct(reg=lam, rho="bethe", method="bcfw", oracle="tree", tol=1e-5, max_iter=3000,
+    m = MLEStruct(reg=lam, entropy="bethe", method="bcfw", model=CRF(oracle="tree"), tol=1e-5,
+                  max_iter=3000,
                   averaging=False).fit(X, Y)
     ex, (F, G) = check_examples(X, 2)
     f = CRFFeatures(2, F, G)
@@ -142,24 +145,24 @@ def test_bethe_on_a_tree_is_exact_mle():
 
 
 def brute_primal(model, X, Y):
-    ex, _ = check_examples(X, model.n_labels_)
     f, w, lam = model.features_, model.coef_, model.reg
+    ex, _ = check_examples(X, f.n_labels)
     total = 0.5 * lam * w @ w
     for e, y in zip(ex, Y):
         phi_y = f.features(e, e.mrf.marginal_vector(y))
         total += max(np.mean(np.array(z) != y) - w @ (phi_y - f.features(e, e.mrf.marginal_vector(z)))
-                     for z in itertools.product(range(model.n_labels_), repeat=len(y))) / len(X)
+                     for z in itertools.product(range(f.n_labels), repeat=len(y))) / len(X)
     return total
 
 
 @pytest.mark.parametrize("method", ["bcfw", "fw"])
 def test_ssvm_gap_is_primal_minus_dual_and_reaches_tol(method):
     X, Y = tree_data(4, n=5, seed=2)
-    s = SSVM(reg=1.0, method=method, oracle="bruteforce", tol=0.0, max_iter=15,
+    s = SSVM(reg=1.0, method=method, model=CRF(oracle="bruteforce"), tol=0.0, max_iter=15,
              averaging=False).fit(X, Y)
     assert all(r.gap >= -1e-12 for r in s.trace_)
     assert np.isclose(brute_primal(s, X, Y) - s.dual_objective_, s.gap_)
-    s = SSVM(reg=1.0, method=method, oracle="tree", tol=0.02, max_iter=2000).fit(X, Y)
+    s = SSVM(reg=1.0, method=method, model=CRF(oracle="tree"), tol=0.02, max_iter=2000).fit(X, Y)
     assert 0.0 <= s.gap_ <= 0.02
 
 
@@ -168,11 +171,12 @@ def test_segmentation_learning_beats_thresholding():
     Xt, Yt = synthetic_segmentation(6, size=8, noise=0.8, seed=1)
     err = lambda P: np.mean([np.mean(p != y) for p, y in zip(P, Yt)])  # noqa: E731
     base = err([(x.node_features[:, 1] > 0.5).astype(int) for x in Xt])
-    for learner in (MLEStruct(reg=50.0, rho=0.5, oracle="qpbo", max_iter=8),
-                    MLEStruct(reg=50.0, rho="matrix-tree", oracle="lp", max_iter=2),
-                    SSVM(reg=0.01, oracle="qpbo", max_iter=8)):
+    for learner in (MLEStruct(reg=50.0, rho=0.5, model=CRF(oracle="qpbo"), max_iter=8),
+                    MLEStruct(reg=50.0, rho="matrix-tree", model=CRF(oracle="lp"), max_iter=2),
+                    SSVM(reg=0.01, model=CRF(oracle="qpbo"), max_iter=8)):
         assert err(learner.fit(X, Y).predict(Xt)) < base
-    marg = MLEStruct(reg=50.0, oracle="qpbo", max_iter=3).fit(X, Y).predict_marginals(Xt[:2])
+    marg = MLEStruct(reg=50.0, model=CRF(oracle="qpbo"), max_iter=3).fit(X, Y)\
+        .predict_marginals(Xt[:2])
     assert all(m.shape == (64, 2) and np.allclose(m.sum(1), 1) and (m >= 0).all() for m in marg)
 
 
@@ -181,9 +185,9 @@ def test_executor_runs_equal_serial_runs(make):
     X, Y = cycle_data(4)
     for cls, kw in ((MLEStruct, {"method": "bcfw"}), (MLEStruct, {"method": "fw"}),
                     (SSVM, {"method": "bcfw"})):
-        serial = cls(oracle="lp", max_iter=3, **kw).fit(X, Y)
+        serial = cls(model=CRF(oracle="lp"), max_iter=3, **kw).fit(X, Y)
         with make() as pool:
-            par = cls(oracle="lp", max_iter=3, executor=pool, **kw).fit(X, Y)
+            par = cls(model=CRF(oracle="lp"), max_iter=3, executor=pool, **kw).fit(X, Y)
             np.testing.assert_array_equal(serial.coef_, par.coef_)
             assert serial.gap_ == par.gap_
             for a, b in zip(serial.predict(X), par.predict(X)):
@@ -197,7 +201,7 @@ LEARNERS = [(MLEStruct, {"method": "bcfw"}), (MLEStruct, {"method": "fw"}),
 @pytest.mark.parametrize("cls, kw", LEARNERS)
 def test_fitted_status_counters_and_trace(cls, kw):
     X, Y = cycle_data(3)
-    m = cls(oracle="bruteforce", tol=0.0, max_iter=4, **kw).fit(X, Y)
+    m = cls(model=CRF(oracle="bruteforce"), tol=0.0, max_iter=4, **kw).fit(X, Y)
     assert m.status_ is Status.MAX_ITER and m.n_iter_ == 4
     assert isinstance(m.features_, LearnerModel)
     assert isinstance(m.trace_, Trace) and [r.iteration for r in m.trace_] == [0, 1, 2, 3, 4]
@@ -209,14 +213,14 @@ def test_fitted_status_counters_and_trace(cls, kw):
     assert m.n_oracle_calls_ == cols["n_oracle_calls"][-1]
     assert m.gap_ == cols["gap"][-1] and m.primal_ == cols["primal"][-1]
     assert np.all(cols["gap"] >= -1e-12)
-    loose = cls(oracle="bruteforce", tol=1e3, max_iter=4, **kw).fit(X, Y)
+    loose = cls(model=CRF(oracle="bruteforce"), tol=1e3, max_iter=4, **kw).fit(X, Y)
     assert loose.status_ is Status.CONVERGED and loose.n_iter_ == 0
 
 
 def test_a_small_gap_with_an_inexact_oracle_is_stalled_not_converged():
     X, Y = cycle_data(3)
     exact = resolve_oracle("bruteforce", check_examples(X, 3)[0][0].mrf)
-    m = SSVM(oracle=exact.argmax, tol=1e3).fit(X, Y)  # a function: not declared exact
+    m = SSVM(model=CRF(oracle=exact.argmax), tol=1e3).fit(X, Y)  # a function: not declared exact
     assert m.status_ is Status.STALLED
 
 
@@ -229,14 +233,14 @@ def test_callback_false_interrupts_and_ctrl_c_keeps_the_last_measured_iterate(cl
         seen.append((record, m.coef_.copy() if record.iteration else None))
         return record.iteration < 2
 
-    m = cls(oracle="bruteforce", tol=0.0, max_iter=10, callback=stop_at_two, **kw)
+    m = cls(model=CRF(oracle="bruteforce"), tol=0.0, max_iter=10, callback=stop_at_two, **kw)
 
     m.fit(X, Y)
     assert m.status_ is Status.INTERRUPTED and m.n_iter_ == 2
     assert tuple(r for r, _ in seen) == m.trace_ and all(isinstance(r, Record) for r, _ in seen)
-    two = cls(oracle="bruteforce", tol=0.0, max_iter=2, **kw).fit(X, Y)
+    two = cls(model=CRF(oracle="bruteforce"), tol=0.0, max_iter=2, **kw).fit(X, Y)
     np.testing.assert_array_equal(m.coef_, two.coef_)
-    one = cls(oracle="bruteforce", tol=0.0, max_iter=1, **kw).fit(X, Y)
+    one = cls(model=CRF(oracle="bruteforce"), tol=0.0, max_iter=1, **kw).fit(X, Y)
     # the callback saw each measured iterate's fit: pass 1's is the one-pass fit
     np.testing.assert_array_equal(seen[1][1], one.coef_)
     np.testing.assert_array_equal(seen[2][1], two.coef_)
@@ -250,7 +254,7 @@ def test_callback_false_interrupts_and_ctrl_c_keeps_the_last_measured_iterate(cl
             raise KeyboardInterrupt
         return exact.argmax(scores)
 
-    m = cls(oracle=interrupted, tol=0.0, max_iter=10, **kw).fit(X, Y)
+    m = cls(model=CRF(oracle=interrupted), tol=0.0, max_iter=10, **kw).fit(X, Y)
     assert m.status_ is Status.INTERRUPTED and m.n_iter_ == 1 and len(m.trace_) == 2
     np.testing.assert_array_equal(m.coef_, one.coef_)
     assert m.gap_ == one.gap_
@@ -263,8 +267,8 @@ def test_ctrl_c_in_the_set_up_returns_an_interrupted_unfitted_learner(cls, monke
     def interrupted(*args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(learner, "make_model", interrupted)
-    m = cls(oracle="bruteforce").fit(*cycle_data(2))
+    monkeypatch.setattr(learner, "model_family", interrupted)
+    m = cls(model=CRF(oracle="bruteforce")).fit(*cycle_data(2))
     assert m.status_ is Status.INTERRUPTED and m.n_iter_ == 0 and len(m.trace_) == 0
     with pytest.raises(ValueError, match="not fitted"):
         m.predict(cycle_data(2)[0])
@@ -273,7 +277,8 @@ def test_ctrl_c_in_the_set_up_returns_an_interrupted_unfitted_learner(cls, monke
 @pytest.mark.parametrize("cls", [MLEStruct, SSVM])
 def test_max_time_stops_with_max_time(cls):
     X, Y = cycle_data(2)
-    m = cls(oracle="bruteforce", tol=0.0, max_iter=10**6, max_time=1e-9).fit(X, Y)
+    m = cls(model=CRF(oracle="bruteforce"), tol=0.0, max_iter=10**6, max_time=1e-9)\
+        .fit(X, Y)
     # out of time before the first gap pass ended: the start point, nothing measured
     assert m.status_ is Status.MAX_TIME and m.n_iter_ == 0 and len(m.trace_) == 0
     assert m.gap_ is None and m.primal_ is None and np.isfinite(m.coef_).all()
@@ -283,9 +288,15 @@ def test_max_time_stops_with_max_time(cls):
 BAD_PARAMS = [
     (MLEStruct, {"reg": 0.0}, ValueError, "reg must be a number > 0; got 0.0"),
     (SSVM, {"method": "sgd"}, ValueError, "method must be one of 'fw', 'bcfw'; got 'sgd'"),
-    (MLEStruct, {"rho": "bethee"}, ValueError, "rho must be one of 'matrix-tree'"),
-    (MLEStruct, {"rho": "trw"}, ValueError, "rho must be one of 'matrix-tree'"),
+    (MLEStruct, {"rho": "bethe"}, ValueError, "rho must be one of 'matrix-tree', 'uniform'"),
+    (MLEStruct, {"rho": "coupling"}, ValueError, "rho must be one of 'matrix-tree', 'uniform'"),
     (MLEStruct, {"rho": 1.5}, ValueError, "rho must be .* <= 1"),
+    (MLEStruct, {"rho": 0.0}, ValueError, "rho must be .* > 0"),
+    (MLEStruct, {"rho": lambda mrf: np.full(mrf.n_edges, 2.0)}, ValueError,
+     r"rho must lie in \[0, 1\]"),
+    (MLEStruct, {"rho": [0.5] * 3}, ValueError, r"rho must have shape \(5,\)"),
+    (MLEStruct, {"entropy": "rw"}, ValueError, "entropy must be one of 'trw', 'bethe'"),
+    (MLEStruct, {"entropy": "bethe", "rho": 0.5}, ValueError, "entropy='bethe' has rho = 1"),
     (MLEStruct, {"step": "line-search"}, ValueError, "step must be one of 'exact', 'agnostic'"),
     (SSVM, {"tol": -1.0}, ValueError, "tol must be a number >= 0"),
     (SSVM, {"max_iter": 2.5}, ValueError, "max_iter must be an integer >= 0"),
@@ -295,9 +306,36 @@ BAD_PARAMS = [
     (MLEStruct, {"executor": 4}, TypeError, "executor must be a concurrent.futures.Executor"),
     (SSVM, {"callback": 3}, TypeError, "callback must be a callable"),
     (SSVM, {"model": "perfect"}, ValueError, "model must be one of 'crf', 'bipartite', 'general'"),
-    (MLEStruct, {"n_labels": 1}, ValueError, "n_labels must be an integer >= 2"),
-    (MLEStruct, {"oracle": "nope"}, ValueError, "unknown oracle"),
+    (SSVM, {"model": CRFModel}, TypeError, "model must be .* or a fwcore.learn.ModelFamily"),
+    (MLEStruct, {"model": CRF(n_labels=1)}, ValueError, "n_labels must be an integer >= 2"),
+    (MLEStruct, {"model": CRF(oracle="nope")}, ValueError, "unknown oracle"),
 ]
+
+
+class _BruteForceCRF(ModelFamily):
+    """A user's own family (brute-force MAP, rho = 0.5 by default): the learners ask it for
+    its model and its rho, never which it is."""
+
+    RHO, DEFAULT_RHO = CRF.RHO, 0.5
+
+    def build(self, X, Y):
+        return CRF(oracle="bruteforce").build(X, Y)
+
+
+def test_a_model_object_a_shorthand_and_a_users_family_fit_the_same():
+    X, Y = cycle_data(2)
+    by_name = MLEStruct(max_iter=2).fit(X, Y)
+    by_object = MLEStruct(max_iter=2, model=CRF(n_labels=3, oracle="lp")).fit(X, Y)
+    np.testing.assert_array_equal(by_name.coef_, by_object.coef_)
+    assert by_name.rho_ == "matrix-tree" and by_name.features_.n_labels == 3
+    mine = MLEStruct(max_iter=2, model=_BruteForceCRF()).fit(X, Y)
+    theirs = MLEStruct(max_iter=2, rho=0.5, model=CRF(oracle="bruteforce")).fit(X, Y)
+    np.testing.assert_array_equal(mine.coef_, theirs.coef_)
+    assert mine.rho_ == theirs.rho_ == 0.5
+    bethe = MLEStruct(max_iter=2, entropy="bethe", model=CRF(oracle="bruteforce")).fit(X, Y)
+    ones = MLEStruct(max_iter=2, rho=1.0, model=CRF(oracle="bruteforce")).fit(X, Y)
+    np.testing.assert_array_equal(bethe.coef_, ones.coef_)
+    assert bethe.rho_ == 1.0 and all((r == 1.0).all() for r in bethe.dual_.rho)
 
 
 @pytest.mark.parametrize("cls, kw, error, match", BAD_PARAMS)
@@ -316,7 +354,7 @@ def test_bad_inputs_raise_clear_errors():
     with pytest.raises(ValueError, match=r"Y\[0\] must have shape"):
         MLEStruct().fit(X, [Y[0][:-1], Y[1]])
     with pytest.raises(ValueError, match="labels must lie in 0..1"):
-        MLEStruct(n_labels=2).fit(X, [Y[0] + 2, Y[1]])
+        MLEStruct(model=CRF(n_labels=2)).fit(X, [Y[0] + 2, Y[1]])
     with pytest.raises(TypeError, match="integer array of labels"):
         MLEStruct().fit(X, [y.astype(float) for y in Y])
     u, e, v = X[0]
@@ -332,6 +370,6 @@ def test_bad_inputs_raise_clear_errors():
         MLEStruct().fit([X[0], "image"], Y)
     with pytest.raises(ValueError, match="not fitted"):
         SSVM().predict(X)
-    m = MLEStruct(oracle="tree", max_iter=1).fit([CRFExample(*x) for x in X], Y)
+    m = MLEStruct(model=CRF(oracle="tree"), max_iter=1).fit([CRFExample(*x) for x in X], Y)
     with pytest.raises(ValueError, match="expected 3 and 2"):
         m.predict([(u[:, :1], e, v)])

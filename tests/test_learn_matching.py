@@ -12,7 +12,7 @@ from fwcore.matching.inference import (exact_matching_marginals, exact_perfect_m
                                       log_permanent, matching_marginals)
 from fwcore.learn.base import LearnerModel
 from fwcore.learn.datasets import noisy_point_matching
-from fwcore.learn.matching_model import MatchingModel
+from fwcore.learn.matching_model import Matching, MatchingModel
 from fwcore.learn.mle_struct import MLEStruct
 from fwcore.learn.ssvm import SSVM
 from fwcore.results import Status
@@ -46,7 +46,7 @@ def loglik(X, Y, w):
 
 def approx_log_z(X, w, rho):
     """(lower, upper) certified bounds on Σ_m log Z_rho(W_m) by FW (matching_marginals)."""
-    runs = [matching_marginals(x @ w, rho=rho, tol=1e-9) for x in X]
+    runs = [matching_marginals(x @ w, entropy="trw", rho=rho, tol=1e-9) for x in X]
     return sum(r.log_z for r in runs), sum(r.log_z_upper for r in runs)
 
 
@@ -60,9 +60,9 @@ def test_exact_mle_and_the_sandwich_of_eq_12_13():
 
     res = minimize(neg, np.zeros(2), jac=True, method="L-BFGS-B", options={"gtol": 1e-10})
     exact_opt = -res.fun  # max_w ℓ(w) − λ/2‖w‖²
-    fits = {r: MLEStruct(reg=lam, rho=r, model="bipartite", tol=1e-6, max_iter=1000,
-                         averaging=False).fit(X, Y) for r in ("bethe", "rw")}
-    b, rw = fits["bethe"], fits["rw"]
+    fits = {e: MLEStruct(reg=lam, entropy=e, model="bipartite", tol=1e-6, max_iter=1000,
+                         averaging=False).fit(X, Y) for e in ("bethe", "trw")}
+    b, rw = fits["bethe"], fits["trw"]
     # eq. 13 at the optima (strong duality: max ℓ_ρ − λ/2‖w‖² = L*, L(τ) − gap <= L* <= L(τ))
     assert rw.primal_ - rw.gap_ <= exact_opt + 1e-9
     assert exact_opt <= b.primal_ + 1e-9
@@ -76,7 +76,8 @@ def test_exact_mle_and_the_sandwich_of_eq_12_13():
     # each estimator is stationary for its own approximate likelihood: λ w = Σ Gᵀ(y − τ_ρ(w))
     for rho, m in ((1.0, b), (0.5, rw)):
         g = sum(x[np.arange(len(y)), y].sum(0) - np.einsum(
-            "ij,ijf->f", matching_marginals(x @ m.coef_, rho=rho, tol=1e-10).marginals, x)
+            "ij,ijf->f", matching_marginals(x @ m.coef_, entropy="trw", rho=rho,
+                                            tol=1e-10).marginals, x)
             for x, y in zip(X, Y))
         np.testing.assert_allclose(lam * m.coef_, g, atol=0.02)  # 1000 passes: gap ~ 0.01
     # the exact MLE is the best in exact likelihood; Bethe close to it (Fig. 1)
@@ -184,7 +185,7 @@ def test_fw_and_bcfw_reach_the_same_optimum(graph):
         Y = [rng.permutation(6).reshape(3, 2) for _ in range(3)]
         Y = [np.array([p[1] if i == p[0] else p[0] for i in range(6) for p in y if i in p])
              for y in Y]
-    fw, bc = [MLEStruct(reg=1.0, rho="bethe", model=graph, method=a, tol=1e-5, max_iter=n,
+    fw, bc = [MLEStruct(reg=1.0, entropy="bethe", model=graph, method=a, tol=1e-5, max_iter=n,
                         averaging=False).fit(X, Y) for a, n in (("fw", 1500), ("bcfw", 500))]
     assert abs(fw.primal_ - bc.primal_) <= max(fw.gap_, bc.gap_) + 1e-9
     assert max(fw.gap_, bc.gap_) < 0.01
@@ -223,7 +224,8 @@ def test_perfect_matching_clamping_and_averaged_start():
     assert ((ex.start > 0) & (ex.start < 1) == ex.free).all()
     np.testing.assert_allclose(dom.to_matrix(ex.start).sum(axis=1), 1.0)
     np.testing.assert_array_equal(ex.start[~on_graph], 0.0)
-    m = MLEStruct(reg=1.0, rho="bethe", model="general", tol=1e-5, max_iter=500).fit([(G, A)], [y])
+    m = MLEStruct(reg=1.0, entropy="bethe", model="general", tol=1e-5, max_iter=500)\
+        .fit([(G, A)], [y])
     assert m.gap_ <= 1e-5
     tau = m.marginals_[0]
     np.testing.assert_array_equal(tau[~ex.free], ex.start[~ex.free])  # clamped stay put
@@ -254,7 +256,7 @@ def test_ssvm_and_mle_learn_a_separable_problem():
     X, Y = noisy_point_matching(6, n_points=6, noise=0.01, seed=0)
     Xt, Yt = noisy_point_matching(6, n_points=6, noise=0.01, seed=1)
     for m in (SSVM(reg=0.01, model="bipartite", max_iter=50),
-              MLEStruct(reg=0.01, rho="bethe", model="bipartite", max_iter=50)):
+              MLEStruct(reg=0.01, entropy="bethe", model=Matching("bipartite"), max_iter=50)):
         m.fit(X, Y)
         assert isinstance(m.features_, LearnerModel) and isinstance(m.status_, Status)
         assert len(m.trace_) == m.n_iter_ + 1 and m.trace_[-1].gap == m.gap_
@@ -292,10 +294,16 @@ def test_bad_inputs_raise_clear_errors():
         MLEStruct(model="bipartite").fit([X[0], X[1][:, :, :1]], Y)
     with pytest.raises(ValueError, match="model must be one of"):
         MLEStruct(model="matching").fit(X, Y)
-    with pytest.raises(ValueError, match="oracle=None"):
-        MLEStruct(model="bipartite", oracle="lp").fit(X, Y)
-    with pytest.raises(ValueError, match="rho must be one of .bethe., .rw."):
+    with pytest.raises(ValueError, match="graph must be one of"):
+        MLEStruct(model=Matching("perfect")).fit(X, Y)
+    with pytest.raises(TypeError, match="oracle"):  # its oracle is Hungarian / blossom
+        Matching("bipartite", oracle="lp")
+    with pytest.raises(TypeError, match="rho must be a number >= 0 and <= 1 or None; got str"):
         MLEStruct(model="bipartite", rho="uniform").fit(X, Y)
+    with pytest.raises(ValueError, match="rho must be a number >= 0 and <= 1 or None; got 1.5"):
+        MLEStruct(model="bipartite", rho=1.5).fit(X, Y)
+    with pytest.raises(ValueError, match="entropy='bethe' has rho = 1"):
+        MLEStruct(model="bipartite", entropy="bethe", rho=1.0).fit(X, Y)
     with pytest.raises(ValueError, match="symmetric"):
         MLEStruct(model="general").fit([X[0]], [np.array([1, 0, 3, 2])])
     G = X[0] + X[0].transpose(1, 0, 2)

@@ -3,7 +3,7 @@ sklearn.base.clone when scikit-learn is installed (fwcore does not depend on it)
 import numpy as np
 import pytest
 
-from fwcore.learn import SSVM, MLEStruct
+from fwcore.learn import CRF, SSVM, MLEStruct
 from fwcore.learn.datasets import synthetic_segmentation
 
 
@@ -13,8 +13,9 @@ def test_get_params_lists_every_constructor_argument(cls):
     params = learner.get_params()
     assert params["reg"] == 2.5 and params["max_iter"] == 7 and params["model"] == "crf"
     assert cls(**params).get_params() == params
-    assert learner.set_params(tol=0.5, oracle="qpbo") is learner
-    assert learner.get_params()["tol"] == 0.5 and learner.oracle == "qpbo"
+    assert learner.set_params(tol=0.5, model=CRF(oracle="qpbo")) is learner
+    assert learner.get_params()["tol"] == 0.5 and learner.model == CRF(oracle="qpbo")
+    assert cls(**learner.get_params()).get_params() == learner.get_params()
     with pytest.raises(ValueError, match="invalid parameter 'regularisation'.*valid parameters: "):
         learner.set_params(regularisation=1.0)
 
@@ -28,7 +29,7 @@ def test_set_params_are_checked_at_fit():
 def test_sklearn_clone_gives_an_unfitted_copy():
     base = pytest.importorskip("sklearn.base")
     X, Y = synthetic_segmentation(3, size=5, seed=0)
-    fitted = MLEStruct(reg=10.0, oracle="qpbo", max_iter=3).fit(X, Y)
+    fitted = MLEStruct(reg=10.0, model=CRF(oracle="qpbo"), max_iter=3).fit(X, Y)
     copy = base.clone(fitted)
     assert copy is not fitted and copy.get_params() == fitted.get_params()
     assert not hasattr(copy, "coef_")

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fwcore.learn import SSVM
+from fwcore.learn import CRF, SSVM
 from fwcore.learn.datasets import segmentation_images
 from fwcore.learn.features import (SEGMENTATION_EDGE_FEATURES, SEGMENTATION_NODE_FEATURES,
                                    segmentation_features)
@@ -72,7 +72,7 @@ def test_a_crf_learned_on_the_features_beats_the_all_background_labelling():
     images, masks = segmentation_images(8, size=24, seed=0)
     X = [segmentation_features(im) for im in images]
     Y = [m.ravel() for m in masks]
-    learner = SSVM(reg=1e3, oracle="qpbo", max_iter=20, tol=0.0).fit(X[:4], Y[:4])
+    learner = SSVM(reg=1e3, model=CRF(oracle="qpbo"), max_iter=20, tol=0.0).fit(X[:4], Y[:4])
     error = np.mean([np.mean(p != y) for p, y in zip(learner.predict(X[4:]), Y[4:])])
     assert error < 0.8 * np.mean([y.mean() for y in Y[4:]])
 

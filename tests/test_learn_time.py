@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import fwcore
-from fwcore.learn import MLEStruct, SSVM
+from fwcore.learn import CRF, MLEStruct, SSVM
 from fwcore.learn.datasets import noisy_point_matching, synthetic_segmentation
 from fwcore.results import Status
 
@@ -47,9 +47,9 @@ def test_a_gap_pass_longer_than_max_time_is_abandoned(cls, threads):
 
 CASES = {
     "crf-qpbo": (lambda: synthetic_segmentation(12, size=64, seed=0),
-                 {"oracle": "qpbo"}, {"reg": 100.0, "rho": 0.5}, {"reg": 0.01}),
+                 {"model": CRF(oracle="qpbo")}, {"reg": 100.0, "rho": 0.5}, {"reg": 0.01}),
     "matching": (lambda: noisy_point_matching(8, n_points=200, seed=0),
-                 {"model": "bipartite"}, {"reg": 0.01, "rho": "bethe"}, {"reg": 0.01}),
+                 {"model": "bipartite"}, {"reg": 0.01, "entropy": "bethe"}, {"reg": 0.01}),
 }
 
 

@@ -209,7 +209,7 @@ def test_fw_bethe_equals_bp_and_gurvits_sandwich(n, seed):
     W = rng.normal(size=(n, n)) * 1.5
     fw = matching_marginals(W, method="fw", tol=1e-7)
     bp = matching_marginals(W, method="bp", tol=1e-12)
-    rw = matching_marginals(W, entropy="rw", tol=1e-6)
+    rw = matching_marginals(W, entropy="trw", tol=1e-6)
     assert fw.status is Status.CONVERGED and bp.status is Status.CONVERGED
     assert fw.gap <= 1e-7 and bp.gap <= 1e-6
     _doubly_stochastic(fw.marginals)
@@ -274,7 +274,7 @@ def test_general_matchings_fw_with_blossom():
     W = W + W.T
     np.fill_diagonal(W, 0.0)
     exact, log_z = exact_perfect_matching_marginals(W)
-    rw = matching_marginals(W, graph="general", entropy="rw", tol=1e-6)
+    rw = matching_marginals(W, graph="general", entropy="trw", tol=1e-6)
     bethe = matching_marginals(W, graph="general", tol=1e-6)
     for res in (rw, bethe):
         assert res.status is Status.CONVERGED
@@ -324,10 +324,12 @@ def test_bad_arguments():
         log_permanent(-np.ones((2, 2)))
     with pytest.raises(ValueError, match="method must be one of 'fw', 'bp'; got 'mcmc'"):
         matching_marginals(W, method="mcmc")
-    with pytest.raises(ValueError, match="entropy must be one of 'bethe', 'rw'"):
-        matching_marginals(W, entropy="trw2")
+    with pytest.raises(ValueError, match="entropy must be one of 'trw', 'bethe'; got 'rw'"):
+        matching_marginals(W, entropy="rw")
     with pytest.raises(ValueError, match="rho must be a number >= 0 and <= 1 or None; got 1.5"):
-        matching_marginals(W, rho=1.5)
+        matching_marginals(W, entropy="trw", rho=1.5)
+    with pytest.raises(ValueError, match="entropy='bethe' has rho = 1 on every edge"):
+        matching_marginals(W, rho=0.5)
     with pytest.raises(ValueError, match="rho must be a number >= 0 and <= 1; got -0.1"):
         reweighted_entropy(np.full(4, 0.5), rho=-0.1)
     with pytest.raises(ValueError, match="tol must be a number >= 0"):
@@ -339,7 +341,7 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="n must be even"):
         PerfectMatchingPolytope(5)
     with pytest.raises(ValueError, match="Bethe"):
-        matching_marginals(W, method="bp", entropy="rw")
+        matching_marginals(W, method="bp", entropy="trw")
     with pytest.raises(ValueError, match="even"):
         matching_marginals(W, graph="general")
     with pytest.raises(ValueError, match="symmetric"):
@@ -380,7 +382,7 @@ def test_safeguarded_newton_finds_a_root_next_to_zero():
 def test_results_carry_the_shared_fields():
     W = np.random.default_rng(2).normal(size=(5, 5))
     for res, method in [(matching_marginals(W, tol=1e-6), "fw"),
-                        (matching_marginals(W, entropy="rw", tol=1e-6), "fw"),
+                        (matching_marginals(W, entropy="trw", tol=1e-6), "fw"),
                         (bethe_bp(W, tol=1e-10), "bp"),
                         (matching_marginals(np.array([[1.0]])), "exact")]:
         assert res.method == method and res.status is Status.CONVERGED and res.time >= 0

@@ -100,8 +100,8 @@ def test_masked_marginals_against_brute_force(graph, rho):
     # ρ = 1 on a general graph: the Bethe entropy vanishes along even cycles, and here the
     # optimum is a vertex of the face, where the FW gap stays positive (a valid, loose bound)
     boundary = graph == "general" and rho == 1.0
-    res = matching_marginals(np.where(A, W, -np.inf), graph=graph, rho=rho, tol=1e-10,
-                             max_iter=300 if boundary else 10000)
+    res = matching_marginals(np.where(A, W, -np.inf), graph=graph, entropy="trw", rho=rho,
+                             tol=1e-10, max_iter=300 if boundary else 10000)
     P = res.marginals
     assert boundary or (res.status is Status.CONVERGED and res.gap <= 1e-10)
     np.testing.assert_array_equal(P[~A], 0.0)
@@ -142,7 +142,7 @@ def test_masked_marginals_are_exact_where_the_entropy_is(graph):
         W = rng.normal(size=(6, 6))
         W = W + W.T
     Wm = np.where(A, W, -np.inf)
-    res = matching_marginals(Wm, graph=graph, rho=1 - 1 / (2 * k), tol=1e-12)
+    res = matching_marginals(Wm, graph=graph, entropy="trw", rho=1 - 1 / (2 * k), tol=1e-12)
     if graph == "general":
         np.fill_diagonal(Wm, 0.0)
         exact, log_z = exact_perfect_matching_marginals(Wm)
@@ -159,7 +159,7 @@ def test_one_perfect_matching_is_exact():
     A[[0, 1, 2, 3], [1, 0, 3, 2]] = True
     A[0, 0] = True  # an edge in no perfect matching
     W = np.arange(16.0).reshape(4, 4)
-    res = matching_marginals(np.where(A, W, -np.inf), rho=0.5)
+    res = matching_marginals(np.where(A, W, -np.inf), entropy="trw")
     np.testing.assert_array_equal(res.marginals, vertex(np.array([1, 0, 3, 2])))
     assert res.log_z == res.log_z_upper == W[[0, 1, 2, 3], [1, 0, 3, 2]].sum()
     assert res.status is Status.CONVERGED and res.certified and res.method == "exact"
@@ -192,7 +192,7 @@ def test_predict_marginals_on_masked_inputs(graph):
         G = G + G.transpose(1, 0, 2)
     X = [(G, A), G]  # a masked and a complete input
     Y = [mates[0], mates[1]]
-    m = MLEStruct(reg=1.0, rho="bethe", model=graph, max_iter=20).fit(X, Y)
+    m = MLEStruct(reg=1.0, entropy="bethe", model=graph, max_iter=20).fit(X, Y)
     P = m.predict_marginals(X, tol=1e-9)
     W = G @ m.coef_
     ref = matching_marginals(np.where(A, W, -np.inf), graph=graph, tol=1e-9).marginals

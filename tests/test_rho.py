@@ -7,8 +7,8 @@ from scipy.sparse.linalg import splu
 
 import fwcore
 from fwcore._linalg import selected_inverse
-from fwcore.marginals.rho import (check_rho, coupling_weights, matrix_tree_rho, max_spanning_forest,
-                        uniform_rho)
+from fwcore.marginals.rho import (check_rho, coupling_weights, initial_rho, matrix_tree_rho,
+                                  max_spanning_forest, uniform_rho)
 
 MODELS = [
     fwcore.random_grid(6, 4, seed=0),
@@ -84,3 +84,25 @@ def test_check_rho_rejects_points_outside_the_spanning_tree_polytope(rho, match)
     rho = rho if rho.shape == (3,) else np.resize(rho, model.n_edges)
     with pytest.raises(ValueError, match=match):
         check_rho(model, rho)
+
+
+def test_initial_rho_resolves_rules_functions_numbers_and_arrays():
+    grid = fwcore.random_grid(5, 4, seed=0)  # 20 nodes, 31 edges
+    np.testing.assert_array_equal(initial_rho(grid), matrix_tree_rho(grid))
+    np.testing.assert_array_equal(initial_rho(grid, "coupling"),
+                                  matrix_tree_rho(grid, coupling_weights(grid)))
+    for rho in ("uniform", uniform_rho, 19 / 31, list(uniform_rho(grid))):
+        np.testing.assert_array_equal(initial_rho(grid, rho), uniform_rho(grid))
+    np.testing.assert_array_equal(initial_rho(grid, entropy="bethe"), 1.0)
+    # a reweighted entropy outside the spanning-tree polytope (the learners' 0.5 on grids)
+    np.testing.assert_array_equal(initial_rho(grid, 0.5, tree_polytope=False), 0.5)
+    with pytest.raises(ValueError, match="sum to n_c - 1"):
+        initial_rho(grid, 0.5)
+    with pytest.raises(ValueError, match=r"rho must lie in \[0, 1\]"):
+        initial_rho(grid, lambda m: np.full(m.n_edges, 1.5), tree_polytope=False)
+    with pytest.raises(ValueError, match="entropy='bethe' has rho = 1"):
+        initial_rho(grid, "uniform", entropy="bethe")
+    with pytest.raises(ValueError, match="rho must be one of 'matrix-tree', 'coupling'"):
+        initial_rho(grid, "spanning")
+    with pytest.raises(ValueError, match="rho must be .*a number >= 0 and <= 1"):
+        initial_rho(grid, 1.5)

@@ -7,16 +7,18 @@ import time
 import numpy as np
 
 from fwcore.learn.datasets import synthetic_segmentation
-from fwcore.learn.mle_struct import MLEStruct
-from fwcore.learn.ssvm import SSVM
+from fwcore.learn import CRF, MLEStruct, SSVM
 
 from .common import QUICK
 
 SIZE, N_TRAIN, N_TEST = (10, 8, 8) if QUICK else (16, 20, 20)
+QPBO = CRF(oracle="qpbo")
 LEARNERS = {
-    "mle-bcfw": lambda k: MLEStruct(reg=100.0, rho=0.5, method="bcfw", oracle="qpbo", max_iter=k, tol=0.0),
-    "mle-fw": lambda k: MLEStruct(reg=100.0, rho=0.5, method="fw", oracle="qpbo", max_iter=k, tol=0.0),
-    "ssvm-bcfw": lambda k: SSVM(reg=0.01, method="bcfw", oracle="qpbo", max_iter=k, tol=0.0),
+    "mle-bcfw": lambda k: MLEStruct(reg=100.0, rho=0.5, method="bcfw", model=QPBO, max_iter=k,
+                                    tol=0.0),
+    "mle-fw": lambda k: MLEStruct(reg=100.0, rho=0.5, method="fw", model=QPBO, max_iter=k,
+                                  tol=0.0),
+    "ssvm-bcfw": lambda k: SSVM(reg=0.01, method="bcfw", model=QPBO, max_iter=k, tol=0.0),
 }
 
 

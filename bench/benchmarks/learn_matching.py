@@ -4,7 +4,8 @@
 exp(Σ_i W[i, y_i]) with W = 0 on the diagonal and −2 (high SNR) or −0.5 (low SNR) off it;
 W is learned directly (one indicator feature per edge, the paper's "generative model") with
 penalty λ/2 ‖W‖², by the exact MLE (L-BFGS on the likelihood, log Z and its gradient by
-Ryser), the Bethe estimator (MLE-Struct, ρ = 1) and the RW estimator (ρ = 1/2).
+Ryser), the Bethe estimator (MLE-Struct, entropy "bethe", ρ = 1) and the RW estimator
+(entropy "trw", ρ = 1/2).
 
 `LearnGraphMatching` (Fig. 4): CMU house and hotel landmarks, pairs of frames ``gap``
 apart, the second frame's points shuffled; edge features from `fwcore.learn.features`;
@@ -33,6 +34,8 @@ SIZES = [5, 20] if QUICK else [5, 20, 50]
 N_HELDOUT = 100 if QUICK else 200
 FIT_SECONDS = 3.0 if QUICK else 10.0
 ONE_HOT = np.eye(N * N).reshape(N, N, N * N)  # G[i, j] = e_(iN+j): W = w.reshape(N, N)
+#: the approximate estimators by the paper's names: MLEStruct's entropy and rho
+ESTIMATORS = {"bethe": {"entropy": "bethe"}, "rw": {"entropy": "trw", "rho": 0.5}}
 
 
 def sample_matching(W, rng):
@@ -96,7 +99,7 @@ class LearnMatchingSynthetic:
     held-out log-likelihood of the generating W."""
 
     param_names = ["snr", "n_train", "estimator"]
-    params = [list(OFF_DIAGONAL), SIZES, ["exact", "bethe", "rw"]]
+    params = [list(OFF_DIAGONAL), SIZES, ["exact", *ESTIMATORS]]
     timeout = 300
 
     def setup_cache(self):
@@ -111,8 +114,8 @@ class LearnMatchingSynthetic:
                     if estimator == "exact":
                         W, optimum, gap = exact_mle(Y, REG), None, 0.0
                     else:
-                        m = MLEStruct(reg=REG, rho=estimator, model="bipartite", tol=1e-4,
-                                      max_iter=10_000, max_time=FIT_SECONDS
+                        m = MLEStruct(reg=REG, **ESTIMATORS[estimator], model="bipartite",
+                                      tol=1e-4, max_iter=10_000, max_time=FIT_SECONDS
                                       ).fit([ONE_HOT] * n_train, Y)
                         W, optimum, gap = m.coef_.reshape(N, N), m.primal_, m.gap_
                     seconds = time.perf_counter() - t0
@@ -211,7 +214,7 @@ class LearnGraphMatching:
     def setup_cache(self):
         """{(dataset, gap): ({learner: test error}, {learner: chosen reg})}, every fit
         made once; datasets whose frames are absent are left out."""
-        learners = {"mle": lambda r: MLEStruct(reg=r, rho="bethe", model="bipartite",
+        learners = {"mle": lambda r: MLEStruct(reg=r, entropy="bethe", model="bipartite",
                                                max_iter=MAX_ITER, max_time=MAX_TIME),
                     "ssvm": lambda r: SSVM(reg=r, model="bipartite", max_iter=MAX_ITER,
                                            max_time=MAX_TIME)}

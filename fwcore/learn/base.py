@@ -1,6 +1,9 @@
 """The contracts between the learners and the models they fit (DESIGN.md "Learning").
 
-A `LearnerModel` gives the FW loops of `fwcore.learn.MLEStruct` and `fwcore.learn.SSVM`
+A learner's ``model`` is a `ModelFamily` (`fwcore.learn.CRF`, `fwcore.learn.Matching`, or
+a string naming one's default object): the family and its options as the user gives them,
+with the ``rho`` its entropy may take; ``fit`` builds it on the training data into a
+`LearnerModel`, which gives the FW loops of `fwcore.learn.MLEStruct` and `fwcore.learn.SSVM`
 everything example-specific; `CRFModel` (`fwcore.learn.crf`) and `MatchingModel`
 (`fwcore.learn.matching_model`) implement it. Its ``decoder(ex)`` is a `VertexDecoder` (a
 MAP oracle returning dense vertices) and its ``entropy(ex, rho)`` a `BlockEntropy` (the
@@ -15,7 +18,11 @@ learner ends the fit with the last measured iterate.
 import abc
 import time
 
-__all__ = ["LearnerModel", "VertexDecoder", "BlockEntropy", "Deadline", "TimeUp", "run_tasks"]
+from ..checks import check_params
+from ..marginals.rho import ENTROPY, entropy_rho
+
+__all__ = ["ModelFamily", "LearnerModel", "VertexDecoder", "BlockEntropy", "Deadline", "TimeUp",
+           "run_tasks"]
 
 
 class TimeUp(Exception):
@@ -92,6 +99,28 @@ class BlockEntropy(abc.ABC):
         return vertex
 
 
+class ModelFamily(abc.ABC):
+    """A family of structured outputs and its options, as a learner's ``model`` takes it:
+    it holds what the user gave (nothing is computed before ``build``) and declares the
+    ``rho`` of MLE-Struct's reweighted entropy in this family (`fwcore.marginals.rho`)."""
+
+    #: the constraint of ``rho`` with entropy="trw" (`fwcore.checks.check_params`)
+    RHO = None
+    #: ``rho`` with entropy="trw" when it is None
+    DEFAULT_RHO = None
+
+    @abc.abstractmethod
+    def build(self, X, Y):
+        """(`LearnerModel`, prepared examples, labels) from training inputs X and labels Y,
+        validated."""
+
+    def rho(self, entropy, rho):
+        """The ρ the built model's ``entropy`` and ``marginals`` take for the learner's
+        ``entropy`` and ``rho`` (1.0 for "bethe"), checked against `RHO`."""
+        p = check_params({"entropy": ENTROPY, "rho": self.RHO}, entropy=entropy, rho=rho)
+        return entropy_rho(p["entropy"], p["rho"], self.DEFAULT_RHO)
+
+
 class LearnerModel(abc.ABC):
     """A parametric family of structured outputs, linear in the parameters w (length
     ``dim``): θ = Φ w per example. Examples are the model's own prepared inputs (``check``
@@ -127,7 +156,7 @@ class LearnerModel(abc.ABC):
 
     @abc.abstractmethod
     def entropy(self, ex, rho):
-        """The `BlockEntropy` of the example for the learner's ``rho``."""
+        """The `BlockEntropy` of the example for ``rho`` (`ModelFamily.rho`)."""
 
     @abc.abstractmethod
     def hamming(self, ex, y):

@@ -11,12 +11,14 @@ with (a, b) the labels of the edge's ends in the order the edge was given. `CRFF
 maps parameters to the flat log-potentials of a `PairwiseMRF` (``scores``) and flat
 marginals back to feature space (``features`` = Φᵀμ, the adjoint), the two products every
 learner needs; `CRFModel` adds the rest of the `fwcore.learn.base.LearnerModel` contract:
-a MAP oracle as `CRFDecoder`, the TRW entropy (`TRWEntropy`, edge weights by `crf_rho`),
-the Hamming loss and marginals by FW with MAP calls (`fw_marginals`).
+a MAP oracle as `CRFDecoder`, the TRW entropy (`TRWEntropy`, edge weights by
+`fwcore.marginals.rho.initial_rho`), the Hamming loss and marginals by FW with MAP calls
+(`fw_marginals`). `CRF` is the family as a learner's ``model`` takes it.
 """
 import numbers
 from collections.abc import Sized
 from dataclasses import dataclass
+from typing import Any, Optional
 
 import numpy as np
 
@@ -25,15 +27,11 @@ from ..checks import CALLABLE, Interval, Options, check_params
 from ..model import PairwiseMRF
 from ..oracles import LPOracle, resolve_oracle
 from ..results import Status
-from ..marginals.rho import entropy_weights, matrix_tree_rho, uniform_rho
-from .base import BlockEntropy, LearnerModel, TimeUp, VertexDecoder, run_tasks
+from ..marginals.rho import RHO_ARRAY, entropy_weights, initial_rho
+from .base import BlockEntropy, LearnerModel, ModelFamily, TimeUp, VertexDecoder, run_tasks
 
-__all__ = ["CRFExample", "CRFFeatures", "CRFModel", "CRFDecoder", "TRWEntropy", "crf_rho",
-           "fw_marginals", "check_examples", "check_labels", "infer_n_labels", "RHO"]
-
-#: the learners' ``rho`` for CRFs (see `crf_rho`)
-RHO = [Options("matrix-tree", "uniform", "bethe"), Interval(0.0, 1.0, lo_open=True), CALLABLE,
-       None]
+__all__ = ["CRF", "CRFExample", "CRFFeatures", "CRFModel", "CRFDecoder", "TRWEntropy",
+           "fw_marginals", "check_examples", "check_labels", "infer_n_labels"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -233,28 +231,6 @@ class CRFDecoder(VertexDecoder):
         return self.oracle.argmax(scores)
 
 
-def crf_rho(mrf, rho):
-    """The edge weights ρ (float64[E]) of H_ρ = Σ_i c_i H(μ_i) + Σ_e ρ_e H(μ_e), c_i = 1 −
-    Σ_{e∋i} ρ_e (MLE-Struct eq. 2; DESIGN.md TRW objective; `fwcore.marginals.rho.entropy_weights`
-    makes the kernels' per-entry weights) for a learner's choice ``rho``: 'matrix-tree'
-    (uniform spanning trees, as in `fwcore.infer`), 'uniform' ((n−1)/E per component),
-    'bethe' (ρ = 1), a number in (0, 1], or a function mrf -> array of E values; None
-    means 'matrix-tree'."""
-    rho = check_params({"rho": RHO}, rho=rho)["rho"]
-    if rho is None:
-        rho = "matrix-tree"
-    if isinstance(rho, str):
-        r = {"bethe": lambda m: np.ones(m.n_edges), "matrix-tree": matrix_tree_rho,
-             "uniform": uniform_rho}[rho](mrf)
-    elif isinstance(rho, numbers.Real):
-        r = np.full(mrf.n_edges, float(rho))
-    else:
-        r = np.asarray(rho(mrf), dtype=np.float64)
-        if r.shape != (mrf.n_edges,) or not np.isfinite(r).all() or (r < 0).any() or (r > 1).any():
-            raise ValueError(f"rho(mrf) must return {mrf.n_edges} values in [0, 1]; got {r!r}")
-    return np.ascontiguousarray(r, dtype=np.float64)
-
-
 def fw_marginals(mrf, theta, weight, decoder, tol=1e-4, max_iter=500):
     """Reweighted marginals argmin_μ −<θ, μ> − H_ρ(μ) by FW with MAP calls (MLE-Struct
     Sec. 3.2) and the kernel line search, from the uniform point; stops on the FW gap."""
@@ -276,7 +252,7 @@ class TRWEntropy(BlockEntropy):
     """The block objective −<θ, μ> − H_ρ(μ) of one CRF example via the TRW kernels."""
 
     def __init__(self, mrf, rho):
-        self.rho = crf_rho(mrf, rho)
+        self.rho = initial_rho(mrf, rho, tree_polytope=False)
         self.weight = entropy_weights(mrf, self.rho)
 
     def value_grad(self, theta, tau):
@@ -323,7 +299,7 @@ class CRFModel(CRFFeatures, LearnerModel):
 
     def entropy(self, ex, rho):
         """The example's `TRWEntropy`, one per structure and ``rho`` (it holds no state)."""
-        hashable = rho is None or isinstance(rho, (str, numbers.Real))
+        hashable = isinstance(rho, (str, numbers.Real))
         key = (id(ex.mrf), rho if hashable else id(rho))
         if key not in self._entropies:  # the structure is kept so that its id stays its own
             self._entropies[key] = ex.mrf, TRWEntropy(ex.mrf, rho)
@@ -344,3 +320,29 @@ class CRFModel(CRFFeatures, LearnerModel):
         weights = [TRWEntropy(ex.mrf, rho).weight for ex in examples]
         return run_tasks(executor, _node_marginals, [self.decoder(ex) for ex in examples],
                          thetas, weights, [tol] * len(examples))
+
+
+@dataclass(frozen=True)
+class CRF(ModelFamily):
+    """Pairwise CRFs with node and edge features (App. E.1), a learner's ``model``: X holds
+    `CRFExample` objects (or tuples), Y labellings. ``n_labels``: labels per node (None: 1 + the
+    largest label in Y, at least 2). ``oracle``: the MAP oracle, anything
+    `fwcore.oracles.resolve_oracle` takes (a name in ``fwcore.oracles.available_oracles()``,
+    ``(name, options)``, an oracle object or a function); "lp" (the local polytope, where
+    its vertices are exact) makes the learners move over the local polytope, assignment
+    oracles ("qpbo" for binary models) over the marginal polytope."""
+
+    n_labels: Optional[int] = None
+    oracle: Any = "lp"
+
+    #: ρ_e in [0, 1] on every edge, no spanning-tree condition (`initial_rho` with
+    #: ``tree_polytope=False``): "matrix-tree" (uniform spanning trees of each example's
+    #: graph; convex), "uniform", a function mrf -> ρ, an array (examples on one graph), or
+    #: a number in (0, 1] (the paper's 0.5 on grids, App. E.2). Not "coupling": it weighs
+    #: trees by the potentials, which are what is learned.
+    RHO = [Options("matrix-tree", "uniform"), Interval(0.0, 1.0, lo_open=True), CALLABLE,
+           RHO_ARRAY, None]
+    DEFAULT_RHO = "matrix-tree"
+
+    def build(self, X, Y):
+        return CRFModel.from_data(X, Y, self.n_labels, self.oracle)

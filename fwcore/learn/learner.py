@@ -6,19 +6,21 @@ import inspect
 import time
 
 
-from ..checks import BOOL, CALLABLE, EXECUTOR, SEED, TIME, Interval, Options, check_params
+from ..checks import BOOL, CALLABLE, EXECUTOR, SEED, TIME, Interval, Kind, Options, check_params
 from ..results import Record, Status, Trace
-from .base import Deadline, TimeUp, run_tasks
-from .crf import CRFModel
-from .matching_model import GRAPHS, MatchingModel
+from .base import Deadline, ModelFamily, TimeUp, run_tasks
+from .crf import CRF
+from .matching_model import Matching
 
-__all__ = ["StructuredLearner", "DualSolver", "make_model", "MODELS", "PARAMS"]
+__all__ = ["StructuredLearner", "DualSolver", "model_family", "MODELS", "PARAMS"]
 
-MODELS = ("crf",) + GRAPHS
+#: the learners' ``model`` shorthands: each names its family's default object
+MODELS = {"crf": CRF(), "bipartite": Matching("bipartite"), "general": Matching("general")}
 
 #: constraints shared by every learner (checked once in ``fit``; DESIGN.md "Arguments")
 PARAMS = {
-    "model": Options(*MODELS),
+    "model": [Options(*MODELS), Kind(lambda m: isinstance(m, ModelFamily),
+                                     "a fwcore.learn.ModelFamily (CRF(...), Matching(...))")],
     "reg": Interval(0.0, lo_open=True),
     "method": Options("fw", "bcfw"),
     "tol": Interval(0.0),
@@ -31,17 +33,11 @@ PARAMS = {
 }
 
 
-def make_model(model, X, Y, n_labels, oracle):
-    """(model, examples, labels) for the learners' ``model`` choice: 'crf' or a matching
-    graph ('bipartite', 'general'; their oracle is Hungarian / blossom, ``oracle`` None)."""
-    if model == "crf":
-        return CRFModel.from_data(X, Y, n_labels, "lp" if oracle is None else oracle)
-    if n_labels is not None:
-        raise ValueError(f"n_labels applies to model='crf' only; got {n_labels!r}")
-    if oracle is not None:
-        raise ValueError(f"model={model!r} uses its exact matching oracle (Hungarian / "
-                         f"blossom); leave oracle=None, got {oracle!r}")
-    return MatchingModel.from_data(X, Y, model)
+def model_family(model):
+    """The `ModelFamily` of the learners' ``model``: the object, or the default object a
+    shorthand in `MODELS` names."""
+    model = check_params({"model": PARAMS["model"]}, model=model)["model"]
+    return MODELS[model] if isinstance(model, str) else model
 
 
 class DualSolver(abc.ABC):
@@ -130,7 +126,7 @@ class StructuredLearner(abc.ABC):
         p = self._check_params()
         deadline = Deadline(p["max_time"])
         try:  # Ctrl-C before the first pass: this call learned nothing; status_ says so
-            model, examples, labels = make_model(p["model"], X, Y, self.n_labels, self.oracle)
+            model, examples, labels = model_family(p["model"]).build(X, Y)
             decoders = [model.decoder(ex) for ex in examples]
             solver = self._solver(model, examples, labels, decoders, p)
         except KeyboardInterrupt:
@@ -138,8 +134,6 @@ class StructuredLearner(abc.ABC):
                 Status.INTERRUPTED, Trace(), 0, 0
             return self
         self.features_ = model
-        if p["model"] == "crf":
-            self.n_labels_ = model.n_labels
         self._run(solver, p, t0, deadline)
         return self
 

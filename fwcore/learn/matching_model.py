@@ -12,38 +12,28 @@ edges i < j in ``np.triu_indices`` order. The reweighted entropy is
 `fwcore.matching.inference.reweighted_entropy` (App. C; ρ = 1 Bethe, ρ = 1/2 RW). On a
 masked graph the edges in no perfect matching are clamped at 0 and those in every perfect
 matching at 1, and τ starts at the average of matchings found by the oracle, one with and
-one without each remaining edge (App. D.3).
+one without each remaining edge (App. D.3). `Matching` is the family as a learner's
+``model`` takes it.
 """
 from collections.abc import Sized
+from dataclasses import dataclass
 
 import numpy as np
 
-from ..checks import Interval, Options, check_params
 from ..fw import adaptive_delta
+from ..matching import inference
 from ..matching.inference import (BipartiteMatchingPolytope, PerfectMatchingPolytope,
                                   entropy_line_derivatives, matching_face, matching_marginals,
                                   reweighted_entropy)
-from .base import BlockEntropy, LearnerModel, VertexDecoder, run_tasks
+from .base import BlockEntropy, LearnerModel, ModelFamily, VertexDecoder, run_tasks
 
-__all__ = ["MatchingModel", "MatchingDecoder", "MatchingEntropy", "matching_rho", "GRAPHS",
-           "RHO"]
+__all__ = ["Matching", "MatchingModel", "MatchingDecoder", "MatchingEntropy", "GRAPHS"]
 
 #: the matching graphs, named as in `fwcore.matching_marginals`
 GRAPHS = ("bipartite", "general")
-#: the learners' ``rho`` for matchings (see `matching_rho`)
-RHO = [Options("bethe", "rw"), Interval(0.0, 1.0), None]
 #: initial contraction of the FW vertices toward the start point, adapted by Barrier FW
 #: Alg. 1 (see `MatchingEntropy`; δ_init <= 1/4, the paper's code used 1e-3)
 DELTA = 1e-3
-
-
-def matching_rho(rho):
-    """ρ of the matching entropy (App. C): 'bethe' -> 1, 'rw' (or None) -> 1/2, or a number
-    in [0, 1]."""
-    rho = check_params({"rho": RHO}, rho=rho)["rho"]
-    if rho is None or isinstance(rho, str):
-        return {"bethe": 1.0, "rw": 0.5, None: 0.5}[rho]
-    return rho
 
 
 class MatchingDecoder(VertexDecoder):
@@ -253,7 +243,7 @@ class MatchingModel(LearnerModel):
         return ex.decoder
 
     def entropy(self, ex, rho):
-        return MatchingEntropy(matching_rho(rho), ex.free, ex.start)
+        return MatchingEntropy(rho, ex.free, ex.start)
 
     def hamming(self, ex, y):
         """a with <a, μ(y')> = the fraction of vertices (rows) whose mate differs from y."""
@@ -267,9 +257,26 @@ class MatchingModel(LearnerModel):
         Ws = [W if ex.allowed is None else np.where(ex.allowed, W, -np.inf)
               for W, ex in zip(Ws, examples)]
         n = len(Ws)
-        return run_tasks(executor, _marginals, Ws, [self.graph] * n, [matching_rho(rho)] * n,
-                         [tol] * n)
+        return run_tasks(executor, _marginals, Ws, [self.graph] * n, [rho] * n, [tol] * n)
 
 
 def _marginals(W, graph, rho, tol):
-    return matching_marginals(W, graph=graph, rho=rho, tol=tol).marginals
+    return matching_marginals(W, graph=graph, entropy="trw", rho=rho, tol=tol).marginals
+
+
+@dataclass(frozen=True)
+class Matching(ModelFamily):
+    """Distributions over the perfect matchings of a graph with linear edge features (App.
+    D), a learner's ``model``: ``graph`` "bipartite" (X: features [N, N, F], Y:
+    permutations; Hungarian oracle) or "general" (X: symmetric [n, n, F], Y: mate arrays;
+    blossom oracle); either with optional masks (module docstring)."""
+
+    graph: str = "bipartite"
+
+    #: ρ of the matching entropy, one for every vertex (App. C): a number in [0, 1]
+    #: (`fwcore.matching.inference.RHO`), None = 1/2 (the RW entropy)
+    RHO = [inference.RHO, None]
+    DEFAULT_RHO = inference.DEFAULT_RHO
+
+    def build(self, X, Y):
+        return MatchingModel.from_data(X, Y, self.graph)

@@ -20,9 +20,8 @@ import numpy as np
 
 from ..checks import Options
 from ..fw.linesearch import safeguarded_newton
-from . import crf, matching_model
 from .base import run_tasks
-from .learner import PARAMS, DualSolver, StructuredLearner
+from .learner import PARAMS, DualSolver, StructuredLearner, model_family
 
 __all__ = ["MLEStruct", "MLEDual"]
 
@@ -164,7 +163,8 @@ class _Solver(DualSolver):
     def result(self):
         use_avg = self.p["averaging"] and self.p["method"] == "bcfw" and self.k > 0
         return {"coef_": (self.psi_avg if use_avg else self.psi) / self.p["reg"],
-                "marginals_": [t.copy() for t in self.taus], "dual_": self.dual}
+                "marginals_": [t.copy() for t in self.taus], "dual_": self.dual,
+                "rho_": self.p["rho"]}
 
 
 class MLEStruct(StructuredLearner):
@@ -174,59 +174,63 @@ class MLEStruct(StructuredLearner):
     Parameters
     ----------
     reg : λ > 0 of the penalty λ/2 ‖w‖².
-    rho : entropy reweighting. CRFs: 'matrix-tree' (the default; edge appearance
-        probabilities of uniform spanning trees; convex), 'uniform', 'bethe' (ρ = 1: exact
-        on trees, not convex on loopy graphs), a number in (0, 1] on every edge (the
-        paper's 0.5 on grids) or a function mrf -> ρ. Matchings (App. C): 'rw' (the
-        default; ρ = 1/2), 'bethe' (ρ = 1) or a number in [0, 1].
+    entropy, rho : the approximation of log Z, in the vocabulary of `fwcore.marginals.rho`:
+        "trw" (the default; the reweighted entropy H_ρ, MLE-Struct eq. 2) or "bethe" (ρ = 1:
+        exact on trees, not convex on loopy graphs; a ``rho`` given with it is an error).
+        ``rho`` as the model's family allows (``model.RHO``): CRFs "matrix-tree" (None;
+        edge appearance probabilities of uniform spanning trees; convex), "uniform", a
+        number in (0, 1] on every edge (the paper's 0.5 on grids), a function mrf -> ρ or an
+        array of one ρ per edge; matchings (App. C) a number in [0, 1] (None: 1/2, the RW
+        entropy).
     method : 'bcfw' (block-coordinate over examples) or 'fw' (batch).
-    oracle : CRFs only (None = 'lp'): MAP oracle by name
-        (``fwcore.oracles.available_oracles()``; 'lp' = the local polytope, 'qpbo' for
-        binary models), ``(name, options)``, an oracle object or a function (anything
-        `fwcore.oracles.resolve_oracle` takes). ``lp`` moves over the local polytope,
-        assignment oracles over the marginal polytope.
     step : 'exact' (line search, App. D.2 / E.2.1) or 'agnostic' (2/(t+2) batch,
         2M/(2M+t) block).
     tol : stop when the duality gap, computed fresh at the iterate, is <= tol × M.
     max_iter : passes (bcfw) or iterations (fw). max_time : seconds, or None.
     averaging : bcfw only — ``coef_`` from the weighted average of the iterates
         (weights 2/(k+2), Lacoste-Julien et al. 2013).
-    n_labels : labels per node (default: inferred from Y). seed : block order.
+    seed : block order.
     executor : a concurrent.futures.Executor for the per-example oracle calls of the
         batch step and of the gap pass; results equal the serial run.
     callback : ``callback(record) -> bool`` after every pass (a `fwcore.results.Record`);
         False stops the fit with status INTERRUPTED.
-    model : 'crf' (X: `CRFExample`s, Y: labellings; `fwcore.learn.crf`), 'bipartite'
-        (X: features [N, N, F], Y: permutations; Hungarian oracle) or 'general' (X:
-        symmetric [n, n, F], Y: mate arrays; blossom oracle); see
-        `fwcore.learn.matching_model`.
+    model : the family, a `fwcore.learn.ModelFamily`: `fwcore.learn.CRF` (X: `CRFExample`
+        objects, Y: labellings; its ``n_labels`` and MAP ``oracle``) or
+        `fwcore.learn.Matching` (X: features [N, N, F], Y: permutations, Hungarian oracle;
+        or ``graph="general"``: X symmetric [n, n, F], Y mate arrays, blossom oracle). The
+        strings "crf", "bipartite" and "general" name ``CRF()``, ``Matching("bipartite")``
+        and ``Matching("general")``.
 
     Notes
     -----
     Attributes: ``coef_`` (w = θ*(τ), `CRFFeatures` layout or the F edge-feature weights),
     ``primal_`` (the dual objective L(τ) that FW minimises, at the last measured iterate),
-    ``gap_`` (its duality gap), ``marginals_`` (τ), ``dual_`` (`MLEDual`) and the shared
-    ``status_``, ``n_iter_``, ``n_oracle_calls_``, ``trace_`` (see `StructuredLearner`).
+    ``gap_`` (its duality gap), ``marginals_`` (τ), ``dual_`` (`MLEDual`), ``rho_`` (the ρ
+    of the fit: ``rho`` or its default, 1.0 for "bethe") and the shared ``status_``,
+    ``n_iter_``, ``n_oracle_calls_``, ``trace_`` (see `StructuredLearner`).
     """
 
-    def __init__(self, reg=1.0, rho=None, method="bcfw", oracle=None, step="exact",
-                 tol=1e-3, max_iter=100, max_time=None, averaging=True, n_labels=None, seed=0,
-                 executor=None, callback=None, model="crf"):
-        self.reg, self.rho, self.method, self.oracle, self.step = reg, rho, method, oracle, step
+    def __init__(self, reg=1.0, entropy="trw", rho=None, method="bcfw", step="exact", tol=1e-3,
+                 max_iter=100, max_time=None, averaging=True, seed=0, executor=None,
+                 callback=None, model="crf"):
+        self.reg, self.entropy, self.rho, self.method, self.step = reg, entropy, rho, method, step
         self.tol, self.max_iter, self.max_time, self.averaging = tol, max_iter, max_time, averaging
-        self.n_labels, self.seed, self.executor, self.model = n_labels, seed, executor, model
-        self.callback = callback
+        self.seed, self.executor, self.callback, self.model = seed, executor, callback, model
 
     def _constraints(self):
-        rho = crf.RHO if self.model == "crf" else matching_model.RHO
-        return {**PARAMS, "step": Options("exact", "agnostic"), "rho": rho}
+        return {**PARAMS, "step": Options("exact", "agnostic")}
+
+    def _check_params(self):
+        p = super()._check_params()
+        p["rho"] = model_family(p["model"]).rho(self.entropy, self.rho)
+        return p
 
     def _solver(self, model, examples, labels, decoders, p):
         return _Solver(model, examples, labels, decoders, p)
 
     def predict_marginals(self, X, tol=1e-4):
-        """Marginals of each input under ``coef_`` with the fitted ρ: CRF node marginals
-        [n, L] (FW with MAP calls, MLE-Struct Sec. 3.2) or matching edge marginals [n, n]
-        (`fwcore.matching.inference.matching_marginals`), FW gap <= ``tol``."""
+        """Marginals of each input under ``coef_`` with the fitted ρ (``rho_``): CRF node
+        marginals [n, L] (FW with MAP calls, MLE-Struct Sec. 3.2) or matching edge marginals
+        [n, n] (`fwcore.matching.inference.matching_marginals`), FW gap <= ``tol``."""
         examples = self._check_fitted(X)
-        return self.features_.marginals(examples, self.coef_, self.rho, tol, self.executor)
+        return self.features_.marginals(examples, self.coef_, self.rho_, tol, self.executor)

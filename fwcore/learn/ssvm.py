@@ -99,13 +99,14 @@ class _Solver(DualSolver):
 class SSVM(StructuredLearner):
     """Structured SVM learned by BCFW (FW variants review Alg. 3) or batch FW (Alg. 2).
 
-    Parameters: ``reg`` λ > 0; ``method`` 'bcfw' or 'fw'; ``oracle`` as in `MLEStruct`;
-    ``tol`` on the duality gap, recomputed fresh (one oracle call per example) before every
-    stopping test; ``max_iter`` passes; ``max_time``; ``averaging`` (bcfw: ``coef_`` is the
-    weighted average of the iterates, weights 2/(k+2)); ``n_labels``; ``seed``; ``executor``
-    for the per-example oracle calls of the gap pass and of the batch step; ``callback``
-    (``callback(record) -> bool``, False stops with INTERRUPTED); ``model`` 'crf',
-    'bipartite' or 'general' (as in `MLEStruct`).
+    Parameters: ``reg`` λ > 0; ``method`` 'bcfw' or 'fw'; ``tol`` on the duality gap,
+    recomputed fresh (one oracle call per example) before every stopping test;
+    ``max_iter`` passes; ``max_time``; ``averaging`` (bcfw: ``coef_`` is the weighted
+    average of the iterates, weights 2/(k+2)); ``seed``; ``executor`` for the per-example
+    oracle calls of the gap pass and of the batch step; ``callback``
+    (``callback(record) -> bool``, False stops with INTERRUPTED); ``model`` the family and
+    its oracle, as in `MLEStruct` (`fwcore.learn.CRF`, `fwcore.learn.Matching` or a string
+    naming one).
 
     Attributes: ``coef_``, ``primal_`` (the SVM objective P(w) at the last measured
     iterate), ``gap_`` (P − D, >= 0 with an exact oracle), ``dual_objective_`` (D) and the
@@ -113,13 +114,11 @@ class SSVM(StructuredLearner):
     `fwcore.learn.learner.StructuredLearner`).
     """
 
-    def __init__(self, reg=1.0, method="bcfw", oracle=None, tol=1e-3, max_iter=100,
-                 max_time=None, averaging=True, n_labels=None, seed=0, executor=None,
-                 callback=None, model="crf"):
-        self.reg, self.method, self.oracle, self.tol = reg, method, oracle, tol
-        self.max_iter, self.max_time, self.averaging = max_iter, max_time, averaging
-        self.n_labels, self.seed, self.executor, self.model = n_labels, seed, executor, model
-        self.callback = callback
+    def __init__(self, reg=1.0, method="bcfw", tol=1e-3, max_iter=100, max_time=None,
+                 averaging=True, seed=0, executor=None, callback=None, model="crf"):
+        self.reg, self.method, self.tol, self.max_iter = reg, method, tol, max_iter
+        self.max_time, self.averaging, self.seed = max_time, averaging, seed
+        self.executor, self.callback, self.model = executor, callback, model
 
     def _solver(self, model, examples, labels, decoders, p):
         return _Solver(model, examples, labels, decoders, p)

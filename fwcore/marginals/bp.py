@@ -14,6 +14,7 @@ At a fixed point they maximise the TRW objective over the local polytope L.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from functools import partial
 
 import numpy as np
@@ -141,31 +142,35 @@ _BP_PARAMS = {
 
 
 @solves_factor_graphs
-def trbp(model: PairwiseMRF | FactorGraph, *, rho: str | np.ndarray = "matrix-tree", rho_updates: int = 10,
+def trbp(model: PairwiseMRF | FactorGraph, *, entropy: str = "trw",
+         rho: str | Callable | float | np.ndarray | None = None, rho_updates: int = 10,
          damping: float = 0.5, max_iter: int = 1000, tol: float = 1e-8,
          max_time: float | None = None, callback=None, verbose: bool = False) -> MarginalResult:
     """Tree-reweighted BP (log domain, `fwcore.marginals.bp.trbp_beliefs`) with the outer rho loop of
     Barrier FW Alg. 2 (rho_updates FW steps on rho towards the maximum spanning forest on
-    the beliefs' mutual information). ``log_z_upper`` is TRW(beliefs; rho), an upper bound
-    on log Z only at an exact fixed point, so ``certified`` is False; ``gap`` is None.
+    the beliefs' mutual information). ``entropy`` and ``rho`` as in `fwcore.marginals.rho`:
+    "trw" with ρ from ``rho`` (None: "matrix-tree"; `fwcore.marginals.rho.initial_rho`),
+    or "bethe", ρ = 1 with no ρ to update: loopy BP (method "loopy-bp", `loopy_bp`).
+    ``log_z_upper`` is TRW(beliefs; rho), an upper bound on log Z (with "trw") only at an
+    exact fixed point, so ``certified`` is False; ``gap`` is None.
     ``callback(record)`` is called once per rho iteration (``iteration`` = BP sweeps).
     Ctrl-C returns the beliefs of the messages so far (status interrupted)."""
     t0 = time.perf_counter()
     model = check_model(model)
-    return _bp_loop(model, initial_rho(model, rho), rho_updates, damping, max_iter, tol,
-                    max_time, callback, verbose, t0, "trbp")
+    rho = initial_rho(model, rho, entropy)
+    bethe = entropy == "bethe"
+    return _bp_loop(model, rho, 0 if bethe else rho_updates, damping, max_iter, tol, max_time,
+                    callback, verbose, t0, "loopy-bp" if bethe else "trbp")
 
 
-@solves_factor_graphs
-def loopy_bp(model: PairwiseMRF | FactorGraph, *, damping: float = 0.5, max_iter: int = 1000, tol: float = 1e-8,
-             max_time: float | None = None, callback=None,
+def loopy_bp(model: PairwiseMRF | FactorGraph, *, damping: float = 0.5, max_iter: int = 1000,
+             tol: float = 1e-8, max_time: float | None = None, callback=None,
              verbose: bool = False) -> MarginalResult:
-    """Loopy (sum-product) BP: TRBP with rho = 1 on every edge. ``log_z_upper`` is the Bethe
-    approximation of log Z at the beliefs (not a bound; ``certified`` is False)."""
-    t0 = time.perf_counter()
-    model = check_model(model)
-    return _bp_loop(model, np.ones(model.n_edges), 0, damping, max_iter, tol, max_time,
-                    callback, verbose, t0, "loopy-bp")
+    """Loopy (sum-product) BP: `trbp` with entropy="bethe" (rho = 1 on every edge).
+    ``log_z_upper`` is the Bethe approximation of log Z at the beliefs (not a bound;
+    ``certified`` is False)."""
+    return trbp(model, entropy="bethe", damping=damping, max_iter=max_iter, tol=tol,
+                max_time=max_time, callback=callback, verbose=verbose)
 
 
 def _bp_loop(model, rho, rho_updates, damping, max_iter, tol, max_time, callback, verbose, t0,

@@ -1,10 +1,42 @@
-"""Edge appearance probabilities ρ over the spanning-tree polytope (Barrier FW Sec. 2, Alg. 2).
+"""Entropies and their edge weights ρ (Barrier FW Sec. 2, Alg. 2; MLE-Struct eq. 2, App. C).
+
+The one vocabulary of every entry point that takes an entropy: ``entropy`` names the
+family, ``rho`` its weights.
+
+- ``entropy="trw"``: the reweighted entropy Σ_i c_i H(μ_i) + Σ_e ρ_e H(μ_e), c_i = 1 −
+  Σ_{e∋i} ρ_e (Barrier FW eq. 1; MLE-Struct eq. 2). ``rho`` is a rule (a name in
+  `RHO_RULES`, or a function model -> ρ), a number (the same ρ on every edge) or an array
+  (one ρ per edge); None is the entry point's default rule (`entropy_rho`). With ρ in the
+  spanning-tree polytope T it is tree-reweighted: concave, and log Z ≤ max TRW.
+- ``entropy="bethe"``: ρ = 1 on every edge (exact on forests; neither concave nor a bound
+  on loopy graphs). A ``rho`` given with it is an error.
+
+Matchings reweight one ρ for every vertex instead (MLE-Struct App. C; ρ = 1 is Bethe, 1/2
+the RW entropy; `fwcore.matching.inference`), so there ``rho`` is a number only.
+
+============================  ===============  ==========================================
+entry point                   entropy          rho with "trw" (None: the first)
+============================  ===============  ==========================================
+`fwcore.infer`                (is "trw")       "matrix-tree", "coupling", "uniform", a
+                                               function, an array or a number, in T
+`fwcore.trbp`                 "trw", "bethe"   as `fwcore.infer`
+`fwcore.loopy_bp`             (is "bethe")     —
+`fwcore.learn.MLEStruct`      "trw", "bethe"   as its model's family allows:
+                                               `fwcore.learn.CRF` "matrix-tree",
+                                               "uniform", a function, an array (ρ_e in
+                                               [0, 1]) or a number in (0, 1];
+                                               `fwcore.learn.Matching` a number in
+                                               [0, 1] (None: 1/2)
+`fwcore.matching_marginals`   "bethe", "trw"   a number in [0, 1] (None: 1/2)
+============================  ===============  ==========================================
 
 ρ_e is the probability that edge e appears in a spanning tree (a spanning forest on a
 disconnected graph) drawn from some distribution over trees. The TRW bound holds for any ρ
-in the spanning-tree polytope T; fwcore starts from the matrix-tree theorem and moves ρ
-towards the FW vertex of T, a maximum-weight spanning forest on edge mutual information.
+in T; fwcore starts from the matrix-tree theorem and moves ρ towards the FW vertex of T, a
+maximum-weight spanning forest on edge mutual information.
 """
+import numbers
+
 import numpy as np
 from scipy.sparse import coo_matrix, csc_matrix
 from scipy.sparse.csgraph import connected_components
@@ -12,10 +44,23 @@ from scipy.sparse.linalg import splu
 
 from .. import _kernels
 from .._linalg import selected_inverse
+from ..checks import CALLABLE, Interval, Kind, Options, check_params
 
 __all__ = ["matrix_tree_rho", "coupling_weights", "max_spanning_forest", "check_rho",
-           "uniform_rho", "entropy_weights", "initial_rho", "edge_mutual_information",
-           "rho_direction", "RHO_CHOICES"]
+           "uniform_rho", "entropy_weights", "entropy_rho", "initial_rho",
+           "edge_mutual_information", "rho_direction", "ENTROPIES", "ENTROPY", "RHO_RULES",
+           "RHO_ARRAY", "RHO"]
+
+#: the entropy families (module docstring), and their constraint for `fwcore.checks`
+ENTROPIES = ("trw", "bethe")
+ENTROPY = Options(*ENTROPIES)
+#: the named rules for ρ (`initial_rho`)
+RHO_RULES = ("matrix-tree", "coupling", "uniform")
+#: a ρ given edge by edge (`check_rho` checks its values)
+RHO_ARRAY = Kind(lambda v: isinstance(v, (np.ndarray, list, tuple)),
+                 "an array of one rho per edge")
+#: ``rho`` of the pairwise entry points (`initial_rho` checks the values)
+RHO = [Options(*RHO_RULES), Interval(0.0, 1.0), CALLABLE, RHO_ARRAY, None]
 
 _RHO_TOL = 1e-6
 
@@ -131,16 +176,16 @@ def max_spanning_forest(n, edges, weights):
     return chosen
 
 
-def check_rho(model, rho):
-    """Validated float64 copy of a user ρ: one value per edge in [0, 1] summing to
-    n_c − 1 on each connected component (necessary conditions of the spanning-tree
-    polytope)."""
+def check_rho(model, rho, tree_polytope=True):
+    """Validated float64 copy of a user ρ: one value per edge in [0, 1], and with
+    ``tree_polytope`` summing to n_c − 1 on each connected component (necessary conditions
+    of the spanning-tree polytope, which the TRW bound needs)."""
     rho = np.asarray(rho, dtype=np.float64)
     if rho.shape != (model.n_edges,):
         raise ValueError(f"rho must have shape ({model.n_edges},), one value per edge; got {rho.shape}")
     if not np.all(np.isfinite(rho)) or (rho < -_RHO_TOL).any() or (rho > 1 + _RHO_TOL).any():
         raise ValueError("rho must lie in [0, 1] on every edge (edge appearance probabilities)")
-    if model.n_edges:
+    if tree_polytope and model.n_edges:
         n_comp, label = _components(model.n_vars, np.asarray(model.edges, dtype=np.int64))
         sums = np.bincount(label[model.edges[:, 0]], weights=rho, minlength=n_comp)
         need = np.bincount(label, minlength=n_comp) - 1
@@ -162,23 +207,38 @@ def entropy_weights(model, rho):
     return np.repeat(np.concatenate([c, rho]), sizes)
 
 
-RHO_CHOICES = ("matrix-tree", "coupling", "uniform")
+def entropy_rho(entropy, rho, default):
+    """The ``rho`` that ``entropy`` means (module docstring): 1.0 for "bethe" (a ``rho``
+    given with it is a ValueError), ``rho`` for "trw", or ``default`` when it is None."""
+    if entropy == "bethe":
+        if rho is not None:
+            raise ValueError(f"entropy='bethe' has rho = 1 on every edge; leave rho=None, or "
+                             f"use entropy='trw' for rho={rho!r}")
+        return 1.0
+    return default if rho is None else rho
 
 
-def initial_rho(model, rho):
-    """The starting ρ for a name in RHO_CHOICES ("matrix-tree": uniform spanning trees;
-    "coupling": trees weighted by edge coupling strength, the Barrier FW paper code's
-    choice; "uniform": (n_c − 1)/E_c on every edge) or a user array (checked)."""
+def initial_rho(model, rho=None, entropy="trw", tree_polytope=True):
+    """ρ (float64[E]) of the entropy ``entropy`` with weights ``rho`` (module docstring;
+    None: "matrix-tree"): the one resolver of ρ for pairwise models. Rules: "matrix-tree"
+    (uniform spanning trees), "coupling" (trees weighted by edge coupling strength, the
+    Barrier FW paper code's choice), "uniform" ((n_c − 1)/E_c on every edge), or a function
+    model -> ρ. A number is ρ on every edge. Other than the named rules, ρ is checked by
+    `check_rho`: in [0, 1], and with ``tree_polytope`` (the TRW bound; not for "bethe") in
+    the spanning-tree polytope, which a number is only where it equals (n_c − 1)/E_c."""
+    p = check_params({"entropy": ENTROPY, "rho": RHO}, entropy=entropy, rho=rho)
+    rho = entropy_rho(p["entropy"], p["rho"], "matrix-tree")
     if isinstance(rho, str):
         if rho == "matrix-tree":
             return matrix_tree_rho(model)
         if rho == "coupling":
             return matrix_tree_rho(model, coupling_weights(model))
-        if rho == "uniform":
-            return uniform_rho(model)
-        raise ValueError(f"rho must be one of {', '.join(RHO_CHOICES)} or an array of edge "
-                         f"appearance probabilities; got {rho!r}")
-    return check_rho(model, rho)
+        return uniform_rho(model)
+    if callable(rho):
+        rho = rho(model)
+    elif isinstance(rho, numbers.Real):
+        rho = np.full(model.n_edges, float(rho))
+    return check_rho(model, rho, tree_polytope and p["entropy"] == "trw")
 
 
 def edge_mutual_information(model, mu):

@@ -34,12 +34,14 @@ from scipy.special import logsumexp, xlogy
 from ..fw import Domain, Objective, adaptive_delta, frank_wolfe, safeguarded_newton
 from .oracles import max_weight_bipartite_matching, max_weight_perfect_matching
 from ..checks import TIME, Interval, Options, check_params
+from ..marginals.rho import ENTROPY, entropy_rho
 from ..results import Record, Status, Trace
 
 __all__ = ["permanent", "log_permanent", "exact_matching_marginals",
            "exact_perfect_matching_marginals", "reweighted_entropy", "entropy_line_derivatives",
            "BipartiteMatchingPolytope", "PerfectMatchingPolytope", "matching_face",
-           "MatchingFreeEnergy", "MatchingMarginals", "matching_marginals", "bethe_bp"]
+           "MatchingFreeEnergy", "MatchingMarginals", "matching_marginals", "bethe_bp", "RHO",
+           "DEFAULT_RHO"]
 
 #: largest N for the exact permanent (cost O(2^N N^2))
 MAX_EXACT_N = 20
@@ -69,13 +71,16 @@ def _square(W, name, allow_neg_inf):
     return W
 
 
-_ENTROPIES = {"bethe": 1.0, "rw": 0.5}
-_RHO = Interval(0.0, 1.0)   # 1: Bethe, 0.5: RW
+#: ``rho`` of the matching entropy: H_rho is concave over M for rho in [0, 1] (Thm. C.1);
+#: 1 is Bethe, 1/2 RW
+RHO = Interval(0.0, 1.0)
+#: rho of entropy='trw' when rho is None: the RW entropy of MLE-Struct Sec. 4.1
+DEFAULT_RHO = 0.5
 _PARAMS = {
     "method": Options("fw", "bp"),
     "graph": Options("bipartite", "general"),
-    "entropy": Options(*_ENTROPIES),
-    "rho": [_RHO, None],                    # None: from entropy
+    "entropy": ENTROPY,
+    "rho": [RHO, None],
     "tol": Interval(0.0),
     "max_iter": Interval(0, integer=True),
     "max_time": TIME,
@@ -86,7 +91,7 @@ _PARAMS = {
 
 def _check_rho(rho):
     """rho in [0, 1] (1: Bethe, 0.5: RW) as a float."""
-    return check_params({"rho": _RHO}, rho=rho)["rho"]
+    return check_params({"rho": RHO}, rho=rho)["rho"]
 
 
 # -- exact permanents (Ryser's formula) ---------------------------------------------------
@@ -553,7 +558,9 @@ def matching_marginals(W, *, method="fw", entropy="bethe", rho=None, graph="bipa
         Jebara's belief propagation, bipartite Bethe entropy and finite W only; see
         `bethe_bp`).
     entropy, rho : str, float
-        'bethe' (rho = 1) or 'rw' (rho = 1/2), or any rho in [0, 1] (overrides).
+        'bethe' (rho = 1; a rho given with it is an error) or 'trw', the reweighted entropy
+        with rho in [0, 1] (None: 1/2, the RW entropy); the vocabulary of
+        `fwcore.marginals.rho`.
     tol : float
         FW gap (over M, certified) for 'fw'; largest change of a log message for 'bp'.
     max_iter, max_time : int, float
@@ -576,11 +583,9 @@ def matching_marginals(W, *, method="fw", entropy="bethe", rho=None, graph="bipa
     start point is already that close. Use FW for what BP
     does not do: rho != 1, general or masked graphs, certified gaps.
     """
-    args = check_params(_PARAMS, method=method, graph=graph, rho=rho, tol=tol,
+    args = check_params(_PARAMS, method=method, graph=graph, entropy=entropy, rho=rho, tol=tol,
                         max_iter=max_iter, max_time=max_time, delta=delta)
-    rho = args["rho"]
-    if rho is None:
-        rho = _ENTROPIES[check_params(_PARAMS, entropy=entropy)["entropy"]]
+    rho = entropy_rho(args["entropy"], args["rho"], DEFAULT_RHO)
     if method == "bp":
         if graph != "bipartite" or rho != 1.0:
             raise ValueError("method='bp' computes the Bethe entropy (rho=1) of bipartite "
