@@ -267,7 +267,7 @@ def _parser():
     from .exact import exact_inference
     from .map import infer_map
     from .marginals.barrier_fw import infer
-    from .marginals.rho import RHO_CHOICES
+    from .marginals.rho import RHO_RULES
     from .oracles import available_oracles
     infer_defaults, infer_params = _defaults(infer), infer.__fwcore_params__
     solvers = ("MAP solver: exact (the cheapest exact one: tree, bruteforce, elimination, "
@@ -310,9 +310,8 @@ def _parser():
                      default=infer_defaults["domain"],
                      help="optimise over the marginal polytope (default) or the local "
                           "polytope (TRW-BP's answer, with an LP oracle)")
-    inf.add_argument("--rho", default=infer_defaults["rho"], choices=RHO_CHOICES,
-                     help="initial edge appearance probabilities "
-                          f"(default {infer_defaults['rho']})")
+    inf.add_argument("--rho", default=infer_defaults["rho"], choices=RHO_RULES,
+                     help=f"initial edge appearance probabilities (default {RHO_RULES[0]})")
     inf.add_argument("--rho-updates", type=int, default=infer_defaults["rho_updates"],
                      metavar="N",
                      help="outer updates of the edge appearance probabilities "

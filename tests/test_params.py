@@ -184,7 +184,7 @@ def test_it_composes_with_solves_factor_graphs(checks_outside):
 # -- the command line reads the tables and the signatures -------------------------------
 
 def test_the_command_line_defaults_and_choices_are_the_library_ones(capsys):
-    from fwcore.marginals.rho import RHO_CHOICES
+    from fwcore.marginals.rho import RHO_RULES
     parse, infer_params = _parser().parse_args, fwcore.infer.__fwcore_params__
     infer = inspect.signature(fwcore.infer).parameters
     args = parse(["infer", "model.uai"])
@@ -193,7 +193,7 @@ def test_the_command_line_defaults_and_choices_are_the_library_ones(capsys):
         assert getattr(args, name) == infer[name].default, name
     for option, choices in [("--domain", infer_params["domain"].values),
                             ("--rho-step", infer_params["rho_step"].values),
-                            ("--rho", RHO_CHOICES)]:
+                            ("--rho", RHO_RULES)]:
         for choice in choices:
             parse(["infer", "model.uai", option, choice])
         with pytest.raises(SystemExit):

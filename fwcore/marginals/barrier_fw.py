@@ -81,6 +81,7 @@ _PARAMS = {
     "correction": BOOL,
     "local_search": [BOOL, Interval(0, integer=True)],
     "verbose": BOOL,
+    "entropy": Options("trw"),
 }
 
 
@@ -256,7 +257,7 @@ class _Run:
         return None if self.fw_time is None else self.fw_time - (time.perf_counter() - self.t0)
 
 
-def _set_up(run, oracle, rho, seed, callback, verbose):
+def _set_up(run, oracle, entropy, rho, seed, callback, verbose):
     """Alg. 2 lines 1-3: a finite penalty for impossible states, the initial rho, the
     polytope with its oracle (whose ``u0`` starts the first inner run) and deadline, the
     trace recorder and the TRW objective."""
@@ -265,7 +266,7 @@ def _set_up(run, oracle, rho, seed, callback, verbose):
         log_states = float(np.log(model.card.astype(np.float64)).sum())
         model = run.model = model.with_theta(finite_penalty(model, model.theta,
                                                             50.0 + log_states))
-    run.rho = run.res_rho = initial_rho(model, rho)
+    run.rho = run.res_rho = initial_rho(model, rho, entropy)
     dom = run.dom = _make_domain(model, oracle, run.domain, seed)
     # an approximate oracle leaves a share of max_time to the tree-decomposition bound
     run.fw_time = run.max_time if dom.exact or run.max_time is None else \
@@ -393,7 +394,8 @@ def _delta_rule(approximate, steps):
 @solves_factor_graphs
 def infer(model: PairwiseMRF | FactorGraph, *, oracle="auto", domain: str = "marginal",
           delta: str | float = "adaptive", delta_init: float = 1e-3, correction: bool = True,
-          local_search: bool | int = True, rho: str | np.ndarray = "matrix-tree",
+          local_search: bool | int = True, entropy: str = "trw",
+          rho: str | float | np.ndarray | None = None,
           rho_updates: int = 10, rho_step: str = "line-search", tol: float = 0.01,
           rho_tol: float = 0.5, max_iter: int = 1000, max_time: float | None = None,
           callback=None, seed: int | None = None, verbose: bool = False) -> MarginalResult:
@@ -418,9 +420,11 @@ def infer(model: PairwiseMRF | FactorGraph, *, oracle="auto", domain: str = "mar
         or a number of steps; its vertices cost no MAP call (on the paper's instances it
         halves the MAP calls). Ignored over L. seed : ICM visiting order (None: 0, so runs
         are reproducible); also passed to oracles that take one.
-    rho : "matrix-tree" (uniform spanning trees), "coupling" (trees weighted by edge coupling
-        strength, the paper code's choice), "uniform", or an array in the spanning-tree
-        polytope. rho_updates : outer FW steps on rho (Alg. 2 lines 20-23).
+    entropy : "trw", the tree-reweighted entropy of eq. 1 (the one whose maximum bounds
+        log Z). rho : its edge weights (`fwcore.marginals.rho`): None or "matrix-tree"
+        (uniform spanning trees), "coupling" (trees weighted by edge coupling strength, the
+        paper code's choice), "uniform", a function model -> rho, or an array in the
+        spanning-tree polytope. rho_updates : outer FW steps on rho (Alg. 2 lines 20-23).
     rho_step : "line-search" (the step minimising the bound, each trial step re-optimising
         mu over the vertices found so far, no MAP call; the paper code's option) or "fixed"
         (2 / (i + 3), Alg. 2 line 21). Measured on the paper's instances: line search gives
@@ -472,7 +476,7 @@ def infer(model: PairwiseMRF | FactorGraph, *, oracle="auto", domain: str = "mar
                    max_iter=max_iter, rho_updates=rho_updates, rho_step=rho_step,
                    correction=correction, local_steps=0 if domain == "local" else local_steps,
                    adaptive=adaptive, delta0=delta0, t0=t0, max_time=max_time)
-        _set_up(run, oracle, rho, seed, callback, verbose)
+        _set_up(run, oracle, entropy, rho, seed, callback, verbose)
     except KeyboardInterrupt:
         return _interrupted_in_set_up(model, domain, delta0, t0)
     # Ctrl-C anywhere in a step (engine set-up, corrections, line search, oracle calls)

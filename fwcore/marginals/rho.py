@@ -54,7 +54,7 @@ __all__ = ["matrix_tree_rho", "coupling_weights", "max_spanning_forest", "check_
 #: the entropy families (module docstring), and their constraint for `fwcore.checks`
 ENTROPIES = ("trw", "bethe")
 ENTROPY = Options(*ENTROPIES)
-#: the named rules for ρ (`initial_rho`)
+#: the named rules for ρ (`initial_rho`; the first is the default of the pairwise models)
 RHO_RULES = ("matrix-tree", "coupling", "uniform")
 #: a ρ given edge by edge (`check_rho` checks its values)
 RHO_ARRAY = Kind(lambda v: isinstance(v, (np.ndarray, list, tuple)),
@@ -227,7 +227,7 @@ def initial_rho(model, rho=None, entropy="trw", tree_polytope=True):
     `check_rho`: in [0, 1], and with ``tree_polytope`` (the TRW bound; not for "bethe") in
     the spanning-tree polytope, which a number is only where it equals (n_c − 1)/E_c."""
     p = check_params({"entropy": ENTROPY, "rho": RHO}, entropy=entropy, rho=rho)
-    rho = entropy_rho(p["entropy"], p["rho"], "matrix-tree")
+    rho = entropy_rho(p["entropy"], p["rho"], RHO_RULES[0])
     if isinstance(rho, str):
         if rho == "matrix-tree":
             return matrix_tree_rho(model)
