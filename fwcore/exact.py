@@ -28,7 +28,7 @@ import numpy as np
 from . import _elim
 from ._symbolic import cuthill_mckee, eliminate, min_fill, sorted_neighbours
 from .checks import INFEASIBLE, Interval, Options, check_model, check_params
-from .results import MapResult, Record, Status, Trace
+from .results import MapResult, Record, Result, Status, Trace
 from .factor_graph import FactorGraph, solves_factor_graphs
 from .model import PairwiseMRF
 
@@ -46,7 +46,7 @@ _PARAMS = {"method": Options("auto", "bruteforce", "elimination"),
 
 
 @dataclass(frozen=True)
-class ExactResult:
+class ExactResult(Result):
     """Exact marginal inference: natural ``log_z``, ``node_marginals`` (1-D arrays),
     ``edge_marginals`` (card_i × card_j tables, edge order of the model), the same
     marginals as one flat vector ``mu`` in the model's layout, the method used, wall

@@ -396,7 +396,7 @@ class _ActiveSetFW(_Run):
 def frank_wolfe(objective, domain, *, method="fw", step="exact", tol=1e-6, max_iter=1000,
                 max_oracle_calls=None, max_time=None, callback=None, init=None, delta=0.0,
                 delta_rule=None, corrections=None, max_vertices=None, drop_tol=1e-12,
-                refresh_every=100, trace=True, debug=False):
+                refresh_every=100, trace=True, debug=False) -> FWResult:
     """Minimise a convex ``objective`` (an `Objective`) over ``domain`` (a `Domain`) or its
     contraction D_delta.
 
@@ -548,7 +548,7 @@ class _BlockFW(_Run):
 
 def block_coordinate_frank_wolfe(objective, domain, *, step="exact", tol=1e-6, max_iter=1000,
                                  max_oracle_calls=None, max_time=None, callback=None, seed=0,
-                                 averaging=True, trace=True):
+                                 averaging=True, trace=True) -> FWResult:
     """Block-coordinate FW over a `ProductDomain` (FW variants review Alg. 3).
 
     One iteration is a pass over the blocks in a random order drawn from ``seed``; after each

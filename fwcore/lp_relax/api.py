@@ -9,7 +9,7 @@ from typing import Optional
 import numpy as np
 
 from ..checks import CALLABLE, SEED, TIME, Interval, Options, check_bound_feasible, check_params
-from ..results import Record, Status, Trace
+from ..results import Record, Result, Status, Trace
 from . import dual, primal
 from .regions import Regions
 from ..factor_graph import FactorGraph, solves_factor_graphs
@@ -47,7 +47,7 @@ _PARAMS = {
 
 
 @dataclass(frozen=True)
-class LPResult:
+class LPResult(Result):
     """Result of `infer_lp`.
 
     ``assignment``/``score``: best decoded assignment so far and its score (pairwise plus

@@ -18,7 +18,7 @@ from ..checks import (EXECUTOR, SEED, TIME, Interval, Options, check_feasible, c
 from ..factor_graph import FactorGraph, solves_factor_graphs
 from ..model import PairwiseMRF
 from ..oracles.base import resolve_oracle
-from ..results import Record, Status, Trace
+from ..results import Record, Result, Status, Trace
 
 __all__ = ["PerturbResult", "perturb_and_map"]
 
@@ -33,7 +33,7 @@ _PARAMS = {
 
 
 @dataclass(frozen=True)
-class PerturbResult:
+class PerturbResult(Result):
     """A Perturb-and-MAP estimate (`perturb_and_map`).
 
     ``log_z`` = mean of the ``samples`` (perturbed MAP values of the inflated model, one
@@ -41,11 +41,12 @@ class PerturbResult:
     below two samples), ``node_marginals`` / ``edge_marginals`` (lists as in
     `MarginalResult`; None when not asked for, edge marginals only with
     ``marginals="samples"``; a variable whose conditioned estimates did not all finish
-    has NaN marginals), ``certified`` (always False: the value is a random estimate),
-    ``status`` (never ``converged``: ``max_iter`` when every sample was drawn,
-    ``max_time`` or ``interrupted`` for the best so far), ``n_oracle_calls`` (all MAP
-    calls), ``inflation``, ``time`` (s), ``method`` and ``trace`` (one `Record` per MAP
-    call of the log Z estimate; ``primal`` is the running mean)."""
+    has NaN marginals), ``certified`` (always False: the value is a random estimate) and
+    ``gap`` (None: no certificate), ``status`` (never ``converged``: ``max_iter`` when
+    every sample was drawn, ``max_time`` or ``interrupted`` for the best so far),
+    ``n_iter`` (the samples of the log Z estimate), ``n_oracle_calls`` (all MAP calls),
+    ``inflation``, ``time`` (s), ``method`` and ``trace`` (one `Record` per sample of the
+    log Z estimate; ``primal`` is the running mean)."""
 
     log_z: float
     log_z_stderr: float
@@ -53,12 +54,14 @@ class PerturbResult:
     node_marginals: Optional[list]
     edge_marginals: Optional[list]
     status: Status
+    n_iter: int
     n_oracle_calls: int
     inflation: int
     time: float
     method: str
     trace: Trace = Trace()
     certified: bool = False
+    gap: Optional[float] = None
 
 
 #: the largest count model (`_Inflated`: its count vectors and tables) built, in entries
@@ -241,7 +244,7 @@ def perturb_and_map(model: PairwiseMRF | FactorGraph, *, oracle="exact", n_sampl
                          primal=float(values[:k + 1].mean()), n_oracle_calls=k + 1)
                   for k, t in enumerate(runs[0][1] if n else ()))
     return PerturbResult(log_z=log_z, log_z_stderr=stderr, samples=values, node_marginals=nodes,
-                         edge_marginals=edges, status=status,
+                         edge_marginals=edges, status=status, n_iter=n,
                          n_oracle_calls=int(sum(r[2] for r in done)), inflation=m,
                          time=time.perf_counter() - t0,
                          method=f"perturb-and-map/{first.name}", trace=trace)

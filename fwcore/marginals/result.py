@@ -10,13 +10,13 @@ from typing import Optional
 
 import numpy as np
 
-from ..results import Record, Status, Trace
+from ..results import Record, Result, Status, Trace
 
 __all__ = ["MarginalResult", "Recorder"]
 
 
 @dataclass(frozen=True)
-class MarginalResult:
+class MarginalResult(Result):
     """Approximate marginals and a log Z bound.
 
     ``node_marginals`` (list of 1-D arrays), ``edge_marginals`` (card_i x card_j tables),
@@ -57,10 +57,6 @@ class MarginalResult:
         """The result for the flat marginals ``mu``, split into node and edge marginals."""
         nodes, edges = model.split_marginals(mu)
         return cls(node_marginals=nodes, edge_marginals=edges, mu=mu, **fields)
-
-    @property
-    def converged(self):
-        return self.status is Status.CONVERGED
 
 
 class Recorder:

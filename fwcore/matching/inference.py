@@ -34,7 +34,7 @@ from scipy.special import logsumexp, xlogy
 from ..fw import Domain, Objective, adaptive_delta, frank_wolfe, safeguarded_newton
 from .oracles import max_weight_bipartite_matching, max_weight_perfect_matching
 from ..checks import TIME, Interval, Options, check_params
-from ..results import Record, Status, Trace
+from ..results import Record, Result, Status, Trace
 
 __all__ = ["permanent", "log_permanent", "exact_matching_marginals",
            "exact_perfect_matching_marginals", "reweighted_entropy", "entropy_line_derivatives",
@@ -494,7 +494,7 @@ class _Face(Domain):
 # -- marginal inference --------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class MatchingMarginals:
+class MatchingMarginals(Result):
     """Approximate marginals of a perfect-matching distribution.
 
     ``marginals``: N x N doubly-stochastic matrix P(i matched to j) (symmetric, zero diagonal
