@@ -14,10 +14,10 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from ..checks import HIGHS_MEMORY_LIMIT, Interval, TIME, check_lp_size, check_params, \
     finite_penalty
 from .. import _oracles
-from ..interrupt import Abandoned, call_interruptibly, grace
 from ..results import Status
 from .base import MapOracle, register_oracle
-from ._common import local_polytope_constraints, lp_objective, node_argmax, run_highs
+from ._common import (Abandoned, call_interruptibly, grace, local_polytope_constraints,
+                      lp_objective, node_argmax, run_highs)
 
 __all__ = ["BruteForceOracle", "EliminationOracle", "TreeOracle", "CoverOracle", "ILPOracle",
            "Toulbar2Oracle", "binary_cover"]
@@ -288,7 +288,7 @@ class Toulbar2Oracle(MapOracle):
     Options: ``time_limit`` (seconds for the whole call; toulbar2 gets the whole seconds
     left after building its problem, scaled by its measured wall time per second, and
     none left gives the best node scores with status max_time), ``scale``.
-    Each call runs in a forked process (`fwcore.interrupt.call_interruptibly`): Ctrl-C
+    Each call runs in a forked process (`fwcore.oracles._common.call_interruptibly`): Ctrl-C
     and the time limit kill it; pytoulbar2's global state stays there.
     """
 
