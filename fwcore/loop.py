@@ -10,8 +10,7 @@ ladder, first match wins:
 - ``max_time``: the `Deadline` has passed, or a step raised `TimeUp`;
 - ``max_iter``: ``max_iter`` steps are done, or ``max_oracle_calls`` oracle calls;
 - ``interrupted``: the user's callback returned False, or Ctrl-C (SIGINT) came anywhere
-  in the run; the task's state is then what it was before the interrupted phase, and the
-  task returns its best iterate so far.
+  in the run; the task returns its best iterate so far.
 
 A task keeps its own state (its best iterate) and builds its result from the loop's
 `Outcome`. `Guard` turns Ctrl-C into a flag at the boundary of a step a task runs
