@@ -9,7 +9,7 @@ from .generators import (grid, complete, bipartite, random_clique, random_grid, 
                          potts_grid, frustrated_clique, segmentation_crf, skip_grid)
 from .exact import ExactResult, exact_inference, exact_map
 from .oracles import MapOracle, available_oracles, resolve_oracle
-from .results import MapResult, Record, Status, Trace
+from .results import MapResult, Record, Result, Status, Trace
 from .matching import (MatchingMarginals, bethe_bp, exact_matching_marginals, log_permanent,
                        matching_marginals, max_weight_bipartite_matching,
                        max_weight_perfect_matching, permanent)
@@ -32,7 +32,7 @@ __all__ = [
     "potts_grid", "frustrated_clique", "segmentation_crf", "skip_grid",
     "ExactResult", "exact_inference", "exact_map",
     "MapOracle", "available_oracles", "resolve_oracle",
-    "MapResult", "Record", "Status", "Trace",
+    "MapResult", "Record", "Result", "Status", "Trace",
     "MatchingMarginals", "bethe_bp", "exact_matching_marginals", "log_permanent",
     "matching_marginals", "max_weight_bipartite_matching", "max_weight_perfect_matching",
     "permanent",

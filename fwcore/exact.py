@@ -24,7 +24,7 @@ from ._kernels import forest_sum_product
 from .auto import exact_method
 from .checks import INFEASIBLE, Interval, Options, check_model, validate_params
 from .elimination import EliminationPlan, _elimination_map, _elimination_marginals
-from .results import MapResult, Record, Status, Trace
+from .results import MapResult, Record, Result, Status, Trace
 from .factor_graph import FactorGraph, solves_factor_graphs
 from .model import PairwiseMRF, concat_ranges
 
@@ -39,7 +39,7 @@ _MAP_PARAMS = {"method": Options("auto", "bruteforce", "elimination"),
 
 
 @dataclass(frozen=True)
-class ExactResult:
+class ExactResult(Result):
     """Exact marginal inference: natural ``log_z``, ``node_marginals`` (1-D arrays),
     ``edge_marginals`` (card_i × card_j tables, edge order of the model), the same
     marginals as one flat vector ``mu`` in the model's layout, the method used, wall

@@ -7,7 +7,7 @@ import numpy as np
 
 from .checks import SEED, TIME, check_bound_feasible, check_feasible, check_model, \
     validate_params
-from .interrupt import Guard
+from .loop import Guard
 from .oracles._common import node_argmax
 from .oracles.base import resolve_oracle
 from .results import MapResult, Record, Status, Trace

@@ -1,7 +1,7 @@
 """The result vocabulary shared by every task (DESIGN.md "Contracts every task shares").
 
-Each task returns one frozen dataclass (scipy.optimize's ``OptimizeResult`` habit) whose
-common fields carry the same names everywhere: ``status``, ``time`` (seconds), ``n_iter``,
+Each task returns one frozen dataclass (scipy.optimize's ``OptimizeResult`` habit), a
+`Result`, whose common fields carry the same names everywhere: ``status``, ``time`` (seconds), ``n_iter``,
 ``n_oracle_calls``, ``method``, ``gap`` (the optimality certificate, None without one),
 ``certified`` (the bound is a proof), the bound (``log_z_upper`` for log Z,
 ``upper_bound`` for a maximum score) and ``trace``: a `Trace` of `Record`s, one per
@@ -11,11 +11,11 @@ same as fitted attributes (``status_``, ``n_iter_``, ``n_oracle_calls_``, ``trac
 import dataclasses
 import enum
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Status", "StepType", "Record", "Trace", "MapResult", "proves_optimal"]
+__all__ = ["Status", "StepType", "Record", "Trace", "Result", "MapResult", "proves_optimal"]
 
 
 class Status(str, enum.Enum):
@@ -87,6 +87,25 @@ class Trace(tuple):
         return out
 
 
+@runtime_checkable
+class Result(Protocol):
+    """The fields every task's result shares (module docstring); each result class
+    subclasses it, so ``converged`` is written once."""
+
+    status: Status
+    time: float
+    n_iter: int
+    n_oracle_calls: int
+    method: str
+    gap: Optional[float]
+    certified: bool
+    trace: Trace
+
+    @property
+    def converged(self):
+        return self.status is Status.CONVERGED
+
+
 def proves_optimal(score, bound):
     """Does ``bound`` prove ``score`` optimal (to 1e-9 relative)? False when either is not
     finite: an infinite score is never certified optimal."""
@@ -96,7 +115,7 @@ def proves_optimal(score, bound):
 
 
 @dataclass(frozen=True)
-class MapResult:
+class MapResult(Result):
     """A MAP answer: ``assignment`` maximising the log-score, its ``score``, a certified
     ``upper_bound`` on the maximum score (None when the method has none), ``gap`` =
     upper_bound − score, ``certified`` (there is such a bound: it is a proof), ``optimal``

@@ -1,6 +1,7 @@
 """The contracts every task shares (DESIGN.md): every registered oracle through the declared
 `MapOracle` contract, and every public result type through the shared result vocabulary."""
 import dataclasses
+import inspect
 import itertools
 import time
 
@@ -12,7 +13,7 @@ from fwcore import PairwiseMRF, random_clique, random_grid
 from fwcore.generators import grid
 from fwcore.oracles import LPOracle, MapOracle, available_oracles, exact_choice, resolve_oracle
 from fwcore.model import binary_cover
-from fwcore.results import Record, Status, Trace
+from fwcore.results import Record, Result, Status, Trace
 
 INSTALLED = sorted(name for name, ok in available_oracles().items() if ok)
 
@@ -139,56 +140,138 @@ def test_exact_and_auto_are_resolved_in_one_place():
 # -- the result vocabulary ----------------------------------------------------------------
 
 SHARED = ("status", "time", "n_iter", "n_oracle_calls", "method", "gap", "certified", "trace")
+#: the bound each result type carries, under the shared name for what it bounds (log Z, a
+#: maximum score, a minimum); None: an estimate without a bound
+BOUND = {"MarginalResult": "log_z_upper", "ExactResult": "log_z_upper",
+         "MatchingMarginals": "log_z_upper", "MapResult": "upper_bound",
+         "LPResult": "upper_bound", "FWResult": "lower_bound", "PerturbResult": None}
 
 
-TASKS = ("infer", "trbp", "loopy_bp", "exact_inference", "exact_map", "infer_map", "infer_lp",
-         "matching_marginals", "frank_wolfe")
+def small_inputs():
+    """One small value for each required argument an entry point may take."""
+    from fwcore.fw import ProductDomain, Quadratic, Simplex
+    rng = np.random.default_rng(0)
+    model = random_grid(3, 3, coupling=1.0, seed=0)
+    W = rng.normal(size=(4, 4))
+    A, b = rng.normal(size=(6, 4)), rng.normal(size=6)
+    return {"model": model, "models": [model, random_grid(2, 2, seed=1)], "W": W + W.T,
+            "objective": Quadratic.least_squares(A, b),
+            "domain": ProductDomain([Simplex(2), Simplex(2)])}
+
+
+def required(func):
+    return [p.name for p in inspect.signature(func).parameters.values()
+            if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
+def declares_a_result(func):
+    """Whether ``func``'s return annotation is a result class."""
+    annotation = inspect.signature(func).return_annotation
+    if isinstance(annotation, str):  # postponed annotations
+        annotation = getattr(fwcore, annotation, None)
+    return isinstance(annotation, type) and Result in annotation.__mro__
+
+
+PUBLIC = {name: getattr(fwcore, name) for name in fwcore.__all__}
+FUNCTIONS = {name: f for name, f in PUBLIC.items() if inspect.isfunction(f)}
+#: the public functions that take only (small) inputs of `small_inputs`
+ON_SMALL_INPUTS = sorted(name for name, f in FUNCTIONS.items()
+                         if required(f) and set(required(f)) <= set(small_inputs()))
+RESULT_TYPES = {obj for obj in PUBLIC.values()
+                if isinstance(obj, type) and Result in obj.__mro__ and obj is not Result}
+LEARNERS = sorted(name for name, obj in PUBLIC.items()
+                  if isinstance(obj, type) and callable(getattr(obj, "fit", None)))
+
+
+def results_of(value):
+    """The results in an entry point's answer (a result, or a list of results)."""
+    items = value if isinstance(value, list) else [value]
+    return [r for r in items if isinstance(r, Result)]
 
 
 @pytest.fixture(scope="module")
-def all_results():
-    from fwcore.fw import Quadratic, Simplex
-    model = random_grid(3, 3, coupling=1.0, seed=0)
-    rng = np.random.default_rng(0)
-    A, b = rng.normal(size=(6, 4)), rng.normal(size=6)
-    W = rng.normal(size=(4, 4))
-    return {
-        "infer": (fwcore.infer(model, rho_updates=1), "log_z_upper"),
-        "trbp": (fwcore.trbp(model, rho_updates=1), "log_z_upper"),
-        "loopy_bp": (fwcore.loopy_bp(model), "log_z_upper"),
-        "exact_inference": (fwcore.exact_inference(model), "log_z_upper"),
-        "exact_map": (fwcore.exact_map(model), "upper_bound"),
-        "infer_map": (fwcore.infer_map(model, "trws"), "upper_bound"),
-        "infer_lp": (fwcore.infer_lp(model, max_iter=20), "upper_bound"),
-        "matching_marginals": (fwcore.matching_marginals(W), "log_z_upper"),
-        "frank_wolfe": (fwcore.frank_wolfe(Quadratic.least_squares(A, b), Simplex(4)),
-                        "lower_bound"),
-    }
+def answers():
+    """Every public function of ON_SMALL_INPUTS called on the small inputs, with a callback
+    when it takes one (the records it saw are kept beside the answer)."""
+    inputs, out = small_inputs(), {}
+    for name in ON_SMALL_INPUTS:
+        func, seen = FUNCTIONS[name], []
+        kwargs = {p: inputs[p] for p in required(func)}
+        if "callback" in inspect.signature(func).parameters:
+            kwargs["callback"] = seen.append
+        out[name] = (func(**kwargs), seen)
+    return out
 
 
-@pytest.mark.parametrize("task", TASKS)
-def test_every_result_carries_the_shared_fields(task, all_results):
-    res, bound = all_results[task]
-    assert dataclasses.is_dataclass(res)
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        res.status = Status.CONVERGED
-    for name in SHARED + (bound,):
-        assert hasattr(res, name), f"{type(res).__name__} lacks {name}"
-    assert isinstance(res.status, Status) and isinstance(res.certified, bool)
-    assert isinstance(res.method, str) and res.time >= 0 and res.n_iter >= 0
-    assert isinstance(res.trace, Trace) and all(isinstance(r, Record) for r in res.trace)
-    cols = res.trace.columns()
-    assert set(cols) == {f.name for f in dataclasses.fields(Record)}
-    assert all(len(c) == len(res.trace) for c in cols.values())
-    assert cols["time"].dtype == float and np.all(np.diff(cols["time"]) >= 0)
+def test_every_entry_point_is_found(answers):
+    """An entry point is a public function whose answer on small inputs is a result, or
+    whose annotation says so; every result type of ``fwcore`` comes from one."""
+    entry = {name for name, (value, _) in answers.items() if results_of(value)}
+    for name, func in FUNCTIONS.items():
+        if declares_a_result(func):
+            assert name in entry, f"{name} returns a result but takes inputs small_inputs lacks"
+    produced = {type(r) for name in entry for r in results_of(answers[name][0])}
+    assert RESULT_TYPES <= produced, f"no entry point found for {RESULT_TYPES - produced}"
+    assert {t.__name__ for t in RESULT_TYPES} == set(BOUND)
+    assert "perturb_and_map" in entry
 
 
-def test_learners_carry_the_shared_fitted_attributes():
+@pytest.mark.parametrize("name", ON_SMALL_INPUTS)
+def test_every_result_carries_the_shared_fields(name, answers):
+    value, seen = answers[name]
+    for res in results_of(value):
+        assert isinstance(res, Result) and dataclasses.is_dataclass(res)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            res.status = Status.CONVERGED
+        for field in SHARED:
+            assert hasattr(res, field), f"{type(res).__name__} lacks {field}"
+        bound = BOUND[type(res).__name__]
+        if bound is None:  # without a bound a result proves nothing
+            assert not res.certified and res.gap is None
+        else:
+            assert hasattr(res, bound), f"{type(res).__name__} lacks {bound}"
+        assert isinstance(res.status, Status) and isinstance(res.certified, bool)
+        assert res.converged is (res.status is Status.CONVERGED)
+        assert isinstance(res.method, str) and res.time >= 0
+        assert isinstance(res.n_iter, int) and res.n_iter >= 0
+        assert isinstance(res.n_oracle_calls, int) and res.n_oracle_calls >= 0
+        assert res.gap is None or isinstance(res.gap, float)
+        assert isinstance(res.trace, Trace) and all(isinstance(r, Record) for r in res.trace)
+        cols = res.trace.columns()
+        assert set(cols) == {f.name for f in dataclasses.fields(Record)}
+        assert all(len(c) == len(res.trace) for c in cols.values())
+        assert cols["time"].dtype == float and np.all(np.diff(cols["time"]) >= 0)
+        if seen:  # the callback saw every record of the trace, in order
+            assert seen == list(res.trace)
+    if not results_of(value):
+        assert not declares_a_result(FUNCTIONS[name])
+
+
+@pytest.mark.parametrize("name", [n for n in ON_SMALL_INPUTS
+                                  if "callback" in inspect.signature(FUNCTIONS[n]).parameters])
+def test_a_callback_returning_false_stops_the_run(name):
+    """A run stopped by its callback at its first record keeps that record only, with
+    status interrupted unless the record already ended the run."""
+    func, inputs, seen = FUNCTIONS[name], small_inputs(), []
+    res = func(**{p: inputs[p] for p in required(func)},
+               callback=lambda r: seen.append(r) or False)
+    if seen:
+        assert seen == list(res.trace)
+        assert res.status in (Status.INTERRUPTED, Status.CONVERGED, Status.STALLED,
+                              Status.MAX_ITER)
+        assert len(seen) == 1
+
+
+@pytest.mark.parametrize("name", LEARNERS)
+def test_learners_carry_the_shared_fitted_attributes(name):
     from fwcore.learn.datasets import synthetic_segmentation
     X, Y = synthetic_segmentation(3, size=5, seed=0)
-    for learner in (fwcore.MLEStruct(max_iter=3), fwcore.SSVM(max_iter=3)):
-        learner.fit(X, Y)
-        for name in ("status_", "n_iter_", "n_oracle_calls_", "trace_"):
-            assert hasattr(learner, name)
-        assert isinstance(learner.status_, Status)
-        assert len(learner.trace_.columns()["gap"]) == len(learner.trace_)
+    seen = []
+    learner = PUBLIC[name]().set_params(max_iter=3, callback=seen.append).fit(X, Y)
+    for attr in ("status_", "n_iter_", "n_oracle_calls_", "trace_", "gap_", "primal_"):
+        assert hasattr(learner, attr)
+    assert isinstance(learner.status_, Status) and learner.n_iter_ == 3
+    assert isinstance(learner.trace_, Trace) and seen == list(learner.trace_)
+    cols = learner.trace_.columns()
+    assert len(cols["gap"]) == len(learner.trace_) == 4 and np.all(np.diff(cols["time"]) >= 0)
+    assert learner.gap_ == learner.trace_[-1].gap

@@ -5,13 +5,13 @@ from typing import Optional
 
 import numpy as np
 
-from ..results import Status, Trace
+from ..results import Result, Status, Trace
 
 __all__ = ["FWResult"]
 
 
 @dataclass(frozen=True)
-class FWResult:
+class FWResult(Result):
     """Answer of a Frank-Wolfe run.
 
     ``x`` is the returned iterate (the last one when converged, else the one with the lowest
@@ -39,7 +39,3 @@ class FWResult:
     @property
     def lower_bound(self):
         return self.primal - self.gap
-
-    @property
-    def converged(self):
-        return self.status is Status.CONVERGED

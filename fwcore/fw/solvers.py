@@ -14,6 +14,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from ..checks import CALLABLE, TIME, Interval, Options, validate_params
+from ..loop import Callbacks, Deadline, Stopping, budget_status, run_loop
 from ..results import Record, Status, StepType, Trace
 from .active_set import ActiveSet
 from .corrective import CorrectiveStep, MFWCorrection
@@ -60,16 +61,6 @@ def _check_objective(objective):
 
 
 @dataclass(frozen=True)
-class Stopping:
-    """When a run stops: gap <= tol (freshly computed), or a budget is spent."""
-
-    tol: float
-    max_iter: int
-    max_oracle_calls: Optional[int] = None
-    max_time: Optional[float] = None
-
-
-@dataclass(frozen=True)
 class ActiveSetOptions:
     """How `frank_wolfe` keeps its active set: the step ``rule``, the contraction (``delta``
     and ``delta_rule``), the FCFW ``corrections``, drops, renormalisation, the |V| cap."""
@@ -88,7 +79,7 @@ class ActiveSetOptions:
 # -- the shared outer loop -----------------------------------------------------------------
 
 class _Run:
-    """Stopping, records, callbacks, best-iterate snapshots and Ctrl-C for every method.
+    """A Frank-Wolfe run on `fwcore.loop.run_loop`, with the best-iterate snapshots.
 
     Subclasses provide ``x``, ``delta``, ``probe(g) -> (gap, criterion, info)`` (no state
     change), ``step(g, info) -> StepType``, ``snapshot()``, ``restore(snap)``, ``n_active``
@@ -103,13 +94,16 @@ class _Run:
         self.n_oracle_calls = 0
         self._version = 0
         self._cache = None
+        self.best = None  # f, state, gap at the best iterate (no gap before the first one)
+        self.last_step = StepType.INIT
+        self._direction = None  # (gradient, probe info) of the iterate just measured
         self.t0 = time.perf_counter()
 
     def elapsed(self):
         return time.perf_counter() - self.t0
 
     def out_of_time(self):
-        return self.stop.max_time is not None and self.elapsed() >= self.stop.max_time
+        return self.stop.deadline.passed()
 
     def moved(self):
         """Call after every change of x: invalidates the cached value and gradient."""
@@ -138,52 +132,45 @@ class _Run:
     def start(self):
         """Work before the first iteration (inside the run's Ctrl-C handling)."""
 
+    def _begin(self):
+        self.best = [math.inf, self.snapshot(), None]
+        self.start()
+
+    def _measure(self, k):
+        """The record of iterate k and its stopping criterion, with a fresh gap."""
+        f, g = self.evaluate()
+        gap, criterion, info = self.probe(g)
+        if not math.isfinite(gap):
+            raise ValueError(f"the FW gap is {gap}; the gradient must be finite on the domain")
+        if f <= self.best[0]:
+            self.best = [f, self.snapshot(), gap]
+        self._direction = g, info
+        return Record(iteration=k, time=self.elapsed(), primal=f, gap=gap,
+                      n_oracle_calls=self.n_oracle_calls, delta=self.delta,
+                      n_active=self.n_active, step=self.last_step), criterion
+
+    def _advance(self, k):
+        self.last_step = self.step(*self._direction)
+
     def run(self):
-        records, status, k, step = [], None, 0, StepType.INIT
-        best = None  # f, state, gap at the best iterate (state alone before the first gap)
-        stop = self.stop
-        try:
-            best = [math.inf, self.snapshot(), None]
-            self.start()
-            while status is None:
-                f, g = self.evaluate()
-                gap, criterion, info = self.probe(g)
-                if not math.isfinite(gap):
-                    raise ValueError(f"the FW gap is {gap}; the gradient must be finite on the domain")
-                if f <= best[0]:
-                    best = [f, self.snapshot(), gap]
-                rec = Record(iteration=k, time=self.elapsed(), primal=f, gap=gap,
-                             n_oracle_calls=self.n_oracle_calls, delta=self.delta,
-                             n_active=self.n_active, step=step)
-                if self.keep_trace:
-                    records.append(rec)
-                proceed = self.callback is None or self.callback(rec) is not False
-                if criterion <= stop.tol:
-                    status = Status.CONVERGED
-                elif k >= stop.max_iter or (stop.max_oracle_calls is not None
-                                            and self.n_oracle_calls >= stop.max_oracle_calls):
-                    status = Status.MAX_ITER
-                elif self.out_of_time():
-                    status = Status.MAX_TIME
-                elif not proceed:
-                    status = Status.INTERRUPTED
-                else:
-                    step = self.step(g, info)
-                    k += 1
-        except KeyboardInterrupt:
-            status = Status.INTERRUPTED
-        if status is not Status.CONVERGED:  # the best iterate, with its fresh gap
-            if best is not None:
-                self.restore(best[1])
+        outcome = run_loop(self._measure, self._advance, self.stop,
+                           Callbacks(self.callback, trace=self.keep_trace), start=self._begin)
+        status = outcome.status
+        if status is Status.CONVERGED:
+            f, gap = outcome.last.primal, outcome.last.gap
+        else:  # the best iterate, with its fresh gap
+            if self.best is not None:
+                self.restore(self.best[1])
                 self.moved()
             f = self.evaluate()[0]
             # Ctrl-C before the first gap: no gap measured (no oracle call after Ctrl-C)
-            gap = math.inf if best is None or best[2] is None else best[2]
+            gap = math.inf if self.best is None or self.best[2] is None else self.best[2]
         atoms, weights = self.active_arrays()
         return FWResult(x=self.x.copy(), atoms=atoms, weights=weights, primal=f, gap=gap,
-                        status=status, n_iter=k, n_oracle_calls=self.n_oracle_calls,
-                        time=self.elapsed(), delta=self.delta, method=self.method,
-                        certified=self.domain.exact, trace=Trace(records), x_avg=self.x_avg)
+                        status=status, n_iter=outcome.n_iter,
+                        n_oracle_calls=self.n_oracle_calls, time=self.elapsed(),
+                        delta=self.delta, method=self.method, certified=self.domain.exact,
+                        trace=outcome.trace, x_avg=self.x_avg)
 
 
 # -- FW, away-step, pairwise and fully-corrective FW --------------------------------------
@@ -398,7 +385,7 @@ class _ActiveSetFW(_Run):
 def frank_wolfe(objective, domain, *, method="fw", step="exact", tol=1e-6, max_iter=1000,
                 max_oracle_calls=None, max_time=None, callback=None, init=None, delta=0.0,
                 delta_rule=None, corrections=None, max_vertices=None, drop_tol=1e-12,
-                refresh_every=100, trace=True, debug=False):
+                refresh_every=100, trace=True, debug=False) -> FWResult:
     """Minimise a convex ``objective`` (an `Objective`) over ``domain`` (a `Domain`) or its
     contraction D_delta.
 
@@ -445,7 +432,7 @@ def frank_wolfe(objective, domain, *, method="fw", step="exact", tol=1e-6, max_i
                                delta_rule=delta_rule, corrections=corrections,
                                drop_tol=drop_tol, refresh_every=refresh_every,
                                max_vertices=max_vertices, debug=bool(debug))
-    stop = Stopping(tol, max_iter, max_oracle_calls, max_time)
+    stop = Stopping(max_iter, tol, max_oracle_calls, Deadline(max_time))
     return _ActiveSetFW(objective, domain, options, stop, callback, bool(trace), init).run()
 
 
@@ -465,14 +452,14 @@ def correct(objective, domain, init, correction, *, delta=0.0, max_time=None, st
     if delta > 0 and domain.u0 is None:
         raise ValueError("delta > 0 needs an interior point: give the domain a u0")
     options = ActiveSetOptions(method="fcfw", rule=make_step_rule(step), delta=delta)
-    run = _ActiveSetFW(objective, domain, options, Stopping(0.0, 0, None, max_time),
+    run = _ActiveSetFW(objective, domain, options, Stopping(0, deadline=Deadline(max_time)),
                        init=init)
     correction.last_gap = 0.0
     n_steps = correction.correct(run)
     f, _ = run.evaluate()
     atoms, weights = run.active_arrays()
-    status = Status.CONVERGED if correction.last_gap <= correction.tolerance(run, math.inf) else \
-        Status.MAX_TIME if run.out_of_time() else Status.MAX_ITER
+    status = Status.CONVERGED if correction.last_gap <= correction.tolerance(run, math.inf) \
+        else budget_status(run.out_of_time())
     return FWResult(x=run.x.copy(), atoms=atoms, weights=weights, primal=f,
                     gap=correction.last_gap, status=status, n_iter=n_steps, n_oracle_calls=0,
                     time=run.elapsed(), delta=run.delta, method="correction",
@@ -550,7 +537,7 @@ class _BlockFW(_Run):
                  unchecked=("objective", "domain", "step", "seed", "averaging", "trace"))
 def block_coordinate_frank_wolfe(objective, domain, *, step="exact", tol=1e-6, max_iter=1000,
                                  max_oracle_calls=None, max_time=None, callback=None, seed=0,
-                                 averaging=True, trace=True):
+                                 averaging=True, trace=True) -> FWResult:
     """Block-coordinate FW over a `ProductDomain` (FW variants review Alg. 3).
 
     One iteration is a pass over the blocks in a random order drawn from ``seed``; after each
@@ -561,6 +548,6 @@ def block_coordinate_frank_wolfe(objective, domain, *, step="exact", tol=1e-6, m
     _check_objective(objective)
     if not isinstance(domain, ProductDomain):
         raise TypeError(f"block_coordinate_frank_wolfe needs a ProductDomain; got {type(domain).__name__}")
-    stop = Stopping(tol, max_iter, max_oracle_calls, max_time)
+    stop = Stopping(max_iter, tol, max_oracle_calls, Deadline(max_time))
     return _BlockFW(objective, domain, make_step_rule(step), stop, callback, bool(trace), seed,
                     bool(averaging)).run()

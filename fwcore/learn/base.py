@@ -10,46 +10,20 @@ MAP oracle returning dense vertices) and its ``entropy(ex, rho)`` a `BlockEntrop
 block objective −<θ, τ> − H_ρ(τ) of MLE-Struct's dual). Everything is declared here, so
 the learners never probe a model for what it can do.
 
-Time limits: the learners' ``max_time`` is one `Deadline`, handed down to every
-per-example call (a decoder call gets the time left as its ``time_limit``); a call that
-finds no time left, or stops at that limit before finishing, raises `TimeUp`, and the
-learner ends the fit with the last measured iterate.
+Time limits: the learners' ``max_time`` is one `fwcore.loop.Deadline`, handed down to
+every per-example call (a decoder call gets the time left as its ``time_limit``); a call
+that finds no time left, or stops at that limit before finishing, raises
+`fwcore.loop.TimeUp`, and the learner ends the fit with the last measured iterate.
 """
 import abc
-import time
+
+from ..loop import Deadline, TimeUp
 
 from ..checks import check_params
 from ..marginals.rho import ENTROPY, entropy_rho
 
 __all__ = ["ModelFamily", "LearnerModel", "VertexDecoder", "BlockEntropy", "Deadline", "TimeUp",
            "run_tasks"]
-
-
-class TimeUp(Exception):
-    """The fit's deadline passed before a per-example call finished (its answer, if any,
-    is not a true maximiser); the learner stops with status max_time."""
-
-
-class Deadline:
-    """The wall-clock time a fit must end by, ``seconds`` (None: never) from now. Kept in
-    `time.time` so that it means the same in the process workers of an executor (a task
-    queued behind others gets only the time that is left when it starts). Picklable."""
-
-    def __init__(self, seconds=None):
-        self.at = None if seconds is None else time.time() + seconds
-
-    def passed(self):
-        return self.at is not None and time.time() >= self.at
-
-    def left(self):
-        """Seconds left (None: no limit), the ``time_limit`` of the next call; raises
-        `TimeUp` when none is left."""
-        if self.at is None:
-            return None
-        left = self.at - time.time()
-        if left <= 0.0:
-            raise TimeUp
-        return left
 
 
 class VertexDecoder(abc.ABC):

@@ -1,14 +1,15 @@
 """The scikit-learn-style base of the learners: one parameter table, the choice of model,
-and the one pass loop with its stopping rules, trace, callback and Ctrl-C handling
-(DESIGN.md "Contracts every task shares"); each learner supplies a `DualSolver`."""
+and their pass loop on `fwcore.loop.run_loop` (stopping rules, trace, callback, Ctrl-C;
+DESIGN.md "Contracts every task shares"); each learner supplies a `DualSolver`."""
 import abc
 import inspect
 import time
 
 
 from ..checks import BOOL, CALLABLE, EXECUTOR, SEED, TIME, Interval, Kind, Options, check_params
+from ..loop import Callbacks, Deadline, Guard, Stopping, run_loop
 from ..results import Record, Status, Trace
-from .base import Deadline, ModelFamily, TimeUp, run_tasks
+from .base import ModelFamily, run_tasks
 from .crf import CRF
 from .matching_model import Matching
 
@@ -85,7 +86,7 @@ class StructuredLearner(abc.ABC):
 
     ``max_time`` counts from the call of ``fit`` and is held to about 1.2 ``max_time`` +
     1 s: every per-example oracle call gets the time left as its time limit, and a pass
-    that runs out of time is abandoned (`fwcore.learn.base.Deadline`). Validation and the
+    that runs out of time is abandoned (`fwcore.loop.Deadline`). Validation and the
     per-example set-up (oracles, entropy weights) count but are not cut short."""
 
     @classmethod
@@ -125,17 +126,22 @@ class StructuredLearner(abc.ABC):
         t0 = time.perf_counter()
         p = self._check_params()
         deadline = Deadline(p["max_time"])
-        try:  # Ctrl-C before the first pass: this call learned nothing; status_ says so
-            model, examples, labels = model_family(p["model"]).build(X, Y)
-            decoders = [model.decoder(ex) for ex in examples]
-            solver = self._solver(model, examples, labels, decoders, p)
-        except KeyboardInterrupt:
+        guard = Guard()  # Ctrl-C before the first pass: this call learned nothing; status_ says so
+        built = guard(self._set_up, X, Y, p)
+        if guard.interrupted:
             self.status_, self.trace_, self.n_iter_, self.n_oracle_calls_ = \
                 Status.INTERRUPTED, Trace(), 0, 0
             return self
+        model, solver = built
         self.features_ = model
         self._run(solver, p, t0, deadline)
         return self
+
+    def _set_up(self, X, Y, p):
+        """(model, `DualSolver`) for the data and checked parameters ``p``."""
+        model, examples, labels = model_family(p["model"]).build(X, Y)
+        decoders = [model.decoder(ex) for ex in examples]
+        return model, self._solver(model, examples, labels, decoders, p)
 
     @abc.abstractmethod
     def _solver(self, model, examples, labels, decoders, p):
@@ -144,42 +150,34 @@ class StructuredLearner(abc.ABC):
     def _run(self, solver, p, t0, deadline):
         """Passes until the fresh gap is <= tol (× ``solver.tol_scale``), ``max_iter``
         passes, the ``deadline`` (`TimeUp` from a call of a pass, or passed at the end of
-        one), a callback returning False or Ctrl-C."""
-        callback, tol = p["callback"], p["tol"] * solver.tol_scale
-        trace, k, status, last = [], 0, None, None
+        one), a callback returning False or Ctrl-C; the fitted attributes are those of the
+        last measured iterate (the start point before the first)."""
         fitted = solver.result()
-        try:
-            while status is None:
-                primal, gap = solver.measure(deadline)
-                last = Record(k, time.perf_counter() - t0, primal, gap, solver.n_oracle_calls)
-                trace.append(last)
-                fitted = solver.result()
-                if callback is not None:  # the callback sees the measured iterate's fit
-                    for name, value in fitted.items():
-                        setattr(self, name, value)
-                proceed = callback is None or callback(last) is not False
-                if gap <= tol:
-                    status = Status.CONVERGED if solver.exact else Status.STALLED
-                elif k >= p["max_iter"]:
-                    status = Status.MAX_ITER
-                elif deadline.passed():
-                    status = Status.MAX_TIME
-                elif not proceed:
-                    status = Status.INTERRUPTED
-                else:
-                    k += 1
-                    solver.step(k, deadline)
-        except TimeUp:  # keep the last measured iterate
-            status = Status.MAX_TIME
-        except KeyboardInterrupt:
-            status = Status.INTERRUPTED
-        for name, value in fitted.items():
-            setattr(self, name, value)
-        self.status_, self.trace_ = status, Trace(trace)
+
+        def measure(k):
+            nonlocal fitted
+            primal, gap = solver.measure(deadline)
+            record = Record(k, time.perf_counter() - t0, primal, gap, solver.n_oracle_calls)
+            fitted = solver.result()
+            if p["callback"] is not None:  # the callback sees the measured iterate's fit
+                self._set_fitted(fitted)
+            return record, gap
+
+        outcome = run_loop(measure, lambda k: solver.step(k, deadline),
+                           Stopping(p["max_iter"], p["tol"] * solver.tol_scale,
+                                    deadline=deadline),
+                           Callbacks(p["callback"]), proof=solver.exact)
+        self._set_fitted(fitted)
+        last = outcome.last
+        self.status_, self.trace_ = outcome.status, outcome.trace
         self.n_oracle_calls_ = solver.n_oracle_calls
         self.n_iter_ = 0 if last is None else last.iteration
         self.gap_ = None if last is None else last.gap
         self.primal_ = None if last is None else last.primal
+
+    def _set_fitted(self, fitted):
+        for name, value in fitted.items():
+            setattr(self, name, value)
 
     def _check_fitted(self, X):
         if "coef_" not in vars(self):

@@ -9,7 +9,8 @@ from typing import Optional
 import numpy as np
 
 from ..checks import CALLABLE, SEED, TIME, Interval, Options, check_bound_feasible, check_params
-from ..results import Record, Status, Trace
+from ..loop import Callbacks, Deadline, Stopping, run_loop
+from ..results import Record, Result, Status, Trace
 from . import dual, primal
 from .regions import Regions
 from ..factor_graph import FactorGraph, solves_factor_graphs
@@ -47,7 +48,7 @@ _PARAMS = {
 
 
 @dataclass(frozen=True)
-class LPResult:
+class LPResult(Result):
     """Result of `infer_lp`.
 
     ``assignment``/``score``: best decoded assignment so far and its score (pairwise plus
@@ -137,53 +138,66 @@ def infer_lp(model: PairwiseMRF | FactorGraph, method: str = "mplp", gamma: floa
                          f"with factors use one of {', '.join(_FACTOR_METHODS)}")
 
     start = time.perf_counter()
-    best = {"x": None, "score": -math.inf}
-
-    def score_of(x):
-        s = regions.score(x)
-        if s > best["score"] or best["x"] is None:
-            best["x"], best["score"] = x.copy(), s
-        return best["score"]
-
-    objective, bound, measure = math.inf, math.inf, math.inf
-    records = []
-    status, n_iter = Status.MAX_ITER, 0
-    try:
-        steps = build(regions, gamma, reg, projection, seed, score_of)
-        for n_iter in range(1, max_iter + 1):
-            objective, step_bound, x, measure = next(steps)
-            score = score_of(x)
-            bound = min(bound, step_bound)
-            record = Record(iteration=n_iter, time=time.perf_counter() - start,
-                            primal=float(objective), gap=float(bound - score),
-                            bound=float(bound), score=float(score))
-            records.append(record)
-            within_tol = math.isfinite(score) and bound - score <= tol * max(1.0, abs(score))
-            if within_tol or measure <= tol:
-                status = Status.CONVERGED
-            elif callback is not None and callback(record) is False:
-                status = Status.INTERRUPTED
-            elif max_time is not None and record.time >= max_time:
-                status = Status.MAX_TIME
-            if status is not Status.MAX_ITER:
-                break
-    except KeyboardInterrupt:
-        status = Status.INTERRUPTED
-    if best["x"] is None:   # interrupted before the first pass finished
-        score_of(regions.decode(regions.node_theta))
-    if status is Status.CONVERGED and method == "mplp" and bound - best["score"] > tol * max(1.0, abs(best["score"])):
+    best = _BestAssignment(regions)
+    passes = _Passes(build(regions, gamma, reg, projection, seed, best), best, start)
+    outcome = run_loop(passes.measure, passes.step,
+                       Stopping(max_iter, tol, deadline=Deadline(max_time)), Callbacks(callback),
+                       measure_start=False)
+    bound, status = passes.bound, outcome.status
+    if best.x is None:   # interrupted before the first pass finished
+        best(regions.decode(regions.node_theta))
+    if (status is Status.CONVERGED and method == "mplp"
+            and bound - best.score > tol * max(1.0, abs(best.score))):
         status = Status.STALLED   # coordinate descent on eq. 2 stopped at a non-optimal point
     certified = math.isfinite(bound)
     check_bound_feasible(model, bound if certified else None)
     return LPResult(
-        assignment=best["x"].astype(np.int64), score=float(best["score"]),
+        assignment=best.x.astype(np.int64), score=float(best.score),
         upper_bound=float(bound) if certified else None,
-        gap=float(bound - best["score"]) if certified else None, certified=certified,
-        objective=float(objective), measure=float(measure), status=status,
-        time=time.perf_counter() - start, n_iter=len(records), method=method,
-        trace=Trace(records),
+        gap=float(bound - best.score) if certified else None, certified=certified,
+        objective=float(passes.objective), measure=float(passes.measure_value), status=status,
+        time=time.perf_counter() - start, n_iter=outcome.n_iter, method=method,
+        trace=outcome.trace,
         info={"gamma": gamma, "reg": reg, "n_regions": regions.n_regions,
               "smoothing_width": _smoothing_width(method, regions, gamma)})
+
+
+class _BestAssignment:
+    """``best(x)``: the best score of the decoded assignments so far, ``x`` included; the
+    best one is ``best.x``, its score ``best.score``."""
+
+    def __init__(self, regions):
+        self.regions, self.x, self.score = regions, None, -math.inf
+
+    def __call__(self, x):
+        s = self.regions.score(x)
+        if s > self.score or self.x is None:
+            self.x, self.score = x.copy(), s
+        return self.score
+
+
+class _Passes:
+    """A solver's passes (``steps``, a generator, see `dual`) on `fwcore.loop.run_loop`:
+    each step is one pass; each record carries the best bound and decoded score so far
+    (their difference is ``gap``), and the criterion is the method's measure or, when
+    smaller, that gap relative to max(1, |score|)."""
+
+    def __init__(self, steps, best, start):
+        self.steps, self.best, self.start = steps, best, start
+        self.objective, self.bound, self.measure_value, self.x = math.inf, math.inf, math.inf, None
+
+    def step(self, k):
+        self.objective, step_bound, self.x, self.measure_value = next(self.steps)
+        self.bound = min(self.bound, step_bound)
+
+    def measure(self, k):
+        score = self.best(self.x)
+        record = Record(iteration=k, time=time.perf_counter() - self.start,
+                        primal=float(self.objective), gap=float(self.bound - score),
+                        bound=float(self.bound), score=float(score))
+        relative = (self.bound - score) / max(1.0, abs(score)) if math.isfinite(score) \
+            else math.inf
+        return record, min(relative, self.measure_value)
 
 
 def _smoothing_width(method, regions, gamma):

@@ -34,7 +34,7 @@ from ..checks import BOOL, CALLABLE, SEED, TIME, Interval, Options, check_bound_
 from ..fw import (Domain, FWResult, LocalSearch, MFWCorrection, adaptive_delta, correct,
                   frank_wolfe, safeguarded_newton)
 from ..auto import barrier_fw_oracle, infer_exact_method
-from ..interrupt import Guard
+from ..loop import Guard
 from ..exact import exact_inference
 from .result import MarginalResult, Recorder
 from ..oracles.base import LPOracle, resolve_oracle

@@ -13,6 +13,7 @@ At a fixed point they maximise the TRW objective over the local polytope L.
 """
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from functools import partial
@@ -22,10 +23,10 @@ import numpy as np
 from .._kernels import trbp_sweeps
 from ..checks import CALLABLE, TIME, Interval, check_feasible, check_model, check_params
 from ..factor_graph import FactorGraph, solves_factor_graphs
-from ..interrupt import Guard
+from ..loop import Callbacks, Deadline, Guard, Stopping, run_loop
 from ..model import PairwiseMRF, concat_ranges
-from ..results import Record, Status
-from .result import MarginalResult, Recorder
+from ..results import Record
+from .result import MarginalResult, progress_line
 from .rho import initial_rho, rho_direction
 from .trw import TRWObjective
 
@@ -71,9 +72,9 @@ def trbp_beliefs(model, rho, damping=0.5, max_iter=1000, tol=1e-8, deadline=None
     ``mu`` is the flat pseudo-marginal vector in the model's layout. ``rho`` must be
     positive on every edge (θ_st/ρ_st); it is floored at 1e-12. Stops when the largest
     change of a normalised log-message is below ``tol``, after ``max_iter`` sweeps, at
-    ``deadline`` (a time.perf_counter() value, checked every ``_CHUNK`` sweeps), or, given
-    a `fwcore.interrupt.Guard`, at Ctrl-C (``guard.interrupted``: the beliefs are those
-    of the messages so far). The sweeps run in `fwcore._kernels.trbp_sweeps`.
+    the `fwcore.loop.Deadline` ``deadline`` (checked every ``_CHUNK`` sweeps), or, given
+    a `fwcore.loop.Guard`, at Ctrl-C (``guard.interrupted``: the beliefs are those of the
+    messages so far). The sweeps run in `fwcore._kernels.trbp_sweeps`.
     """
     rho = np.maximum(np.asarray(rho, dtype=np.float64), _RHO_MIN)
     logm, msg_off, it, converged, change = _messages(model, rho, damping, max_iter, tol,
@@ -100,7 +101,7 @@ def _messages(model, rho, damping, max_iter, tol, deadline, guard=None):
         if change < tol:
             converged = True
             break
-        if deadline is not None and time.perf_counter() > deadline:
+        if deadline is not None and deadline.passed():
             break
     return logm, msg_off, it, converged, change
 
@@ -175,46 +176,54 @@ def loopy_bp(model: PairwiseMRF | FactorGraph, *, damping: float = 0.5, max_iter
 
 def _bp_loop(model, rho, rho_updates, damping, max_iter, tol, max_time, callback, verbose, t0,
              method):
+    """The rho loop of `trbp` on `fwcore.loop.run_loop`: BP at each rho is measured, the
+    steps are the rho updates, the last BP run decides convergence."""
     p = check_params(_BP_PARAMS, rho_updates=rho_updates, damping=damping, max_iter=max_iter,
                      tol=tol, max_time=max_time, callback=callback)
     check_feasible(model)
-    deadline = None if p["max_time"] is None else t0 + p["max_time"]
-    recorder = Recorder(callback, bool(verbose), t0)
-    objective = TRWObjective(model, rho)
-    # Ctrl-C in the sweeps keeps the beliefs so far; anywhere else in an iteration, the
-    # beliefs of the last one (the uniform point before the first)
-    guard = Guard()
-    mu, mu_rho, n_iter, status, i = model.uniform_marginals(), rho, 0, Status.CONVERGED, 0
-    for i in range(p["rho_updates"] + 1):
-        step = guard(trbp_beliefs, model, rho, p["damping"], p["max_iter"], p["tol"],
-                     deadline, guard)
-        if step is None:
-            break
-        (mu, it, converged, _), mu_rho = step, rho
-        n_iter += it
-        if guard.interrupted:
-            break
-        status = Status.CONVERGED if converged else Status.MAX_ITER
-        objective.set_rho(rho)
-        recorder.outer = i
-        proceed = guard(lambda: recorder(Record(iteration=it, time=0.0,
-                                                primal=objective.value_grad(mu)[0])))
-        if deadline is not None and time.perf_counter() >= deadline:
-            status = Status.MAX_TIME
-        elif proceed is False:
-            status = Status.INTERRUPTED
-        if status in (Status.MAX_TIME, Status.INTERRUPTED) or i == p["rho_updates"]:
-            break
-        d = guard(rho_direction, model, mu, rho)
-        if d is None:
-            break
-        rho = rho + 2.0 / (i + 3.0) * d  # Barrier FW Alg. 2 l. 21
-    if guard.interrupted:
-        status = Status.INTERRUPTED
-    objective.set_rho(mu_rho)
-    primal = objective.trw(mu)
+    run = _RhoLoop(model, rho, p, Deadline(p["max_time"]), t0)
+    outcome = run_loop(run.measure, run.step,
+                       Stopping(p["rho_updates"], p["tol"], deadline=run.deadline),
+                       Callbacks(callback, verbose=progress_line if verbose else None),
+                       guard=run.guard)
+    run.objective.set_rho(run.mu_rho)
+    primal = run.objective.trw(run.mu)
     return MarginalResult.from_mu(
-        model, mu, rho=objective.rho.copy(), primal=primal, gap=None, certified_gap=None,
-        log_z_upper=primal, certified=False, delta=0.0, n_oracle_calls=0, n_icm_calls=0,
-        status=status, n_iter=n_iter, n_rho_updates=i, time=time.perf_counter() - t0, method=method,
-        trace=recorder.trace())
+        model, run.mu, rho=run.objective.rho.copy(), primal=primal, gap=None,
+        certified_gap=None, log_z_upper=primal, certified=False, delta=0.0, n_oracle_calls=0,
+        n_icm_calls=0, status=outcome.status, n_iter=run.n_iter,
+        n_rho_updates=outcome.n_iter, time=time.perf_counter() - t0, method=method,
+        trace=outcome.trace)
+
+
+class _RhoLoop:
+    """TRBP's state over the rho loop: ``mu`` (the uniform point before the first BP run;
+    on Ctrl-C in the sweeps the beliefs of the messages so far), the rho it was computed
+    at (``mu_rho``) and the sweeps of every run (``n_iter``)."""
+
+    def __init__(self, model, rho, p, deadline, t0):
+        self.model, self.rho, self.p, self.deadline, self.t0 = model, rho, p, deadline, t0
+        self.objective = TRWObjective(model, rho)
+        self.guard = Guard()
+        self.mu, self.mu_rho, self.n_iter = model.uniform_marginals(), rho, 0
+
+    def measure(self, i):
+        """BP at the current rho; its record (``iteration`` = sweeps, ``outer`` = i) and, at
+        the last rho, the largest change of a log-message (else inf: no stop before)."""
+        p = self.p
+        self.mu, it, _, change = trbp_beliefs(self.model, self.rho, p["damping"],
+                                              p["max_iter"], p["tol"], self.deadline,
+                                              self.guard)
+        self.mu_rho = self.rho
+        self.n_iter += it
+        if self.guard.interrupted:
+            return None, math.inf
+        self.objective.set_rho(self.rho)
+        record = Record(iteration=it, time=time.perf_counter() - self.t0,
+                        primal=-self.objective.value_grad(self.mu)[0], outer=i)
+        return record, change if i == p["rho_updates"] else math.inf
+
+    def step(self, i):
+        """Barrier FW Alg. 2 l. 21: a FW step on rho towards the maximum spanning forest."""
+        d = rho_direction(self.model, self.mu, self.rho)
+        self.rho = self.rho + 2.0 / (i + 2.0) * d

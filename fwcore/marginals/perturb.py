@@ -8,7 +8,7 @@ import math
 import time
 from concurrent.futures import CancelledError
 from dataclasses import dataclass
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
@@ -16,9 +16,11 @@ from scipy.optimize import linear_sum_assignment
 from ..checks import (EXECUTOR, SEED, TIME, Interval, Options, check_feasible, check_model,
                      check_params)
 from ..factor_graph import FactorGraph, solves_factor_graphs
+from ..loop import (Callbacks, Deadline, Guard, Stopping, TimeUp, budget_status,
+                    run_loop)
 from ..model import PairwiseMRF
 from ..oracles.base import resolve_oracle
-from ..results import Record, Status, Trace
+from ..results import Record, Result, Status, Trace
 
 __all__ = ["PerturbResult", "perturb_and_map"]
 
@@ -33,7 +35,7 @@ _PARAMS = {
 
 
 @dataclass(frozen=True)
-class PerturbResult:
+class PerturbResult(Result):
     """A Perturb-and-MAP estimate (`perturb_and_map`).
 
     ``log_z`` = mean of the ``samples`` (perturbed MAP values of the inflated model, one
@@ -41,11 +43,12 @@ class PerturbResult:
     below two samples), ``node_marginals`` / ``edge_marginals`` (lists as in
     `MarginalResult`; None when not asked for, edge marginals only with
     ``marginals="samples"``; a variable whose conditioned estimates did not all finish
-    has NaN marginals), ``certified`` (always False: the value is a random estimate),
-    ``status`` (never ``converged``: ``max_iter`` when every sample was drawn,
-    ``max_time`` or ``interrupted`` for the best so far), ``n_oracle_calls`` (all MAP
-    calls), ``inflation``, ``time`` (s), ``method`` and ``trace`` (one `Record` per MAP
-    call of the log Z estimate; ``primal`` is the running mean)."""
+    has NaN marginals), ``certified`` (always False: the value is a random estimate) and
+    ``gap`` (None: no certificate), ``status`` (never ``converged``: ``max_iter`` when
+    every sample was drawn, ``max_time`` or ``interrupted`` for the best so far),
+    ``n_iter`` (the samples of the log Z estimate), ``n_oracle_calls`` (all MAP calls),
+    ``inflation``, ``time`` (s), ``method`` and ``trace`` (one `Record` per sample of the
+    log Z estimate; ``primal`` is the running mean)."""
 
     log_z: float
     log_z_stderr: float
@@ -53,12 +56,14 @@ class PerturbResult:
     node_marginals: Optional[list]
     edge_marginals: Optional[list]
     status: Status
+    n_iter: int
     n_oracle_calls: int
     inflation: int
     time: float
     method: str
     trace: Trace = Trace()
     certified: bool = False
+    gap: Optional[float] = None
 
 
 #: the largest count model (`_Inflated`: its count vectors and tables) built, in entries
@@ -197,7 +202,7 @@ def perturb_and_map(model: PairwiseMRF | FactorGraph, *, oracle="exact", n_sampl
         `concurrent.futures.Executor` for the independent estimates (the log Z one and
         each clamped one); the result equals the serial run's for a fixed ``seed``.
         toulbar2 (what "exact" picks for dense models) needs processes: it fails in
-        worker threads (`fwcore.interrupt`).
+        worker threads (`fwcore.oracles._common.call_interruptibly`).
     max_time : seconds; with it, or on Ctrl-C, the samples drawn so far make the result
         (status ``max_time`` / ``interrupted``); a MAP call stopped by the time limit is
         not used.
@@ -219,54 +224,54 @@ def perturb_and_map(model: PairwiseMRF | FactorGraph, *, oracle="exact", n_sampl
         clamps += [(i, s) for i in range(model.n_vars) if model.card[i] > 1
                    for s in range(model.card[i])]
     seeds = np.random.SeedSequence(p["seed"]).spawn(len(clamps))
-    deadline = None if p["max_time"] is None else wall0 + p["max_time"]
+    deadline = Deadline(p["max_time"])
     fold = p["marginals"] == "samples"
-    args = [(inflated, spec, c, p["n_samples"], s, deadline, fold) for c, s in zip(clamps, seeds)]
+    args = [(inflated, spec, c, p["n_samples"], s, deadline, fold, wall0)
+            for c, s in zip(clamps, seeds)]
     runs, interrupted = _run_all(args, p["executor"], deadline)
 
-    values = runs[0][0] if runs and runs[0] is not None else np.zeros(0)
+    values = runs[0].values if runs[0] is not None else np.zeros(0)
     n = values.size
     log_z = float(values.mean()) if n else float("nan")
     stderr = float(values.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
     nodes = edges = None
     if p["marginals"] == "samples" and n:
-        nodes, edges = model.split_marginals(runs[0][3] / n)
+        nodes, edges = model.split_marginals(runs[0].total / n)
     elif p["marginals"] == "condition":
         nodes = _conditioned_marginals(model, clamps, runs)
     done = [r for r in runs if r is not None]
-    complete = len(done) == len(clamps) and all(r[0].size == p["n_samples"] for r in done)
-    status = (Status.INTERRUPTED if interrupted or any(r[4] for r in done)
-              else Status.MAX_ITER if complete else Status.MAX_TIME)
-    trace = Trace(Record(iteration=k + 1, time=float(t - wall0),
-                         primal=float(values[:k + 1].mean()), n_oracle_calls=k + 1)
-                  for k, t in enumerate(runs[0][1] if n else ()))
+    complete = len(done) == len(clamps) and all(r.values.size == p["n_samples"] for r in done)
+    status = (Status.INTERRUPTED if interrupted or any(r.interrupted for r in done)
+              else budget_status(out_of_time=not complete))
     return PerturbResult(log_z=log_z, log_z_stderr=stderr, samples=values, node_marginals=nodes,
-                         edge_marginals=edges, status=status,
-                         n_oracle_calls=int(sum(r[2] for r in done)), inflation=m,
-                         time=time.perf_counter() - t0,
-                         method=f"perturb-and-map/{first.name}", trace=trace)
+                         edge_marginals=edges, status=status, n_iter=n,
+                         n_oracle_calls=int(sum(r.calls for r in done)), inflation=m,
+                         time=time.perf_counter() - t0, method=f"perturb-and-map/{first.name}",
+                         trace=runs[0].trace if n else Trace())
 
 
 def _run_all(args, executor, deadline):
-    """`_estimate` on each argument tuple, serially or on ``executor``; returns the results
-    (None for a task that did not run) and whether Ctrl-C stopped the run."""
+    """`_estimate` on each argument tuple, serially (none starts past the ``deadline`` or
+    after an interrupted one) or on ``executor``; returns the `_Estimate`s (None for a task
+    that did not run) and whether Ctrl-C stopped the run."""
+    guard = Guard()
     if executor is None:
         runs = []
-        try:
-            for a in args:
-                if runs and (runs[-1][4] or (deadline is not None and time.time() >= deadline)):
-                    break
-                runs.append(_estimate(*a))
-        except KeyboardInterrupt:
-            return runs + [None] * (len(args) - len(runs)), True
-        return runs + [None] * (len(args) - len(runs)), False
+        for a in args:
+            if runs and (runs[-1].interrupted or deadline.passed()):
+                break
+            run = guard(_estimate, *a)
+            if guard.interrupted:
+                break
+            runs.append(run)
+        return runs + [None] * (len(args) - len(runs)), guard.interrupted
     futures = [executor.submit(_estimate, *a) for a in args]
-    try:
-        return [f.result() for f in futures], False
-    except KeyboardInterrupt:
+    runs = guard(lambda: [f.result() for f in futures])
+    if guard.interrupted:
         for f in futures:
             f.cancel()
-        return [_finished(f) for f in futures], True
+        runs = [_finished(f) for f in futures]
+    return runs, guard.interrupted
 
 
 def _finished(future):
@@ -276,10 +281,23 @@ def _finished(future):
         return None
 
 
-def _estimate(inflated, spec, clamp, n_samples, seed, deadline, fold):
+class _Estimate(NamedTuple):
+    """One estimate of `_estimate`: its perturbed MAP ``values``, its ``trace`` (a record
+    per value), its MAP ``calls``, the sum of the folded vertices (``total``, or None) and
+    whether Ctrl-C ``interrupted`` it."""
+
+    values: np.ndarray
+    trace: Trace
+    calls: int
+    total: Optional[np.ndarray]
+    interrupted: bool
+
+
+def _estimate(inflated, spec, clamp, n_samples, seed, deadline, fold, wall0):
     """``n_samples`` perturbed MAP values of the inflated model, with variable i clamped to
-    state s when ``clamp`` = (i, s). Returns (values, wall times, MAP calls, sum of the
-    folded vertices or None, interrupted)."""
+    state s when ``clamp`` = (i, s), on `fwcore.loop.run_loop` (one step per sample, until
+    the ``deadline``); an `_Estimate`, traced for the log Z estimate only (its record
+    times count from ``wall0``)."""
     rng = np.random.default_rng(seed)
     g = inflated.graph
     oracle = resolve_oracle(spec, g, seed=int(rng.integers(2**31 - 1)))
@@ -289,35 +307,53 @@ def _estimate(inflated, spec, clamp, n_samples, seed, deadline, fold):
         scores[g.node_off[i]:g.node_off[i + 1]][inflated.C[i][:, s] < inflated.m] = -np.inf
     states = np.add.reduceat(np.isfinite(scores[:g.node_off[-1]]), g.node_off[:-1])
     if (states == 0).any():  # x_i = s is impossible: log Z_{i,s} = -inf
-        return np.full(n_samples, -np.inf), [], 0, None, False
-    values, times, calls, total, interrupted = [], [], 0, None, False
-    try:
-        for _ in range(n_samples):
-            # zero-mean Gumbel noise; a variable with one feasible state gets none
-            noise = [rng.gumbel(size=(inflated.m, k)) - np.euler_gamma if free else None
-                     for k, free in zip(inflated.model.card, states > 1)]
-            left = None if deadline is None else deadline - time.time()
-            if left is not None and left <= 0:
-                break
-            perturbed = inflated.perturbed(scores, noise)
-            x = oracle.argmax(perturbed, time_limit=left)
-            calls += 1
-            if oracle.status is Status.MAX_TIME:
-                break
-            values.append(float(g.score(x, perturbed)))
-            times.append(time.time())
-            if fold:
-                mu = inflated.fold(x)
-                total = mu if total is None else total + mu
-    except KeyboardInterrupt:
-        interrupted = True
-    return np.array(values), times, calls, total, interrupted
+        return _Estimate(np.full(n_samples, -np.inf), Trace(), 0, None, False)
+    sampler = _Sampler(inflated, oracle, scores, states > 1, rng, deadline, fold,
+                       wall0 if clamp is None else None)
+    outcome = run_loop(sampler.measure, sampler.draw,
+                       Stopping(n_samples, deadline=deadline), Callbacks(), measure_start=False)
+    return _Estimate(np.array(sampler.values), outcome.trace, sampler.calls, sampler.total,
+                     outcome.status is Status.INTERRUPTED)
+
+
+class _Sampler:
+    """The samples of one estimate: each step draws zero-mean Gumbel noise (none on a
+    variable with one feasible state, ``free`` False) and makes one MAP call on the
+    perturbed scores; a call stopped by the time limit is not a sample (`TimeUp`). With
+    ``wall0`` (else None: no records) each sample has a record, timed from ``wall0``."""
+
+    def __init__(self, inflated, oracle, scores, free, rng, deadline, fold, wall0):
+        self.inflated, self.oracle, self.scores, self.free = inflated, oracle, scores, free
+        self.rng, self.deadline, self.fold, self.wall0 = rng, deadline, fold, wall0
+        self.values, self.calls, self.total = [], 0, None
+
+    def draw(self, k):
+        inflated = self.inflated
+        noise = [self.rng.gumbel(size=(inflated.m, c)) - np.euler_gamma if free else None
+                 for c, free in zip(inflated.model.card, self.free)]
+        left = self.deadline.left()
+        perturbed = inflated.perturbed(self.scores, noise)
+        x = self.oracle.argmax(perturbed, time_limit=left)
+        self.calls += 1
+        if self.oracle.status is Status.MAX_TIME:
+            raise TimeUp
+        self.values.append(float(inflated.graph.score(x, perturbed)))
+        if self.fold:
+            mu = inflated.fold(x)
+            self.total = mu if self.total is None else self.total + mu
+
+    def measure(self, k):
+        """The record of sample k (the running mean); no stopping criterion."""
+        if self.wall0 is None:
+            return None, math.inf
+        return Record(iteration=k, time=time.time() - self.wall0,
+                      primal=float(np.mean(self.values)), n_oracle_calls=k), math.inf
 
 
 def _conditioned_marginals(model, clamps, runs):
     """μ_i(s) ∝ exp(mean of the clamped estimate of log Z_{i,s}) (App. G); NaN for a
     variable with an estimate missing; [1] for a single-state variable."""
-    logz = {c: (r[0].mean() if r is not None and r[0].size else np.nan)
+    logz = {c: (r.values.mean() if r is not None and r.values.size else np.nan)
             for c, r in zip(clamps[1:], runs[1:])}
     nodes = []
     for i in range(model.n_vars):

@@ -3,20 +3,20 @@
 """
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
-from ..results import Record, Status, Trace
+from ..loop import Callbacks
+from ..results import Record, Result, Status, Trace
 
 __all__ = ["MarginalResult", "Recorder"]
 
 
 @dataclass(frozen=True)
-class MarginalResult:
+class MarginalResult(Result):
     """Approximate marginals and a log Z bound.
 
     ``node_marginals`` (list of 1-D arrays), ``edge_marginals`` (card_i x card_j tables),
@@ -58,42 +58,47 @@ class MarginalResult:
         nodes, edges = model.split_marginals(mu)
         return cls(node_marginals=nodes, edge_marginals=edges, mu=mu, **fields)
 
-    @property
-    def converged(self):
-        return self.status is Status.CONVERGED
+
+def progress_line(record):
+    """The ``verbose`` line of a marginal-inference record (to stderr, one per record)."""
+    gap = "-" if record.gap is None else f"{record.gap:.3g}"
+    delta = "-" if record.delta is None else f"{record.delta:.2g}"
+    return (f"rho {record.outer:2d} it {record.iteration:4d}  TRW {record.primal:.6f}  "
+            f"gap {gap}  delta {delta}  |V| {record.n_active}  "
+            f"MAP calls {record.n_oracle_calls}")
 
 
 class Recorder:
-    """Keeps the trace of a marginal-inference run: turns the engine's records (f = −TRW)
+    """The engine's callback in a Barrier FW run: turns the engine's records (f = −TRW)
     into `Record`s with the TRW value, the rho iteration (``outer``) and the oracle calls
-    of the whole run, forwards them to the user's ``callback`` (``stopped``: it returned
-    False) and prints progress when ``verbose``. With ``slack`` (a function returning
-    what the oracle call behind the record's gap proves, see
-    `fwcore.marginals.barrier_fw.MarginalPolytope.slack`, or None) a record's ``bound`` is TRW + gap
-    + slack, a certified upper bound on log Z (Barrier FW App. J)."""
+    of the whole run, and hands them to the run's `fwcore.loop.Callbacks` (kept in
+    ``records``, printed when ``verbose``, then the user's ``callback``; ``stopped``: it
+    returned False). With ``slack`` (a function returning what the oracle call behind
+    the record's gap proves, see `fwcore.marginals.barrier_fw.MarginalPolytope.slack`, or
+    None) a record's ``bound`` is TRW + gap + slack, a certified upper bound on log Z
+    (Barrier FW App. J)."""
 
     def __init__(self, callback, verbose, t0, slack=None):
-        self.callback, self.verbose, self.t0, self.slack = callback, verbose, t0, slack
-        self.records, self.outer, self.calls_before = [], 0, 0
-        self.stopped = False  # the callback asked to stop
+        self.t0, self.slack = t0, slack
+        self.outer, self.calls_before = 0, 0
+        self.callbacks = Callbacks(callback, verbose=progress_line if verbose else None)
+
+    @property
+    def records(self):
+        return self.callbacks.recorder.records
+
+    @property
+    def stopped(self):
+        """The callback asked to stop."""
+        return self.callbacks.stopped
 
     def __call__(self, rec):
         slack = None if self.slack is None else self.slack()
-        r = Record(iteration=rec.iteration, time=time.perf_counter() - self.t0,
-                   primal=-rec.primal, gap=rec.gap,
-                   n_oracle_calls=self.calls_before + rec.n_oracle_calls, delta=rec.delta,
-                   n_active=rec.n_active, step=rec.step, outer=self.outer,
-                   bound=None if slack is None else -rec.primal + rec.gap + slack)
-        self.records.append(r)
-        if self.verbose:
-            gap = "-" if r.gap is None else f"{r.gap:.3g}"
-            delta = "-" if r.delta is None else f"{r.delta:.2g}"
-            print(f"rho {r.outer:2d} it {r.iteration:4d}  TRW {r.primal:.6f}  gap {gap}  "
-                  f"delta {delta}  |V| {r.n_active}  MAP calls {r.n_oracle_calls}",
-                  file=sys.stderr)
-        proceed = None if self.callback is None else self.callback(r)
-        self.stopped = proceed is False
-        return proceed
+        return self.callbacks(Record(
+            iteration=rec.iteration, time=time.perf_counter() - self.t0, primal=-rec.primal,
+            gap=rec.gap, n_oracle_calls=self.calls_before + rec.n_oracle_calls,
+            delta=rec.delta, n_active=rec.n_active, step=rec.step, outer=self.outer,
+            bound=None if slack is None else -rec.primal + rec.gap + slack))
 
     def trace(self):
-        return Trace(self.records)
+        return self.callbacks.trace()

@@ -34,8 +34,9 @@ from scipy.special import logsumexp, xlogy
 from ..fw import Domain, Objective, adaptive_delta, frank_wolfe, safeguarded_newton
 from .oracles import max_weight_bipartite_matching, max_weight_perfect_matching
 from ..checks import TIME, Interval, Options, check_params
+from ..loop import Callbacks, Deadline, Stopping, run_loop
 from ..marginals.rho import ENTROPY, entropy_rho
-from ..results import Record, Status, Trace
+from ..results import Record, Result, Status, Trace
 
 __all__ = ["permanent", "log_permanent", "exact_matching_marginals",
            "exact_perfect_matching_marginals", "reweighted_entropy", "entropy_line_derivatives",
@@ -499,7 +500,7 @@ class _Face(Domain):
 # -- marginal inference --------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class MatchingMarginals:
+class MatchingMarginals(Result):
     """Approximate marginals of a perfect-matching distribution.
 
     ``marginals``: N x N doubly-stochastic matrix P(i matched to j) (symmetric, zero diagonal
@@ -666,7 +667,29 @@ def _sinkhorn_log(L, tol=1e-13, max_iter=1000):
     return np.exp(L)
 
 
-def bethe_bp(W, *, tol=1e-10, max_iter=10000, max_time=None):
+class _BetheMessages:
+    """The log row-to-column messages ``lr`` of `bethe_bp` on `fwcore.loop.run_loop`: each
+    step is a sweep; the criterion is its largest change of a log message."""
+
+    def __init__(self, W):
+        self.W = W
+        self.lr = W - logsumexp(W, axis=1, keepdims=True)
+        self.change = math.inf
+
+    def sweep(self, k):
+        W = self.W
+        lc = W - _loo_logsumexp(self.lr, axis=1)
+        new = W - _loo_logsumexp(lc, axis=0)
+        new -= new.max()  # messages are defined up to scale; keep them bounded
+        self.change = np.abs(new - self.lr).max()
+        self.lr = new
+
+    def measure(self, k):
+        """No record per sweep (the result's one record is made at the end)."""
+        return None, self.change
+
+
+def bethe_bp(W, *, tol=1e-10, max_iter=10000, max_time=None) -> MatchingMarginals:
     """Belief propagation for the Bethe permanent (Huang & Jebara 2009), in the log domain.
 
     Scalar messages per edge (row-to-column c, column-to-row r)::
@@ -687,26 +710,13 @@ def bethe_bp(W, *, tol=1e-10, max_iter=10000, max_time=None):
     if n == 1:
         return _trivial(W, 1.0)
     t0 = time.perf_counter()
-    lr = W - logsumexp(W, axis=1, keepdims=True)
-    status, k = Status.MAX_ITER, 0
-    try:
-        while k < max_iter:
-            if max_time is not None and time.perf_counter() - t0 >= max_time:
-                status = Status.MAX_TIME
-                break
-            lc = W - _loo_logsumexp(lr, axis=1)
-            new = W - _loo_logsumexp(lc, axis=0)
-            new -= new.max()  # messages are defined up to scale; keep them bounded
-            change = np.abs(new - lr).max()
-            lr = new
-            k += 1
-            if change <= tol:
-                status = Status.CONVERGED
-                break
-    except KeyboardInterrupt:
-        status = Status.INTERRUPTED
+    messages = _BetheMessages(W)
+    outcome = run_loop(messages.measure, messages.sweep,
+                       Stopping(max_iter, tol, deadline=Deadline(max_time)),
+                       Callbacks(trace=False))
+    status, k = outcome.status, outcome.n_iter
     domain = BipartiteMatchingPolytope(n)
-    tau = _sinkhorn_log(lr).ravel()
+    tau = _sinkhorn_log(messages.lr).ravel()
     objective = MatchingFreeEnergy(W.ravel(), 1.0)
     f, g = objective.value_grad(tau)
     calls, gap = 0, math.inf  # a belief rounded to 0 or 1: infinite gradient, no certificate

@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import _kernels
 from ..checks import BOOL, Interval, check_seed, validate_params
+from ..loop import budget_status
 from ..model import PairwiseMRF
 from ..results import Status
 from .approximate import QPBOOracle
@@ -213,7 +214,7 @@ class ExpansionOracle(MapOracle):
                 x, score = self.fusion.fuse(scores, x, propose(x))
             if not score > before:
                 return x, None, Status.STALLED
-        return x, None, Status.MAX_ITER
+        return x, None, budget_status()
 
 
 @register_oracle

@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import _kernels, _oracles
 from ..checks import BOOL, Interval, TIME, check_seed, finite_penalty, validate_params
+from ..loop import budget_status
 from ..results import Status
 from .base import MapOracle, register_oracle
 from ._common import node_argmax
@@ -56,7 +57,7 @@ class ICMOracle(MapOracle):
         seed = None if self._rng is None else int(self._rng.integers(2**63))
         _, self.n_sweeps, converged = _run_icm(self.model, scores, x, self.max_sweeps,
                                                seed=seed)
-        return x, None, (Status.STALLED if converged else Status.MAX_ITER)
+        return x, None, (Status.STALLED if converged else budget_status())
 
 
 @register_oracle
@@ -202,7 +203,7 @@ class TRWSOracle(_MessagePassing):
             self._msg[:] = 0.0
         ub, self.trace = np.inf, []
         t0 = now = time.perf_counter()
-        status = Status.MAX_ITER
+        status = budget_status()
         for self.n_iter in range(1, self.max_iter + 1):
             last = now
             bound, _ = self._sweep(scores, self._gamma, self._node_weight, 0.0)
@@ -253,7 +254,7 @@ class MaxProductOracle(_MessagePassing):
         best_x, best = (None, -np.inf) if x0 is None else (x0, float(self.model.score(x0, scores)))
         self._msg[:] = 0.0
         t0 = time.perf_counter()
-        status = Status.MAX_ITER
+        status = budget_status()
         for self.n_iter in range(1, self.max_iter + 1):
             _, change = self._sweep(scores, self._ones, self._zeros, self.damping)
             x, val = self._decode(scores, False)

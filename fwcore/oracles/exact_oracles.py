@@ -16,11 +16,11 @@ from ..checks import HIGHS_MEMORY_LIMIT, Interval, TIME, check_lp_size, validate
 from .. import _oracles
 from ..elimination import EliminationPlan
 from ..exact import exact_map
-from ..interrupt import Abandoned, call_interruptibly, grace
 from ..model import binary_cover
 from ..results import Status
 from .base import MapOracle, register_oracle
-from ._common import local_polytope_constraints, lp_objective, node_argmax, run_highs
+from ._common import (Abandoned, call_interruptibly, grace, local_polytope_constraints,
+                      lp_objective, node_argmax, run_highs)
 
 __all__ = ["BruteForceOracle", "EliminationOracle", "TreeOracle", "CoverOracle", "ILPOracle",
            "Toulbar2Oracle"]
@@ -266,7 +266,7 @@ class Toulbar2Oracle(MapOracle):
     Options: ``time_limit`` (seconds for the whole call; toulbar2 gets the whole seconds
     left after building its problem, scaled by its measured wall time per second, and
     none left gives the best node scores with status max_time), ``scale``.
-    Each call runs in a forked process (`fwcore.interrupt.call_interruptibly`): Ctrl-C
+    Each call runs in a forked process (`fwcore.oracles._common.call_interruptibly`): Ctrl-C
     and the time limit kill it; pytoulbar2's global state stays there.
     """
 

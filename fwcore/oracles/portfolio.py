@@ -11,6 +11,7 @@ import numpy as np
 from ..auto import portfolio_members
 from ..checks import BOOL, validate_params
 from ..elimination import EliminationPlan
+from ..loop import stopped_on_budget
 from ..results import Record, Status, proves_optimal
 from .anytime import AnnealOracle, ExpansionOracle, Fusion
 from .approximate import TRWSOracle
@@ -150,7 +151,7 @@ class PortfolioOracle(MapOracle):
                                    primal=best, bound=bound, score=best))
 
         record(bound)
-        trws_running = self._trws.status in (Status.MAX_TIME, Status.MAX_ITER)
+        trws_running = stopped_on_budget(self._trws.status)
         while not proves_optimal(best, bound) and self._fusion.fits(end):
             if self._expansion is not None:
                 y = self._expansion.argmax(scores, init=x, time_limit=self._left(end))
@@ -175,7 +176,7 @@ class PortfolioOracle(MapOracle):
                 x, best = self._better(scores, x, best, y)
                 b = self._trws.upper_bound()
                 bound = b if bound is None or b is None else min(bound, b)
-                trws_running = self._trws.status in (Status.MAX_TIME, Status.MAX_ITER)
+                trws_running = stopped_on_budget(self._trws.status)
             record(bound)
         self.progress = tuple(progress)
         return x, bound, (None if proves_optimal(best, bound) else Status.MAX_TIME)

@@ -1,0 +1,210 @@
+"""The one run loop of every iterative task (DESIGN.md "Contracts every task shares").
+
+`run_loop` measures the iterate (a `Record` and a stopping criterion, computed fresh),
+hands the record to the run's `Callbacks` (the trace, the verbose line, the user's
+callback), decides whether to stop and, if not, steps. Every task stops on the same
+ladder, first match wins:
+
+- ``converged``: the criterion is at or below ``tol`` (``stalled`` when the task's
+  criterion is no proof, e.g. an inexact oracle's gap);
+- ``max_time``: the `Deadline` has passed, or a step raised `TimeUp`;
+- ``max_iter``: ``max_iter`` steps are done, or ``max_oracle_calls`` oracle calls;
+- ``interrupted``: the user's callback returned False, or Ctrl-C (SIGINT) came anywhere
+  in the run; the task returns its best iterate so far.
+
+A task keeps its own state (its best iterate) and builds its result from the loop's
+`Outcome`. `Guard` turns Ctrl-C into a flag at the boundary of a step a task runs
+outside the loop (the rho loop of `fwcore.infer`, one oracle call of `fwcore.infer_map`)
+or inside a phase whose partial work it keeps (BP sweeps).
+"""
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+from .results import Record, Status, Trace
+
+__all__ = ["run_loop", "Stopping", "Deadline", "TimeUp", "Callbacks", "TraceRecorder",
+           "ProgressPrinter", "Outcome", "Guard", "budget_status", "stopped_on_budget"]
+
+
+class Guard:
+    """Runs the steps of a run until one is interrupted by Ctrl-C: ``guard(step, *args)``
+    returns ``step(*args)``, or None when Ctrl-C came inside it (``interrupted`` is then
+    True, and later steps are skipped, so the run ends with what it had before the
+    step)."""
+
+    def __init__(self):
+        self.interrupted = False
+
+    def __call__(self, step, *args, **kwargs):
+        if self.interrupted:
+            return None
+        try:
+            return step(*args, **kwargs)
+        except KeyboardInterrupt:
+            self.interrupted = True
+            return None
+
+
+class TimeUp(Exception):
+    """The run's deadline passed before a step finished (its answer, if any, is not to be
+    used); the run stops with status max_time."""
+
+
+class Deadline:
+    """The wall-clock time a run must end by, ``seconds`` (None: never) from now. Kept in
+    `time.time` so that it means the same in the process workers of an executor (a task
+    queued behind others gets only the time that is left when it starts). Picklable."""
+
+    def __init__(self, seconds=None):
+        self.at = None if seconds is None else time.time() + seconds
+
+    def passed(self):
+        return self.at is not None and time.time() >= self.at
+
+    def left(self):
+        """Seconds left (None: no limit), the ``time_limit`` of the next call; raises
+        `TimeUp` when none is left."""
+        if self.at is None:
+            return None
+        left = self.at - time.time()
+        if left <= 0.0:
+            raise TimeUp
+        return left
+
+
+@dataclass(frozen=True)
+class Stopping:
+    """When a run stops (the module docstring's ladder): ``max_iter`` steps, its criterion
+    at or below ``tol``, ``max_oracle_calls`` (None: no cap) or the ``deadline``."""
+
+    max_iter: int
+    tol: float = 0.0
+    max_oracle_calls: Optional[int] = None
+    deadline: Deadline = field(default_factory=Deadline)
+
+
+class TraceRecorder:
+    """A callback keeping every record; ``trace()`` returns them as a `Trace`."""
+
+    def __init__(self):
+        self.records = []
+
+    def __call__(self, record):
+        self.records.append(record)
+
+    def trace(self):
+        return Trace(self.records)
+
+
+class ProgressPrinter:
+    """A callback printing ``line(record)`` to stderr (a task's ``verbose``)."""
+
+    def __init__(self, line):
+        self.line = line
+
+    def __call__(self, record):
+        print(self.line(record), file=sys.stderr)
+
+
+class Callbacks:
+    """The callbacks of one run, called in order with each record: a `TraceRecorder`
+    (unless ``trace`` is False), a `ProgressPrinter` of ``verbose`` (a function giving a
+    record's line; None: quiet), then the user's ``callback``. Returns whether the run may
+    go on: False when the callback returned False (``stopped``)."""
+
+    def __init__(self, callback=None, *, trace=True, verbose=None):
+        self.recorder = TraceRecorder() if trace else None
+        self.observers = [c for c in (self.recorder,
+                                      None if verbose is None else ProgressPrinter(verbose))
+                          if c is not None]
+        self.callback = callback
+        self.stopped = False
+
+    def __call__(self, record):
+        for observe in self.observers:
+            observe(record)
+        self.stopped = self.callback is not None and self.callback(record) is False
+        return not self.stopped
+
+    def trace(self):
+        return Trace() if self.recorder is None else self.recorder.trace()
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a run ended: its ``status``, ``n_iter`` (steps done), the ``last`` record
+    measured (None if none) and the ``trace`` its `Callbacks` kept."""
+
+    status: Status
+    n_iter: int
+    last: Optional[Record]
+    trace: Trace
+
+
+def run_loop(measure, step, stopping, callbacks, *, start=None, measure_start=True,
+             proof=True, guard=None):
+    """Run a task to the end of the ladder (module docstring); returns an `Outcome`.
+
+    measure(k) -> (record, criterion): the fresh `Record` of the iterate after k steps
+        (None: the task keeps no records) and the number compared with ``stopping.tol``
+        (inf: none); the record goes to ``callbacks`` (a `Callbacks`).
+    step(k) : the k-th step (k = 1, 2, ...), from the iterate just measured.
+    start() : work before the first measure, inside the run's Ctrl-C handling.
+    measure_start : False when the start point has no measure: the first step comes first.
+    proof : whether a criterion at or below tol proves convergence (else ``stalled``).
+    guard : a `Guard` the task also hands to calls whose partial work it keeps on Ctrl-C;
+        once it has fired, the run ends (interrupted) without using that measure.
+    """
+    guard = Guard() if guard is None else guard
+    status, k, last = None, 0, None
+    try:
+        if start is not None:
+            start()
+        if not measure_start:
+            step(1)
+            k = 1
+        while status is None:
+            record, criterion = measure(k)
+            if guard.interrupted:
+                break
+            last = record
+            proceed = record is None or callbacks(record)
+            status = _verdict(stopping, k, record, criterion, proceed, proof)
+            if status is None:
+                step(k + 1)
+                k += 1
+    except TimeUp:
+        status = Status.MAX_TIME
+    except KeyboardInterrupt:
+        status = Status.INTERRUPTED
+    if guard.interrupted:
+        status = Status.INTERRUPTED
+    return Outcome(status, k, last, callbacks.trace())
+
+
+def _verdict(stopping, k, record, criterion, proceed, proof):
+    """The ladder of the module docstring after k steps; None: go on."""
+    if criterion <= stopping.tol:
+        return Status.CONVERGED if proof else Status.STALLED
+    if stopping.deadline.passed():
+        return Status.MAX_TIME
+    if k >= stopping.max_iter or (stopping.max_oracle_calls is not None
+                                  and record.n_oracle_calls >= stopping.max_oracle_calls):
+        return budget_status()
+    if not proceed:
+        return Status.INTERRUPTED
+    return None
+
+
+def budget_status(out_of_time=False):
+    """The status of a run that spent a budget without converging: max_time when
+    ``out_of_time``, else max_iter (its iterations, sweeps, cycles or samples)."""
+    return Status.MAX_TIME if out_of_time else Status.MAX_ITER
+
+
+def stopped_on_budget(status):
+    """Whether ``status`` says a run stopped on a budget (time or iterations), so that
+    more of it could still improve its answer."""
+    return status in (Status.MAX_TIME, Status.MAX_ITER)
