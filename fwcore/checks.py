@@ -21,7 +21,7 @@ import numpy as np
 from .factor_graph import FactorGraph
 from .model import PairwiseMRF, concat_ranges
 
-__all__ = ["Interval", "Options", "Kind", "validate_params", "check_params", "check_model",
+__all__ = ["Interval", "Options", "Kind", "validate_params", "bind_table", "check_params", "check_model",
            "check_seed", "finite_penalty", "check_feasible", "check_bound_feasible",
            "check_lp_size", "INFEASIBLE", "MAX_ABS_THETA", "AC_ROUNDS", "HIGHS_MEMORY_LIMIT",
            "CALLABLE", "EXECUTOR", "TIME", "SEED"]
@@ -168,16 +168,7 @@ def validate_params(table, unchecked=()):
     and signature, and exposes the table as ``__fwcore_params__``; it composes with
     `fwcore.factor_graph.solves_factor_graphs` in either order (fwcore puts it outside)."""
     def bind(entry):
-        signature = inspect.signature(entry)
-        named = {name for name, p in signature.parameters.items() if name != "self"
-                 and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
-        problems = [f"{sorted(names)} {why}" for names, why in (
-            (named - set(table) - set(unchecked), "in neither the table nor unchecked"),
-            ((set(table) | set(unchecked)) - named, "not parameters of the function"),
-            (set(table) & set(unchecked), "both in the table and unchecked")) if names]
-        if problems:
-            raise ValueError(f"validate_params on {entry.__qualname__}: "
-                             + "; ".join(problems))
+        signature = bind_table(entry, table, unchecked)
 
         @functools.wraps(entry)
         def checked(*args, **kwargs):
@@ -192,6 +183,24 @@ def validate_params(table, unchecked=()):
         checked.__fwcore_params__ = table
         return checked
     return bind
+
+
+def bind_table(entry, table, unchecked=()):
+    """Refuse (ValueError) a ``table`` whose keys and ``unchecked`` are not the named
+    parameters of ``entry`` (all but a method's ``self`` and ``*args`` / ``**kwargs``), one
+    each; return ``entry``'s signature. `validate_params` binds with it, and so do the
+    learners, whose constructors only store their arguments and whose ``fit`` checks them
+    (scikit-learn's habit)."""
+    signature = inspect.signature(entry)
+    named = {name for name, p in signature.parameters.items() if name != "self"
+             and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    problems = [f"{sorted(names)} {why}" for names, why in (
+        (named - set(table) - set(unchecked), "in neither the table nor unchecked"),
+        ((set(table) | set(unchecked)) - named, "not parameters of the function"),
+        (set(table) & set(unchecked), "both in the table and unchecked")) if names]
+    if problems:
+        raise ValueError(f"the table of {entry.__qualname__}: " + "; ".join(problems))
+    return signature
 
 
 def check_model(model, name="model"):

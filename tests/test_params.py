@@ -142,7 +142,7 @@ def test_a_table_that_differs_from_the_signature_is_refused():
             ({**table, "step": Interval(1)}, ("model", "verbose"), r"\['step'\] not parameters"),
             (table, ("model", "verbose", "steps"), r"\['steps'\] both in the table"),
             (table, ("model",), r"\['verbose'\] in neither")]:
-        with pytest.raises(ValueError, match=r"validate_params on _scaled: .*" + words):
+        with pytest.raises(ValueError, match=r"the table of _scaled: .*" + words):
             validate_params(wrong, unchecked=unchecked)(_scaled)
 
 

@@ -6,7 +6,8 @@ import inspect
 import time
 
 
-from ..checks import BOOL, CALLABLE, EXECUTOR, SEED, TIME, Interval, Kind, Options, check_params
+from ..checks import BOOL, CALLABLE, EXECUTOR, SEED, TIME, Interval, Kind, Options, bind_table, \
+    check_params
 from ..loop import Callbacks, Deadline, Guard, Stopping, run_loop
 from ..results import Record, Status, Trace
 from .base import ModelFamily, run_tasks
@@ -70,7 +71,9 @@ class DualSolver(abc.ABC):
 
 class StructuredLearner(abc.ABC):
     """scikit-learn conventions: ``__init__`` stores parameters, ``fit`` validates them and
-    the data once. Subclasses list their own constraints in ``_constraints`` and build
+    the data once. Subclasses declare the table of their constructor's parameters,
+    ``_parameter_constraints`` (bound to ``__init__``'s signature when the class is made:
+    `fwcore.checks.bind_table`; ``_unchecked`` names those checked elsewhere), and build
     their `DualSolver` in ``_solver``.
 
     Fitted attributes shared by the learners: ``coef_``; ``status_`` (a
@@ -113,11 +116,16 @@ class StructuredLearner(abc.ABC):
             setattr(self, name, value)
         return self
 
-    def _constraints(self):
-        return PARAMS
+    _parameter_constraints = PARAMS
+    _unchecked = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        bind_table(cls.__init__, cls._parameter_constraints, cls._unchecked)
+        cls.__init__.__fwcore_params__ = cls._parameter_constraints
 
     def _check_params(self):
-        table = self._constraints()
+        table = self._parameter_constraints
         return check_params(table, **{name: vars(self)[name] for name in table})
 
     def fit(self, X, Y):

@@ -8,7 +8,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..checks import CALLABLE, SEED, TIME, Interval, Options, check_bound_feasible, check_params
+from ..checks import CALLABLE, SEED, TIME, Interval, Options, check_bound_feasible, validate_params
 from ..loop import Callbacks, Deadline, Stopping, run_loop
 from ..results import Record, Result, Status, Trace
 from . import dual, primal
@@ -82,6 +82,7 @@ class LPResult(Result):
     info: dict = field(default_factory=dict)
 
 
+@validate_params(_PARAMS, unchecked=("model", "factors"))
 @solves_factor_graphs
 def infer_lp(model: PairwiseMRF | FactorGraph, method: str = "mplp", gamma: float = 0.01, reg: float = 0.01,
              max_iter: int = 1000, tol: float = 1e-6, max_time: float | None = None,
@@ -126,12 +127,8 @@ def infer_lp(model: PairwiseMRF | FactorGraph, method: str = "mplp", gamma: floa
     assignment raises ValueError: at the start when arc consistency finds it
     (`fwcore.checks.check_feasible`), at the end when the bound proves it.
     """
-    args = check_params(_PARAMS, method=method, max_iter=max_iter, tol=tol, max_time=max_time,
-                        callback=callback, projection=projection, seed=seed)
     build, uses_gamma, uses_reg = METHODS[method]
-    gamma = check_params(_PARAMS, gamma=gamma)["gamma"] if uses_gamma else None
-    reg = check_params(_PARAMS, reg=reg)["reg"] if uses_reg else None
-    max_iter, tol, max_time = args["max_iter"], args["tol"], args["max_time"]
+    gamma, reg = gamma if uses_gamma else None, reg if uses_reg else None
     regions = Regions(model, factors)
     if regions.factors and method not in _FACTOR_METHODS:
         raise ValueError(f"method {method!r} would enumerate the states of a global factor; "

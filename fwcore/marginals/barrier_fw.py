@@ -258,10 +258,15 @@ class _Run:
 
 
 def _set_up(run, oracle, entropy, rho, seed, callback, verbose):
-    """Alg. 2 lines 1-3: a finite penalty for impossible states, the initial rho, the
-    polytope with its oracle (whose ``u0`` starts the first inner run) and deadline, the
-    trace recorder and the TRW objective."""
+    """Alg. 2 lines 1-3, or exact marginals when ``oracle="auto"`` finds them cheap
+    (`fwcore.auto.infer_exact_method`; then returned): a finite penalty for impossible
+    states, the initial rho, the polytope with its oracle (whose ``u0`` starts the first
+    inner run) and deadline, the trace recorder and the TRW objective."""
     model = run.model
+    run.given = check_feasible(model)
+    method = infer_exact_method(model, oracle, run.domain, run.max_time)
+    if method is not None:
+        return _exact_result(model, method, run.t0)
     if np.isneginf(model.theta).any():
         log_states = float(np.log(model.card.astype(np.float64)).sum())
         model = run.model = model.with_theta(finite_penalty(model, model.theta,
@@ -467,18 +472,16 @@ def infer(model: PairwiseMRF | FactorGraph, *, oracle="auto", domain: str = "mar
     local_steps = _LOCAL_STEPS if local_search is True else int(local_search)
     adaptive = delta == "adaptive"
     delta0 = delta_init if adaptive else delta
-    try:  # Ctrl-C in the set-up (or in exact inference) returns u0: nothing measured yet
-        given = check_feasible(model)
-        method = infer_exact_method(model, oracle, domain, max_time)
-        if method is not None:
-            return _exact_result(model, method, t0)
-        run = _Run(model, given, domain, tol=tol, rho_tol=max(rho_tol, tol),
-                   max_iter=max_iter, rho_updates=rho_updates, rho_step=rho_step,
-                   correction=correction, local_steps=0 if domain == "local" else local_steps,
-                   adaptive=adaptive, delta0=delta0, t0=t0, max_time=max_time)
-        _set_up(run, oracle, entropy, rho, seed, callback, verbose)
-    except KeyboardInterrupt:
+    run = _Run(model, None, domain, tol=tol, rho_tol=max(rho_tol, tol), max_iter=max_iter,
+               rho_updates=rho_updates, rho_step=rho_step, correction=correction,
+               local_steps=0 if domain == "local" else local_steps, adaptive=adaptive,
+               delta0=delta0, t0=t0, max_time=max_time)
+    # Ctrl-C in the set-up (or in exact inference) returns u0: nothing measured yet
+    exact = run.guard(_set_up, run, oracle, entropy, rho, seed, callback, verbose)
+    if run.guard.interrupted:
         return _interrupted_in_set_up(model, domain, delta0, t0)
+    if exact is not None:
+        return exact
     # Ctrl-C anywhere in a step (engine set-up, corrections, line search, oracle calls)
     # ends the run with the last inner run that measured a gap
     _rho_loop(run)

@@ -21,13 +21,13 @@ from functools import partial
 import numpy as np
 
 from .._kernels import trbp_sweeps
-from ..checks import CALLABLE, TIME, Interval, check_feasible, check_model, check_params
+from ..checks import BOOL, CALLABLE, TIME, Interval, check_feasible, check_model, validate_params
 from ..factor_graph import FactorGraph, solves_factor_graphs
 from ..loop import Callbacks, Deadline, Guard, Stopping, run_loop
 from ..model import PairwiseMRF, concat_ranges
 from ..results import Record
 from .result import MarginalResult, progress_line
-from .rho import initial_rho, rho_direction
+from .rho import ENTROPY, initial_rho, rho_direction
 from .trw import TRWObjective
 
 __all__ = ["trbp_beliefs", "trbp", "loopy_bp"]
@@ -132,16 +132,18 @@ def _beliefs(model, rho, logm, msg_off):
     return np.exp(np.concatenate([b_node, b_edge]))
 
 
-_BP_PARAMS = {
-    "rho_updates": Interval(0, integer=True),
+_LOOPY_PARAMS = {
     "damping": Interval(0.0, 1.0, hi_open=True),
     "max_iter": Interval(1, integer=True),
     "tol": Interval(0.0, lo_open=True),
     "max_time": TIME,
     "callback": [CALLABLE, None],
+    "verbose": BOOL,
 }
+_TRBP_PARAMS = {**_LOOPY_PARAMS, "entropy": ENTROPY, "rho_updates": Interval(0, integer=True)}
 
 
+@validate_params(_TRBP_PARAMS, unchecked=("model", "rho"))
 @solves_factor_graphs
 def trbp(model: PairwiseMRF | FactorGraph, *, entropy: str = "trw",
          rho: str | Callable | float | np.ndarray | None = None, rho_updates: int = 10,
@@ -164,6 +166,7 @@ def trbp(model: PairwiseMRF | FactorGraph, *, entropy: str = "trw",
                     callback, verbose, t0, "loopy-bp" if bethe else "trbp")
 
 
+@validate_params(_LOOPY_PARAMS, unchecked=("model",))
 def loopy_bp(model: PairwiseMRF | FactorGraph, *, damping: float = 0.5, max_iter: int = 1000,
              tol: float = 1e-8, max_time: float | None = None, callback=None,
              verbose: bool = False) -> MarginalResult:
@@ -178,12 +181,10 @@ def _bp_loop(model, rho, rho_updates, damping, max_iter, tol, max_time, callback
              method):
     """The rho loop of `trbp` on `fwcore.loop.run_loop`: BP at each rho is measured, the
     steps are the rho updates, the last BP run decides convergence."""
-    p = check_params(_BP_PARAMS, rho_updates=rho_updates, damping=damping, max_iter=max_iter,
-                     tol=tol, max_time=max_time, callback=callback)
     check_feasible(model)
-    run = _RhoLoop(model, rho, p, Deadline(p["max_time"]), t0)
+    run = _RhoLoop(model, rho, rho_updates, damping, max_iter, tol, Deadline(max_time), t0)
     outcome = run_loop(run.measure, run.step,
-                       Stopping(p["rho_updates"], p["tol"], deadline=run.deadline),
+                       Stopping(rho_updates, tol, deadline=run.deadline),
                        Callbacks(callback, verbose=progress_line if verbose else None),
                        guard=run.guard)
     run.objective.set_rho(run.mu_rho)
@@ -201,8 +202,10 @@ class _RhoLoop:
     on Ctrl-C in the sweeps the beliefs of the messages so far), the rho it was computed
     at (``mu_rho``) and the sweeps of every run (``n_iter``)."""
 
-    def __init__(self, model, rho, p, deadline, t0):
-        self.model, self.rho, self.p, self.deadline, self.t0 = model, rho, p, deadline, t0
+    def __init__(self, model, rho, rho_updates, damping, max_iter, tol, deadline, t0):
+        self.model, self.rho, self.deadline, self.t0 = model, rho, deadline, t0
+        self.rho_updates, self.damping, self.max_iter, self.tol = \
+            rho_updates, damping, max_iter, tol
         self.objective = TRWObjective(model, rho)
         self.guard = Guard()
         self.mu, self.mu_rho, self.n_iter = model.uniform_marginals(), rho, 0
@@ -210,9 +213,8 @@ class _RhoLoop:
     def measure(self, i):
         """BP at the current rho; its record (``iteration`` = sweeps, ``outer`` = i) and, at
         the last rho, the largest change of a log-message (else inf: no stop before)."""
-        p = self.p
-        self.mu, it, _, change = trbp_beliefs(self.model, self.rho, p["damping"],
-                                              p["max_iter"], p["tol"], self.deadline,
+        self.mu, it, _, change = trbp_beliefs(self.model, self.rho, self.damping,
+                                              self.max_iter, self.tol, self.deadline,
                                               self.guard)
         self.mu_rho = self.rho
         self.n_iter += it
@@ -221,7 +223,7 @@ class _RhoLoop:
         self.objective.set_rho(self.rho)
         record = Record(iteration=it, time=time.perf_counter() - self.t0,
                         primal=-self.objective.value_grad(self.mu)[0], outer=i)
-        return record, change if i == p["rho_updates"] else math.inf
+        return record, change if i == self.rho_updates else math.inf
 
     def step(self, i):
         """Barrier FW Alg. 2 l. 21: a FW step on rho towards the maximum spanning forest."""

@@ -14,7 +14,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from ..checks import (EXECUTOR, SEED, TIME, Interval, Options, check_feasible, check_model,
-                     check_params)
+                     validate_params)
 from ..factor_graph import FactorGraph, solves_factor_graphs
 from ..loop import (Callbacks, Deadline, Guard, Stopping, TimeUp, budget_status,
                     run_loop)
@@ -168,6 +168,7 @@ def _best_assignment(gamma, counts):
     return out
 
 
+@validate_params(_PARAMS, unchecked=("model", "oracle"))
 @solves_factor_graphs
 def perturb_and_map(model: PairwiseMRF | FactorGraph, *, oracle="exact", n_samples: int = 10,
                     inflation: int = 5, marginals: str | None = "condition",
@@ -209,9 +210,7 @@ def perturb_and_map(model: PairwiseMRF | FactorGraph, *, oracle="exact", n_sampl
     """
     t0, wall0 = time.perf_counter(), time.time()
     model = check_feasible(check_model(model))
-    p = check_params(_PARAMS, n_samples=n_samples, inflation=inflation, marginals=marginals,
-                     seed=seed, executor=executor, max_time=max_time)
-    m = p["inflation"]
+    m = inflation
     if m > 1 and not isinstance(oracle, (str, tuple)):
         raise ValueError(f"oracle must be a name or a (name, options) pair when inflation > 1 "
                          f"(the MAP calls are on the inflated model, {m} copies of each "
@@ -220,27 +219,27 @@ def perturb_and_map(model: PairwiseMRF | FactorGraph, *, oracle="exact", n_sampl
     first = resolve_oracle(oracle, inflated.graph)  # checks the spec; resolves "exact"
     spec = first.name if oracle in ("exact", "auto") else oracle
     clamps = [None]
-    if p["marginals"] == "condition":
+    if marginals == "condition":
         clamps += [(i, s) for i in range(model.n_vars) if model.card[i] > 1
                    for s in range(model.card[i])]
-    seeds = np.random.SeedSequence(p["seed"]).spawn(len(clamps))
-    deadline = Deadline(p["max_time"])
-    fold = p["marginals"] == "samples"
-    args = [(inflated, spec, c, p["n_samples"], s, deadline, fold, wall0)
+    seeds = np.random.SeedSequence(seed).spawn(len(clamps))
+    deadline = Deadline(max_time)
+    fold = marginals == "samples"
+    args = [(inflated, spec, c, n_samples, s, deadline, fold, wall0)
             for c, s in zip(clamps, seeds)]
-    runs, interrupted = _run_all(args, p["executor"], deadline)
+    runs, interrupted = _run_all(args, executor, deadline)
 
     values = runs[0].values if runs[0] is not None else np.zeros(0)
     n = values.size
     log_z = float(values.mean()) if n else float("nan")
     stderr = float(values.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
     nodes = edges = None
-    if p["marginals"] == "samples" and n:
+    if marginals == "samples" and n:
         nodes, edges = model.split_marginals(runs[0].total / n)
-    elif p["marginals"] == "condition":
+    elif marginals == "condition":
         nodes = _conditioned_marginals(model, clamps, runs)
     done = [r for r in runs if r is not None]
-    complete = len(done) == len(clamps) and all(r.values.size == p["n_samples"] for r in done)
+    complete = len(done) == len(clamps) and all(r.values.size == n_samples for r in done)
     status = (Status.INTERRUPTED if interrupted or any(r.interrupted for r in done)
               else budget_status(out_of_time=not complete))
     return PerturbResult(log_z=log_z, log_z_stderr=stderr, samples=values, node_marginals=nodes,

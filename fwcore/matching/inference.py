@@ -33,7 +33,7 @@ from scipy.special import logsumexp, xlogy
 
 from ..fw import Domain, Objective, adaptive_delta, frank_wolfe, safeguarded_newton
 from .oracles import max_weight_bipartite_matching, max_weight_perfect_matching
-from ..checks import TIME, Interval, Options, check_params
+from ..checks import TIME, Interval, Options, check_params, validate_params
 from ..loop import Callbacks, Deadline, Stopping, run_loop
 from ..marginals.rho import ENTROPY, entropy_rho
 from ..results import Record, Result, Status, Trace
@@ -86,8 +86,8 @@ _PARAMS = {
     "max_iter": Interval(0, integer=True),
     "max_time": TIME,
     "delta": Interval(0.0, 0.5, lo_open=True),
-    "n": Interval(1, integer=True),
 }
+_BETHE_BP_PARAMS = {name: _PARAMS[name] for name in ("tol", "max_iter", "max_time")}
 
 
 def _check_rho(rho):
@@ -343,7 +343,7 @@ class BipartiteMatchingPolytope(Domain):
     Hungarian method (`max_weight_bipartite_matching`); u0: the uniform matrix 1/N."""
 
     def __init__(self, n):
-        self.n = check_params(_PARAMS, n=n)["n"]
+        self.n = check_params({"n": Interval(1, integer=True)}, n=n)["n"]
         self.dim = self.n * self.n
         self.atom_size = self.n
         self.u0 = np.full(self.dim, 1.0 / self.n)
@@ -536,6 +536,7 @@ def _result(marginals, log_z, gap, status, n_iter, n_oracle_calls, t, method, rh
                              Trace(trace))
 
 
+@validate_params(_PARAMS, unchecked=("W", "fw_method"))
 def matching_marginals(W, *, method="fw", entropy="bethe", rho=None, graph="bipartite",
                        tol=1e-6, max_iter=10000, max_time=None, fw_method="pairwise",
                        delta=1e-3):
@@ -584,9 +585,7 @@ def matching_marginals(W, *, method="fw", entropy="bethe", rho=None, graph="bipa
     start point is already that close. Use FW for what BP
     does not do: rho != 1, general or masked graphs, certified gaps.
     """
-    args = check_params(_PARAMS, method=method, graph=graph, entropy=entropy, rho=rho, tol=tol,
-                        max_iter=max_iter, max_time=max_time, delta=delta)
-    rho = entropy_rho(args["entropy"], args["rho"], DEFAULT_RHO)
+    rho = entropy_rho(entropy, rho, DEFAULT_RHO)
     if method == "bp":
         if graph != "bipartite" or rho != 1.0:
             raise ValueError("method='bp' computes the Bethe entropy (rho=1) of bipartite "
@@ -621,8 +620,8 @@ def matching_marginals(W, *, method="fw", entropy="bethe", rho=None, graph="bipa
                                  rho, graph, Trace([Record(iteration=0, time=0.0,
                                                            primal=-const, gap=0.0)]))
     res = frank_wolfe(MatchingFreeEnergy(w[free], rho), face, method=fw_method, step="exact",
-                      tol=args["tol"], max_iter=args["max_iter"], max_time=args["max_time"],
-                      delta=args["delta"], delta_rule=adaptive_delta, trace=True)
+                      tol=tol, max_iter=max_iter, max_time=max_time, delta=delta,
+                      delta_rule=adaptive_delta, trace=True)
     tau[free] = res.x
     return _result(domain.to_matrix(tau).copy(), const - res.primal, res.gap, res.status,
                    res.n_iter, calls + res.n_oracle_calls, time.perf_counter() - t0, "fw",
@@ -689,6 +688,7 @@ class _BetheMessages:
         return None, self.change
 
 
+@validate_params(_BETHE_BP_PARAMS, unchecked=("W",))
 def bethe_bp(W, *, tol=1e-10, max_iter=10000, max_time=None) -> MatchingMarginals:
     """Belief propagation for the Bethe permanent (Huang & Jebara 2009), in the log domain.
 
@@ -704,8 +704,6 @@ def bethe_bp(W, *, tol=1e-10, max_iter=10000, max_time=None) -> MatchingMarginal
     Hungarian call), or inf when a belief has underflowed to 0 or rounded to 1 (at low
     temperature), where the entropy's gradient is infinite."""
     W = _square(W, "W", allow_neg_inf=False)
-    args = check_params(_PARAMS, tol=tol, max_iter=max_iter, max_time=max_time)
-    tol, max_iter, max_time = args["tol"], args["max_iter"], args["max_time"]
     n = W.shape[0]
     if n == 1:
         return _trivial(W, 1.0)
