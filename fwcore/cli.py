@@ -176,7 +176,7 @@ def _cmd_infer(args):
 def _infer_summary(res, args):
     """What an `infer` result means, in words."""
     if res.method.startswith("exact/"):
-        how = {"tree": "belief propagation on a forest"}.get(res.method[6:], res.method[6:])
+        how = {"tree": "two-pass sum-product on a forest"}.get(res.method[6:], res.method[6:])
         return [f"exact marginals by {how} in {res.time:.3f} s (the model is small or "
                 "simple enough: cheaper than Barrier FW)", f"log Z = {res.log_z_upper:.10g}"]
     lines = [f"Barrier FW over the {args.domain} polytope, oracle {args.oracle}: "

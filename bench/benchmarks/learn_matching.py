@@ -23,7 +23,7 @@ from fwcore.learn.mle_struct import MLEStruct
 from fwcore.learn.ssvm import SSVM
 from fwcore.matching.inference import exact_matching_marginals
 
-from .common import INSTANCES, QUICK
+from .common import INSTANCES, QUICK, track_figure
 
 # --- Fig. 1: synthetic 10 x 10 bipartite matchings -------------------------------------
 
@@ -130,23 +130,15 @@ class LearnMatchingSynthetic:
     # each fit may take FIT_SECONDS: more than the benchmarks' own limit for all of them
     setup_cache.timeout = len(OFF_DIAGONAL) * len(SIZES) * 3 * (FIT_SECONDS + 30)
 
-    def track_heldout_loglik(self, table, snr, n_train, estimator):
-        return table[snr, n_train, estimator]["heldout"]
+    def setup(self, table, snr, n_train, estimator):
+        self.figures = table[snr, n_train, estimator]
 
-    def track_heldout_loglik_true_w(self, table, snr, n_train, estimator):
-        return table[snr, n_train, estimator]["heldout_true_w"]
-
-    def track_train_reg_loglik(self, table, snr, n_train, estimator):
-        return table[snr, n_train, estimator]["train"]
-
-    def track_approx_optimum(self, table, snr, n_train, estimator):
-        return table[snr, n_train, estimator]["optimum"]
-
-    def track_dual_gap(self, table, snr, n_train, estimator):
-        return table[snr, n_train, estimator]["gap"]
-
-    def track_fit_seconds(self, table, snr, n_train, estimator):
-        return table[snr, n_train, estimator]["seconds"]
+    track_heldout_loglik = track_figure("heldout")
+    track_heldout_loglik_true_w = track_figure("heldout_true_w")
+    track_train_reg_loglik = track_figure("train")
+    track_approx_optimum = track_figure("optimum")
+    track_dual_gap = track_figure("gap")
+    track_fit_seconds = track_figure("seconds", unit="s")
 
 
 # --- Fig. 4: CMU house and hotel graph matching ----------------------------------------
