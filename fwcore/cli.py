@@ -158,7 +158,8 @@ class _Progress:
 def _cmd_infer(args):
     from .marginals.barrier_fw import infer
     model = _load(args)
-    oracle = args.oracle if not args.oracle_options else (args.oracle, _options(args.oracle_options))
+    oracle = args.oracle if not args.oracle_options else \
+        (args.oracle, _options(args.oracle_options))
     progress = _Progress(args.rho_updates + 1, not args.quiet)
     res = None
     try:
@@ -263,16 +264,12 @@ def _solver_options(sub):
     sub.add_argument("--seed", type=int, help="seed for randomised solvers")
 
 
+#: what --oracle and --method take (`fwcore.resolve_oracle`)
+_SOLVERS = ("MAP solver: exact (the cheapest exact one: tree, bruteforce, elimination, "
+            "toulbar2 or ilp), auto (that one when cheap, else portfolio), or one of: ")
+
+
 def _parser():
-    from .exact import exact_inference
-    from .map import infer_map
-    from .marginals.barrier_fw import infer
-    from .marginals.rho import RHO_RULES
-    from .oracles import available_oracles
-    infer_defaults, infer_params = _defaults(infer), infer.__fwcore_params__
-    solvers = ("MAP solver: exact (the cheapest exact one: tree, bruteforce, elimination, "
-               "toulbar2 or ilp), auto (that one when cheap, else portfolio), or one of: "
-               + ", ".join(available_oracles()))
     p = argparse.ArgumentParser(
         prog="fwcore",
         description="Inference in discrete pairwise graphical models read from UAI files "
@@ -281,6 +278,19 @@ def _parser():
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"fwcore {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_exact(sub)
+    _add_infer(sub)
+    _add_map(sub)
+    return p
+
+
+def _solvers():
+    from .oracles import available_oracles
+    return _SOLVERS + ", ".join(available_oracles())
+
+
+def _add_exact(sub):
+    from .exact import exact_inference
     ex = sub.add_parser(
         "exact", help="exact log Z and marginals (variable elimination; small treewidth only)",
         description="Exact log partition function and node marginals by brute force or "
@@ -293,6 +303,12 @@ def _parser():
                     help=f"largest elimination table allowed, in MiB (default {memory_limit:g})")
     ex.set_defaults(run=_cmd_exact)
 
+
+def _add_infer(sub):
+    """`fwcore infer`: its choices and defaults are `fwcore.infer`'s table and signature."""
+    from .marginals.barrier_fw import infer
+    from .marginals.rho import RHO_RULES
+    defaults, table = _defaults(infer), infer.__fwcore_params__
     inf = sub.add_parser(
         "infer", help="marginals and an upper bound on log Z by Barrier Frank-Wolfe",
         description="Approximate marginals and an upper bound on log Z: the TRW objective "
@@ -302,30 +318,30 @@ def _parser():
                     "proves a bound (qpbo, trws, portfolio); icm and maxproduct give an "
                     "estimate.")
     _common(inf)
-    inf.add_argument("--oracle", default=infer_defaults["oracle"],
-                     help=solvers + " (default auto: exact marginals when the model is small "
+    inf.add_argument("--oracle", default=defaults["oracle"],
+                     help=_solvers() + " (default auto: exact marginals when the model is small "
                                     "enough, else Barrier FW with the approximate portfolio)")
     _solver_options(inf)
-    inf.add_argument("--domain", choices=infer_params["domain"].values,
-                     default=infer_defaults["domain"],
+    inf.add_argument("--domain", choices=table["domain"].values,
+                     default=defaults["domain"],
                      help="optimise over the marginal polytope (default) or the local "
                           "polytope (TRW-BP's answer, with an LP oracle)")
-    inf.add_argument("--rho", default=infer_defaults["rho"], choices=RHO_RULES,
+    inf.add_argument("--rho", default=defaults["rho"], choices=RHO_RULES,
                      help=f"initial edge appearance probabilities (default {RHO_RULES[0]})")
-    inf.add_argument("--rho-updates", type=int, default=infer_defaults["rho_updates"],
+    inf.add_argument("--rho-updates", type=int, default=defaults["rho_updates"],
                      metavar="N",
                      help="outer updates of the edge appearance probabilities "
-                          f"(default {infer_defaults['rho_updates']})")
-    inf.add_argument("--rho-step", choices=infer_params["rho_step"].values,
-                     default=infer_defaults["rho_step"],
+                          f"(default {defaults['rho_updates']})")
+    inf.add_argument("--rho-step", choices=table["rho_step"].values,
+                     default=defaults["rho_step"],
                      help="step of each rho update: minimise the bound along the update "
                           "(default) or the fixed schedule 2/(i+3)")
-    inf.add_argument("--tol", type=float, default=infer_defaults["tol"],
+    inf.add_argument("--tol", type=float, default=defaults["tol"],
                      help="FW gap in nats ending the last run, whose answer is returned "
-                          f"(default {infer_defaults['tol']:g})")
-    inf.add_argument("--rho-tol", type=float, default=infer_defaults["rho_tol"],
+                          f"(default {defaults['tol']:g})")
+    inf.add_argument("--rho-tol", type=float, default=defaults["rho_tol"],
                      help="FW gap in nats ending the runs before it, which only steer rho "
-                          f"(default {infer_defaults['rho_tol']:g})")
+                          f"(default {defaults['rho_tol']:g})")
     inf.add_argument("--no-local-search", dest="local_search", action="store_false",
                      help="no ICM-driven FW steps between MAP calls (more MAP calls)")
     inf.add_argument("--max-time", type=float, metavar="SECONDS",
@@ -334,12 +350,15 @@ def _parser():
     inf.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     inf.set_defaults(run=_cmd_infer)
 
+
+def _add_map(sub):
+    from .map import infer_map
     mp = sub.add_parser("map", help="a most probable assignment (MAP / MPE)",
                         description="Maximise the log-score of an assignment with the chosen "
                                     "solver; exact solvers also prove optimality.")
     _common(mp)
     method = _defaults(infer_map)["method"]
-    mp.add_argument("--method", default=method, help=solvers + f" (default {method})")
+    mp.add_argument("--method", default=method, help=_solvers() + f" (default {method})")
     _solver_options(mp)
     mp.add_argument("--time-limit", type=float, metavar="SECONDS",
                     help="time limit for the solver; the anytime solvers (portfolio, anneal) "
@@ -347,7 +366,6 @@ def _parser():
                          "optimal first (--option anytime=false: their fixed effort)")
     mp.add_argument("--out", metavar="PREFIX", help="write PREFIX.MAP")
     mp.set_defaults(run=_cmd_map)
-    return p
 
 
 def main(argv=None):
