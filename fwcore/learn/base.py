@@ -17,13 +17,11 @@ that finds no time left, or stops at that limit before finishing, raises
 """
 import abc
 
-from ..loop import Deadline, TimeUp
 
 from ..checks import check_params
 from ..marginals.rho import ENTROPY, entropy_rho
 
-__all__ = ["ModelFamily", "LearnerModel", "VertexDecoder", "BlockEntropy", "Deadline", "TimeUp",
-           "run_tasks"]
+__all__ = ["ModelFamily", "LearnerModel", "VertexDecoder", "BlockEntropy", "run_tasks"]
 
 
 class VertexDecoder(abc.ABC):
@@ -38,7 +36,7 @@ class VertexDecoder(abc.ABC):
     def vertex(self, scores, time_limit=None):
         """A dense vertex μ (float64, the example's flat layout) maximising <scores, μ>.
         ``time_limit`` (seconds, None: none) bounds the call: one that stops there before
-        it finishes raises `TimeUp` (a decoder that cannot stop early may ignore it)."""
+        it finishes raises `fwcore.loop.TimeUp` (a decoder that cannot stop early may ignore it)."""
 
     @abc.abstractmethod
     def assignment(self, scores):

@@ -28,7 +28,8 @@ from ..model import PairwiseMRF
 from ..oracles import LPOracle, resolve_oracle
 from ..results import Status
 from ..marginals.rho import RHO_ARRAY, entropy_weights, initial_rho
-from .base import BlockEntropy, LearnerModel, ModelFamily, TimeUp, VertexDecoder, run_tasks
+from ..loop import TimeUp
+from .base import BlockEntropy, LearnerModel, ModelFamily, VertexDecoder, run_tasks
 
 __all__ = ["CRF", "CRFExample", "CRFFeatures", "CRFModel", "CRFDecoder", "TRWEntropy",
            "fw_marginals", "check_examples", "check_labels", "infer_n_labels"]

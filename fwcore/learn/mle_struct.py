@@ -28,7 +28,7 @@ __all__ = ["MLEStruct", "MLEDual"]
 
 def _block_oracle(decoder, theta, tau, entropy, deadline):
     """(vertex v, gradient g, f) of −<θ, τ> − H_ρ(τ) at τ: v maximises <−g, ·>; the
-    call gets the time left before ``deadline`` (`fwcore.learn.base.Deadline`)."""
+    call gets the time left before ``deadline`` (`fwcore.loop.Deadline`)."""
     f, g = entropy.value_grad(theta, tau)
     return decoder.vertex(-g, deadline.left()), g, f
 
