@@ -52,10 +52,10 @@ Run 'fwcore COMMAND --help' for the options of a command."""
 
 
 def _load(args):
-    from .io.uai import apply_evidence, read_evid, read_uai
+    from .io import apply_evidence, read_evid, read_model
     if args.example:
         args.model = str(datasets.path(args.example))
-    model = read_uai(args.model)
+    model = read_model(args.model)
     if args.evid:
         model = apply_evidence(model, read_evid(args.evid))
     return model

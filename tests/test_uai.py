@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fwcore.generators import potts_grid, random_clique, random_grid, random_rbm
 from fwcore.model import PairwiseMRF
+from fwcore.io import read_model
 from fwcore.io.uai import (apply_evidence, read_evid, read_map, read_mar, read_pr, read_uai,
                         write_evid, write_map, write_mar, write_pr, write_uai)
 
@@ -442,3 +443,17 @@ def test_fuzz_runner_finds_nothing_on_a_short_run():
     assert done.returncode == 0, done.stdout + done.stderr
     assert all(f"{r:8}{40:>7}{0:>9}{0:>16}{0:>10}" in done.stdout
                for r in ("uai", "mar", "pr", "map", "evid")), done.stdout
+
+
+def test_read_model_picks_the_reader_from_the_suffix(tmp_path):
+    model = random_grid(3, seed=1)
+    path = tmp_path / "grid.UAI"  # suffixes are matched in any case
+    write_uai(model, path)
+    for given in (path, str(path)):
+        np.testing.assert_array_equal(read_model(given).theta, read_uai(path).theta)
+    other = tmp_path / "grid.bif"
+    other.write_text(path.read_text())
+    with pytest.raises(ValueError, match=r"grid\.bif.*no model reader for suffix '\.bif'.*\.uai"):
+        read_model(other)
+    with pytest.raises(TypeError, match="path must be a file path"):
+        read_model(3)
