@@ -35,8 +35,9 @@ def _fit_held(learner, X, Y, limit, may_converge=False):
 @pytest.mark.parametrize("threads", [False, True], ids=["serial", "threads"])
 @pytest.mark.parametrize("cls", [MLEStruct, SSVM])
 def test_a_gap_pass_longer_than_max_time_is_abandoned(cls, threads):
-    # four 64x64 grids with the default 'lp' oracle: about 1.5 s an LP, 6 s a gap pass
-    X, Y = synthetic_segmentation(4, size=64, seed=0)
+    # four 96x96 grids with the default 'lp' oracle: about 3.5 s an LP, 14 s a gap pass (on
+    # 64x64 grids two threads ended a gap pass within the second on a fast machine)
+    X, Y = synthetic_segmentation(4, size=96, seed=0)
     Xs, _ = synthetic_segmentation(1, size=6, seed=1)
     with ThreadPoolExecutor(2) as pool:
         m = _fit_held(cls(tol=0.0, max_time=1.0, executor=pool if threads else None), X, Y, 1.0)
