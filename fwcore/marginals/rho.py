@@ -17,7 +17,7 @@ the RW entropy; `fwcore.matching.inference`), so there ``rho`` is a number only.
 ============================  ===============  ==========================================
 entry point                   entropy          rho with "trw" (None: the first)
 ============================  ===============  ==========================================
-`fwcore.infer`                (is "trw")       "matrix-tree", "coupling", "uniform", a
+`fwcore.infer`                "trw"            "matrix-tree", "coupling", "uniform", a
                                                function, an array or a number, in T
 `fwcore.trbp`                 "trw", "bethe"   as `fwcore.infer`
 `fwcore.loopy_bp`             (is "bethe")     —
