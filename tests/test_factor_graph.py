@@ -91,7 +91,7 @@ def test_reduction_folds_contained_factors_and_conditions_on_fixed_variables():
     fg = FactorGraph(card, [((0, 1, 2), t3), ((2, 0), np.zeros((2, 2))),
                             ((2, 3), np.ones((2, 3))), ((3,), [0.0, -np.inf, -np.inf])])
     red = fg.reduced
-    assert red.n_vars == 5 and red.card[4] == 8         # one auxiliary variable, 8 states
+    assert red.n_vars == 5 and red.card[4] == 4         # one auxiliary variable: x1, x2
     assert red.n_edges == 3                             # (0,1,2) tied to its scope only
     assert fg.skeleton.n_edges == 0                     # x3 is fixed: (2,3) became a unary
     assert fwcore.exact_inference(fg).log_z == pytest.approx(brute_force(fg)[0])
