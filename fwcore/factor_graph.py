@@ -3,21 +3,23 @@ reduction (DESIGN.md, "Factor graphs").
 
     p(x) ∝ exp( Σ_f θ_f(x_f) )
 
-A factor over three or more variables becomes one auxiliary variable whose states are the
-factor's feasible joint states (θ_f > −inf), with θ_f as its unary, tied to each variable
-of the scope by a 0 / −inf consistency table. Every assignment of the user's variables
-with a finite score extends to exactly one assignment of the reduction with the same
-score, and no other assignment of the reduction is finite, so log Z, the MAP and the
-marginals of the user's variables are those of the reduction. Lower-order factors whose
-scope lies inside a larger factor's are folded into it first (exactly: tables add), which
-removes the cycles they would close through the auxiliary variable.
+A factor over three or more variables keeps its pivot p (the variable of most states)
+and becomes one auxiliary variable y whose states are the joint states of the rest of its
+scope that some state of p makes feasible (θ_f > −inf); θ_f is the edge table (p, y), and
+y is tied to each other variable of the scope by a 0 / −inf consistency table. So a
+factor costs O(arity × its table) whatever its cardinalities (a (N, 2, 2) factor: N x 4
+entries and a 4-state y, not a 4N-state y tied to p by N x 4N). Every assignment of the
+user's variables with a finite score extends to exactly one assignment of the reduction
+with the same score, and no other assignment of the reduction is finite, so log Z, the
+MAP and the marginals of the user's variables are those of the reduction. Lower-order
+factors whose scope lies inside a larger factor's are folded into it first (exactly:
+tables add), which removes the cycles they would close through the auxiliary variable.
 
 Why a reduction and not a factor-graph layout beside the pairwise one: every solver of the
 library (exact elimination, TRW and Barrier FW, BP, MAP oracles, the LP relaxation) then
-runs unchanged, at its pairwise speed; on the UAI 2014 higher-order models the reduction
-costs at most the factors' feasible states squared per factor, measured in the note of
-issue 15. Its TRW bound is the bound of the reduced pairwise model, certified like any
-other: an upper bound on log Z of the factor graph, equal on factor trees.
+runs unchanged, at its pairwise speed. Its TRW bound is the bound of the reduced pairwise
+model, certified like any other: an upper bound on log Z of the factor graph, equal on
+factor trees.
 """
 from __future__ import annotations
 
@@ -52,11 +54,11 @@ class FactorGraph:
     solves the pairwise reduction ``reduced`` (a `PairwiseMRF` whose first ``n_vars``
     variables are the user's) and returns its result on the user's variables: node
     marginals and assignments of length ``n_vars``; edge marginals, ``mu`` and ``rho``
-    for the pairwise factors kept as edges (``skeleton``). Marginals of higher-order
-    factors are the node marginals of their auxiliary variables: run on ``reduced`` to
-    read them;
-    ``aux_factors[a]`` = (scope, flat indices of the joint states) of auxiliary variable
-    ``n_vars + a``.
+    for the pairwise factors kept as edges (``skeleton``); a score is that of the
+    assignment on the user's variables (`score`). ``aux_factors[a]`` = (scope, states)
+    of auxiliary variable ``n_vars + a``: the factor's scope, pivot first, and the flat
+    indices (over ``scope[1:]``) of its states. The marginal of a higher-order factor is
+    the edge marginal of (``scope[0]``, ``n_vars + a``): run on ``reduced`` to read it.
     """
 
     __slots__ = ("card", "factors", "reduced", "skeleton", "aux_factors")
@@ -103,28 +105,35 @@ class FactorGraph:
         full = np.zeros(self.reduced.n_vars, dtype=np.int64)
         full[:self.n_vars] = x
         for a, (scope, states) in enumerate(self.aux_factors):
-            joint = np.ravel_multi_index(x[list(scope)], self.card[list(scope)])
+            joint = np.ravel_multi_index(x[list(scope[1:])], self.card[list(scope[1:])])
             full[self.n_vars + a] = np.searchsorted(states, joint)
         return full
 
     def restrict(self, result):
         """``result`` (of an entry point run on ``reduced``) on the user's variables: node
         marginals and assignments cut to ``n_vars``, edge marginals, ``mu`` and ``rho`` to
-        the ``skeleton``'s edges. Other fields are scalars and stay."""
+        the ``skeleton``'s edges, and an assignment's ``score`` (and ``gap``) that of the
+        cut assignment (`score`: the auxiliary variables' states need not agree with it).
+        Other fields stay."""
         n, red, sk = self.n_vars, self.reduced, self.skeleton
+        given = {f.name: getattr(result, f.name) for f in fields(result)}
         cut = {}
-        names = {f.name for f in fields(result)}
-        if "node_marginals" in names and result.node_marginals is not None:
-            cut["node_marginals"] = result.node_marginals[:n]
-            cut["edge_marginals"] = result.edge_marginals[:sk.n_edges]
-        if "mu" in names and result.mu is not None:
-            mu = result.mu
+        if given.get("node_marginals") is not None:
+            cut["node_marginals"] = given["node_marginals"][:n]
+        if given.get("edge_marginals") is not None:
+            cut["edge_marginals"] = given["edge_marginals"][:sk.n_edges]
+        if given.get("mu") is not None:
+            mu = given["mu"]
             cut["mu"] = np.concatenate([mu[:red.node_off[n]],
                                         mu[red.edge_off[0]:red.edge_off[sk.n_edges]]])
-        if "rho" in names and result.rho is not None:
-            cut["rho"] = np.asarray(result.rho)[:sk.n_edges]
-        if "assignment" in names and result.assignment is not None:
-            cut["assignment"] = np.asarray(result.assignment)[:n]
+        if given.get("rho") is not None:
+            cut["rho"] = np.asarray(given["rho"])[:sk.n_edges]
+        if given.get("assignment") is not None:
+            cut["assignment"] = np.asarray(given["assignment"])[:n]
+            if "score" in given:
+                cut["score"] = self.score(cut["assignment"])
+            if given.get("gap") is not None:
+                cut["gap"] = given["upper_bound"] - cut["score"]
         return replace(result, **cut)
 
 
@@ -201,12 +210,12 @@ def _sorted_factor(scope, table):
 
 
 def _reduce(card, factors):
-    """The pairwise reduction: (PairwiseMRF, (scope, feasible flat states) of each
-    auxiliary variable). Variables with one possible state are conditioned on (their
-    factors sliced); constants go into variable 0's unary (if there is no variable, a
-    model with no states is refused); factors are folded into the largest factor that
-    contains their scope; pairwise factors become edges, larger ones auxiliary
-    variables."""
+    """The pairwise reduction: (PairwiseMRF, ``aux_factors`` as `FactorGraph` documents
+    them). Variables with one possible state are conditioned on (their factors sliced);
+    constants go into variable 0's unary (if there is no variable, a model with no states
+    is refused); factors are folded into the largest factor that contains their scope;
+    pairwise factors become edges, larger ones a pivot edge and an auxiliary variable
+    (the module's docstring)."""
     n = card.shape[0]
     unary = [np.zeros(int(c)) for c in card]
     larger = []
@@ -251,26 +260,34 @@ def _reduce(card, factors):
             h = folded[h]
         groups[h] = groups[h] + _broadcast(groups.pop(s), s, h, card)
     pairs = [(s, t) for s, t in groups.items() if len(s) == 2]
-    auxes = [(s, t) for s, t in groups.items() if len(s) > 2]
-    aux_card, aux_unary, aux_edges, aux_tables, aux_factors = [], [], [], [], []
+    auxes = [_pivoted(s, t, card) for s, t in groups.items() if len(s) > 2]
+    aux_card, aux_edges, aux_tables, aux_factors = [], [], [], []
     for a, (scope, table) in enumerate(auxes):
-        flat = table.ravel()
-        states = np.flatnonzero(flat > -np.inf)
+        rows = table.reshape(table.shape[0], -1)  # pivot x joint states of the rest
+        states = np.flatnonzero((rows > -np.inf).any(axis=0))
         if not states.size:  # an impossible factor: one state, -inf (found infeasible later)
             states = np.zeros(1, dtype=np.int64)
         states.setflags(write=False)
         aux_factors.append((scope, states))
-        digits = np.unravel_index(states, table.shape)
         aux_card.append(states.size)
-        aux_unary.append(flat[states])
-        for v, d in zip(scope, digits):
+        aux_edges.append((scope[0], n + a))
+        aux_tables.append(rows[:, states])
+        for v, d in zip(scope[1:], np.unravel_index(states, table.shape[1:])):
             aux_edges.append((v, n + a))
             aux_tables.append(np.where(np.arange(card[v])[:, None] == d[None, :], 0.0, -np.inf))
     model = PairwiseMRF(np.concatenate([card, np.asarray(aux_card, dtype=np.int64)]),
-                        unary + aux_unary,
+                        unary + [None] * len(aux_card),
                         [s for s, _ in pairs] + aux_edges,
                         [t for _, t in pairs] + aux_tables)
     return model, tuple(aux_factors)
+
+
+def _pivoted(scope, table, card):
+    """The factor with its pivot, the variable of most states (the first of them), moved
+    to the front of its scope (table axes permuted to match)."""
+    p = int(np.argmax(card[list(scope)]))
+    order = [p] + [k for k in range(len(scope)) if k != p]
+    return tuple(scope[k] for k in order), np.transpose(table, order)
 
 
 def _broadcast(table, scope, host, card):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from fwcore.exact import exact_inference
 from fwcore.generators import potts_grid, random_clique, random_grid, random_rbm
 from fwcore.model import PairwiseMRF
 from fwcore.io import read_model
@@ -259,6 +260,25 @@ def test_apply_evidence_is_the_conditional(tmp_path):
 def test_table_entries_beyond_a_double_are_read_in_log_space(tmp_path, token, theta):
     m = read_uai(_file(tmp_path, f"MARKOV\n1\n2\n1\n1 0\n2\n1 {token}\n"))
     assert m.theta[0] == 0.0 and m.theta[1] == pytest.approx(theta, rel=1e-14)
+
+
+@pytest.mark.parametrize("zeros", [30, 5000])
+def test_integers_with_leading_zeros_are_read(tmp_path, zeros):
+    m = read_uai(_file(tmp_path, f"MARKOV\n1\n{'0' * zeros}2\n1\n1 {'0' * zeros}\n"
+                                 f"{'0' * zeros}2\n1 0.5\n"))
+    assert m.card.tolist() == [2] and m.theta[1] == pytest.approx(math.log(0.5))
+
+
+def test_a_higher_order_factor_costs_memory_in_proportion_to_its_table(tmp_path):
+    """One (N, 2, 2) factor: 4N entries in the file, O(N) in the reduction (it was a
+    4N-state auxiliary variable with an N x 4N table: 13 GB for N = 20,000)."""
+    n = 20_000
+    rng = np.random.default_rng(0)
+    table = rng.random(4 * n) + 0.1
+    text = f"MARKOV\n3\n{n} 2 2\n1\n3 0 1 2\n{4 * n}\n" + " ".join(map(str, table))
+    fg = read_uai(_file(tmp_path, text + "\n"))
+    assert fg.reduced.dim <= 2 * table.size
+    assert exact_inference(fg).log_z == pytest.approx(np.logaddexp.reduce(np.log(table)))
 
 
 @pytest.mark.parametrize("zero", ["0", "0.0", "-0", "0e-400", "-0.000e5", ".0"])

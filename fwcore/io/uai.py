@@ -97,9 +97,10 @@ class _Tokens:
         tok = self._next(what)
         if not _INT.fullmatch(tok):
             raise self.error(f"expected {what} (an integer)", self.pos - 1)
-        if len(tok) > 20:  # beyond any sane size (and int() refuses > 4300 digits)
+        digits = tok.lstrip(b"+-").lstrip(b"0")  # leading zeros are fine
+        if len(digits) > 20:  # beyond any sane size (and int() refuses > 4300 digits)
             raise self.error(f"{what} is too large", self.pos - 1)
-        v = int(tok)
+        v = -int(digits or b"0") if tok.startswith(b"-") else int(digits or b"0")
         if v < lo or (hi is not None and v > hi):
             rng = f"in {lo}..{hi}" if hi is not None else f">= {lo}"
             raise self.error(f"{what} must be {rng}; got {v}", self.pos - 1)

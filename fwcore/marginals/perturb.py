@@ -15,7 +15,7 @@ from scipy.optimize import linear_sum_assignment
 
 from ..checks import (EXECUTOR, SEED, TIME, Interval, Options, check_feasible, check_model,
                      validate_params)
-from ..factor_graph import FactorGraph, solves_factor_graphs
+from ..factor_graph import FactorGraph
 from ..loop import (Callbacks, Deadline, Guard, Stopping, TimeUp, budget_status,
                     run_loop)
 from ..model import PairwiseMRF
@@ -169,7 +169,6 @@ def _best_assignment(gamma, counts):
 
 
 @validate_params(_PARAMS, unchecked=("model", "oracle"))
-@solves_factor_graphs
 def perturb_and_map(model: PairwiseMRF | FactorGraph, *, oracle="exact", n_samples: int = 10,
                     inflation: int = 5, marginals: str | None = "condition",
                     seed: int | None = None, executor=None,
@@ -207,9 +206,14 @@ def perturb_and_map(model: PairwiseMRF | FactorGraph, *, oracle="exact", n_sampl
     max_time : seconds; with it, or on Ctrl-C, the samples drawn so far make the result
         (status ``max_time`` / ``interrupted``); a MAP call stopped by the time limit is
         not used.
+
+    A `FactorGraph` is solved through its reduction (`FactorGraph.restrict` gives the
+    result), conditioning on its own variables only.
     """
     t0, wall0 = time.perf_counter(), time.time()
-    model = check_feasible(check_model(model))
+    graph = model if isinstance(model, FactorGraph) else None
+    model = check_feasible(check_model(model if graph is None else model.reduced))
+    asked = model.n_vars if graph is None else graph.n_vars  # the variables conditioned on
     m = inflation
     if m > 1 and not isinstance(oracle, (str, tuple)):
         raise ValueError(f"oracle must be a name or a (name, options) pair when inflation > 1 "
@@ -220,7 +224,7 @@ def perturb_and_map(model: PairwiseMRF | FactorGraph, *, oracle="exact", n_sampl
     spec = first.name if oracle in ("exact", "auto") else oracle
     clamps = [None]
     if marginals == "condition":
-        clamps += [(i, s) for i in range(model.n_vars) if model.card[i] > 1
+        clamps += [(i, s) for i in range(asked) if model.card[i] > 1
                    for s in range(model.card[i])]
     seeds = np.random.SeedSequence(seed).spawn(len(clamps))
     deadline = Deadline(max_time)
@@ -237,16 +241,18 @@ def perturb_and_map(model: PairwiseMRF | FactorGraph, *, oracle="exact", n_sampl
     if marginals == "samples" and n:
         nodes, edges = model.split_marginals(runs[0].total / n)
     elif marginals == "condition":
-        nodes = _conditioned_marginals(model, clamps, runs)
+        nodes = _conditioned_marginals(model.card[:asked], clamps, runs)
     done = [r for r in runs if r is not None]
     complete = len(done) == len(clamps) and all(r.values.size == n_samples for r in done)
     status = (Status.INTERRUPTED if interrupted or any(r.interrupted for r in done)
               else budget_status(out_of_time=not complete))
-    return PerturbResult(log_z=log_z, log_z_stderr=stderr, samples=values, node_marginals=nodes,
-                         edge_marginals=edges, status=status, n_iter=n,
-                         n_oracle_calls=int(sum(r.calls for r in done)), inflation=m,
-                         time=time.perf_counter() - t0, method=f"perturb-and-map/{first.name}",
-                         trace=runs[0].trace if n else Trace())
+    result = PerturbResult(log_z=log_z, log_z_stderr=stderr, samples=values,
+                           node_marginals=nodes, edge_marginals=edges, status=status, n_iter=n,
+                           n_oracle_calls=int(sum(r.calls for r in done)), inflation=m,
+                           time=time.perf_counter() - t0,
+                           method=f"perturb-and-map/{first.name}",
+                           trace=runs[0].trace if n else Trace())
+    return result if graph is None else graph.restrict(result)
 
 
 def _run_all(args, executor, deadline):
@@ -349,14 +355,15 @@ class _Sampler:
                       primal=float(np.mean(self.values)), n_oracle_calls=k), math.inf
 
 
-def _conditioned_marginals(model, clamps, runs):
-    """μ_i(s) ∝ exp(mean of the clamped estimate of log Z_{i,s}) (App. G); NaN for a
-    variable with an estimate missing; [1] for a single-state variable."""
+def _conditioned_marginals(card, clamps, runs):
+    """μ_i(s) ∝ exp(mean of the clamped estimate of log Z_{i,s}) (App. G) for the
+    variables of ``card``; NaN for a variable with an estimate missing; [1] for a
+    single-state variable."""
     logz = {c: (r.values.mean() if r is not None and r.values.size else np.nan)
             for c, r in zip(clamps[1:], runs[1:])}
     nodes = []
-    for i in range(model.n_vars):
-        v = np.array([logz.get((i, s), 0.0) for s in range(model.card[i])])
+    for i, c in enumerate(card):
+        v = np.array([logz.get((i, s), 0.0) for s in range(c)])
         with np.errstate(invalid="ignore"):
             nodes.append(np.exp(v - np.logaddexp.reduce(v)))
     return nodes
