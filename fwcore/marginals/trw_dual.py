@@ -15,6 +15,7 @@ by the maximum spanning forest on the beliefs' mutual information, with weight
 2 / (k + 3) at step k. The first forests split the edges (`_kernels.forest_partition`),
 each with weight 1/m.
 """
+import math
 import time
 
 import numpy as np
@@ -23,12 +24,18 @@ from .._kernels import forest_partition
 from ..exact import ForestLayout
 from .rho import edge_mutual_information, max_spanning_forest
 
-__all__ = ["TreeDecomposition", "trw_dual_bound"]
+__all__ = ["TreeDecomposition", "trw_dual_bound", "pass_budget"]
 
 #: memory of L-BFGS's (s, y) pairs: 3 to 10 pairs, fewer when φ is large
 _LBFGS_BYTES = 2**28
 #: rho step k solves over φ to a gradient of STEP_TOL / (k + 1) (at least ``tol``)
 STEP_TOL = 1e-3
+#: `pass_budget`: about what Barrier FW's former deadline for this bound (as long again as
+#: the run, at least 1 s) gave on random_grid(n, coupling=1) with oracle "trws": n = 6,
+#: 64,000 passes (1 s) then, 69,000 now; n = 40, 13,571 (18 s); n = 100, 3,018 (the
+#: bound's own end, before the deadline)
+_BUDGET_PASSES = 13500
+_BUDGET_ENTRIES = 5e6
 
 
 class TreeDecomposition(ForestLayout):
@@ -96,8 +103,8 @@ class TreeDecomposition(ForestLayout):
                                                                    self._rho_edges, 1.0)])
 
 
-class _TimeUp(Exception):
-    pass
+class _Spent(Exception):
+    """The deadline or the budget is reached."""
 
 
 def _lbfgs(fg, x, max_iter, tol, memory=10):
@@ -145,7 +152,15 @@ def _lbfgs(fg, x, max_iter, tol, memory=10):
     return x
 
 
-def trw_dual_bound(model, rho_updates=40, max_iter=200, tol=1e-6, deadline=None):
+def pass_budget(model):
+    """Forest passes `trw_dual_bound` may take when no time limit is given (Barrier FW
+    without max_time): at least `_BUDGET_PASSES`, and passes over `_BUDGET_ENTRIES` node
+    entries in all; module constants."""
+    return max(_BUDGET_PASSES, math.ceil(_BUDGET_ENTRIES / max(int(model.node_off[-1]), 1)))
+
+
+def trw_dual_bound(model, rho_updates=40, max_iter=200, tol=1e-6, deadline=None,
+                   max_passes=None):
     """The TRW bound on log Z minimised over φ (L-BFGS, at most ``max_iter`` iterations
     per ρ step, down to a gradient of STEP_TOL / (k + 1) at step k; the last step ten
     times as many, down to ``tol``) and over ρ (``rho_updates`` steps of Barrier FW
@@ -153,14 +168,21 @@ def trw_dual_bound(model, rho_updates=40, max_iter=200, tol=1e-6, deadline=None)
     below on a 20x20 5-label Potts grid, 0.41 below on a 15x15 grid with couplings
     U[-4, 4], 0.45 above (0.5%) on a 10-clique at coupling 8, where L-BFGS stalls.
     Returns (the least bound evaluated, the beliefs there as a flat vector, number of
-    forest sum-product passes). Stops at ``deadline`` (a time.perf_counter() value)
-    with the least bound so far; every evaluated point is a valid bound."""
+    evaluations: each a sum-product pass over every forest). Stops at ``deadline`` (a
+    time.perf_counter() value) or after ``max_passes`` forest passes (e.g. `pass_budget`),
+    with the least bound so far; every evaluated point is a valid bound. Without a
+    deadline no clock is read: the answer does not depend on the machine's load."""
     forest, m = forest_partition(model.n_vars, model.edges) if model.n_edges else (
         np.zeros(0, np.int32), 1)
     forests = [forest == t for t in range(m)]
     weights = np.full(m, 1.0 / m)
     best = [np.inf, None, 0]
+    passes = [0]
     old = None
+
+    def spent():
+        return (deadline is not None and time.perf_counter() > deadline) or (
+            max_passes is not None and passes[0] >= max_passes)
     try:
         for k in range(rho_updates + 1):
             dec = TreeDecomposition(model, forests, weights)
@@ -172,10 +194,11 @@ def trw_dual_bound(model, rho_updates=40, max_iter=200, tol=1e-6, deadline=None)
                 phi[dec.n_forests * dec.dim:][:old_phi.size - n_node] = old_phi[n_node:]
 
             def f(x, dec=dec):
-                if deadline is not None and best[2] and time.perf_counter() > deadline:
-                    raise _TimeUp
+                if best[2] and spent():
+                    raise _Spent
                 value, grad, mu, edge_mu = dec.value_grad(x)
                 best[2] += 1
+                passes[0] += dec.n_forests
                 if value < best[0]:
                     best[:2] = value, dec.beliefs(mu, edge_mu)
                 return value, grad
@@ -184,8 +207,7 @@ def trw_dual_bound(model, rho_updates=40, max_iter=200, tol=1e-6, deadline=None)
             last = k == rho_updates
             phi = _lbfgs(f, phi, max_iter * (10 if last else 1),
                          tol if last else max(tol, STEP_TOL / (k + 1)), memory)
-            if last or not model.n_edges or (
-                    deadline is not None and time.perf_counter() > deadline):
+            if last or not model.n_edges or spent():
                 break
             old = dec, phi
             nu = dec.beliefs(*dec.value_grad(phi)[2:])
@@ -199,6 +221,6 @@ def trw_dual_bound(model, rho_updates=40, max_iter=200, tol=1e-6, deadline=None)
             else:
                 forests.append(new)
                 weights = np.append(weights, gamma)
-    except _TimeUp:
+    except _Spent:
         pass
     return best[0], best[1], best[2]

@@ -1,0 +1,67 @@
+"""Same seed, same answer (issue 28): without max_time no decision of `fwcore.infer` reads
+a clock, so repeated runs, a slow or a fast clock, and `fwcore.infer_many` on threads or
+processes all give the serial answer, for every kind of oracle."""
+import time
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import fwcore
+from fwcore.marginals.trw_dual import pass_budget, trw_dual_bound
+
+ORACLES = ("trws", "icm", "portfolio", "exact")
+
+
+def _same(a, b):
+    np.testing.assert_array_equal(a.mu, b.mu)
+    assert (a.log_z_upper, a.primal, a.gap, a.status, a.n_oracle_calls) == \
+        (b.log_z_upper, b.primal, b.gap, b.status, b.n_oracle_calls)
+
+
+def _clock(step):
+    """A perf_counter that advances ``step`` seconds at each read."""
+    now = [0.0]
+
+    def read():
+        now[0] += step
+        return now[0]
+    return read
+
+
+def test_ten_serial_runs_give_one_answer():
+    model = fwcore.random_grid(4, coupling=1.0, seed=1)
+    runs = [fwcore.infer(model, oracle="trws", seed=0, rho_updates=2) for _ in range(10)]
+    assert len({r.log_z_upper for r in runs}) == 1
+    for r in runs[1:]:
+        _same(runs[0], r)
+
+
+@pytest.mark.parametrize("oracle", ORACLES)
+def test_the_answer_does_not_depend_on_the_clock(monkeypatch, oracle):
+    # the issue's reproducer: the tree-decomposition bound ran until a deadline
+    model = fwcore.random_grid(5, coupling=1.0, seed=1)
+    runs = []
+    for step in (1e-9, 1.0):
+        monkeypatch.setattr(time, "perf_counter", _clock(step))
+        runs.append(fwcore.infer(model, oracle=oracle, seed=0, rho_updates=2))
+    _same(*runs)
+
+
+def test_the_dual_bound_stops_after_its_budget():
+    model = fwcore.random_grid(8, coupling=3.0, seed=2)
+    small = trw_dual_bound(model, max_passes=20)
+    assert small[2] < trw_dual_bound(model, max_passes=200)[2]
+    assert small[0] == trw_dual_bound(model, max_passes=20)[0]
+    assert pass_budget(model) >= pass_budget(fwcore.random_grid(40, coupling=1.0, seed=1))
+
+
+def test_executors_equal_serial_for_every_oracle():
+    models = [fwcore.random_grid(4, coupling=1.0, seed=s) for s in range(2)]
+    kw = dict(seed=0, rho_updates=2)
+    serial = {o: fwcore.infer_many(models, oracle=o, **kw) for o in ORACLES}
+    for make in (ThreadPoolExecutor, ProcessPoolExecutor):
+        with make(2) as ex:
+            for o in ORACLES:
+                for a, b in zip(serial[o], fwcore.infer_many(models, executor=ex, oracle=o, **kw)):
+                    _same(a, b)
