@@ -1,6 +1,7 @@
 """Same seed, same answer (issue 28): without max_time no decision of `fwcore.infer` reads
 a clock, so repeated runs, a slow or a fast clock, and `fwcore.infer_many` on threads or
 processes all give the serial answer, for every kind of oracle."""
+import contextlib
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
@@ -56,12 +57,24 @@ def test_the_dual_bound_stops_after_its_budget():
     assert pass_budget(model) >= pass_budget(fwcore.random_grid(40, coupling=1.0, seed=1))
 
 
-def test_executors_equal_serial_for_every_oracle():
+@contextlib.contextmanager
+def _dask_executor():
+    """A dask.distributed cluster's executor (one in-process worker, two threads)."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        yield client.get_executor()
+
+
+@pytest.mark.parametrize("executor", [lambda: ThreadPoolExecutor(2),
+                                      lambda: ProcessPoolExecutor(2), _dask_executor],
+                         ids=["threads", "processes", "dask"])
+def test_executors_equal_serial_for_every_oracle(executor):
     models = [fwcore.random_grid(4, coupling=1.0, seed=s) for s in range(2)]
     kw = dict(seed=0, rho_updates=2)
-    serial = {o: fwcore.infer_many(models, oracle=o, **kw) for o in ORACLES}
-    for make in (ThreadPoolExecutor, ProcessPoolExecutor):
-        with make(2) as ex:
-            for o in ORACLES:
-                for a, b in zip(serial[o], fwcore.infer_many(models, executor=ex, oracle=o, **kw)):
-                    _same(a, b)
+    with executor() as ex:
+        for o in ORACLES:
+            for a, b in zip(fwcore.infer_many(models, oracle=o, **kw),
+                            fwcore.infer_many(models, executor=ex, oracle=o, **kw)):
+                _same(a, b)
