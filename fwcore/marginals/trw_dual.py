@@ -39,6 +39,14 @@ _BUDGET_PASSES = 15000
 _BUDGET_ENTRIES = 5e6
 
 
+def _dot(a, b):
+    """a · b over a's one axis, a float for two vectors, without BLAS: the same sums on
+    every machine and thread count (OpenBLAS's threaded products round differently with
+    the thread count, and on a loaded 2-core machine made this bound 8x slower)."""
+    out = np.einsum("i,i...->...", a, b)
+    return float(out) if out.ndim == 0 else out
+
+
 class TreeDecomposition(ForestLayout):
     """Forests given as edge masks with weights (laid out by `fwcore.exact.ForestLayout`),
     and the TRW bound of log-potentials φ: a node part (m, D) and a flat edge part with,
@@ -75,7 +83,7 @@ class TreeDecomposition(ForestLayout):
         edge entries by the shift over ρ_e; -inf entries of θ are kept."""
         theta, w, m = self.model.theta[:self.dim], self.weights, self.n_forests
         node = phi[:m * self.dim].reshape(m, -1)
-        node = np.where(self._node_free, node + theta - w @ node, theta)
+        node = np.where(self._node_free, node + theta - _dot(w, node), theta)
         edge = np.where(self._edge_free, phi[m * self.dim:], 0.0)
         mean = self._edge_sums(self._w_at * edge)[self._at]
         with np.errstate(invalid="ignore"):
@@ -94,14 +102,14 @@ class TreeDecomposition(ForestLayout):
         g_edge = self._w_at * edge_mu
         g_edge -= self._w_at / self._rho_at * self._edge_sums(g_edge)[self._at]
         g_edge[~self._edge_free] = 0.0
-        return float(w @ log_z), np.concatenate([g_node.ravel(), g_edge]), mu, edge_mu
+        return _dot(w, log_z), np.concatenate([g_node.ravel(), g_edge]), mu, edge_mu
 
     def beliefs(self, mu, edge_mu):
         """The weighted mean of the forests' marginals as a flat vector of the model's
         layout (edge e's from the forests that hold it, weighted by w_t / ρ_e)."""
         edges = self._edge_sums(self._w_at * edge_mu)
-        return np.concatenate([self.weights @ mu, edges / np.where(self._rho_edges > 0,
-                                                                   self._rho_edges, 1.0)])
+        return np.concatenate([_dot(self.weights, mu), edges / np.where(self._rho_edges > 0,
+                                                                        self._rho_edges, 1.0)])
 
 
 class _Spent(Exception):
@@ -121,21 +129,21 @@ def _lbfgs(fg, x, max_iter, tol, memory=10):
         d = -g
         alphas = []
         for s, y, r in reversed(pairs):
-            a = r * (s @ d)
+            a = r * _dot(s, d)
             d = d - a * y
             alphas.append(a)
         if pairs:
             s, y, r = pairs[-1]
-            d = d * ((s @ y) / (y @ y))
+            d = d * (_dot(s, y) / _dot(y, y))
             for (s, y, r), a in zip(pairs, reversed(alphas)):
-                d = d + (a - r * (y @ d)) * s
+                d = d + (a - r * _dot(y, d)) * s
         else:
             d = d / max(np.abs(g).max(), 1.0)
-        slope = g @ d
+        slope = _dot(g, d)
         if slope >= 0.0:  # not a descent direction: restart from the gradient
             pairs.clear()
             d = -g / max(np.abs(g).max(), 1.0)
-            slope = g @ d
+            slope = _dot(g, d)
         step = 1.0
         for _ in range(40):
             x_new = x + step * d
@@ -146,8 +154,8 @@ def _lbfgs(fg, x, max_iter, tol, memory=10):
         else:
             break
         s, y = x_new - x, g_new - g
-        if s @ y > 1e-16:
-            pairs.append((s, y, 1.0 / (s @ y)))
+        if _dot(s, y) > 1e-16:
+            pairs.append((s, y, 1.0 / _dot(s, y)))
             del pairs[:-memory]
         x, f, g = x_new, f_new, g_new
     return x
