@@ -33,9 +33,8 @@ STEP_TOL = 1e-3
 #: `pass_budget`: about what Barrier FW's former deadline for this bound (as long again as
 #: the run, at least 1 s) gave on random_grid(n, coupling=1) with oracle "trws" (one BLAS
 #: thread): n = 6, 64,000 passes in 1 s then, 69,000 now (of 119,000 to the bound's own
-#: end); n = 40 and 100, the bound's own end then and now (13,571 and 3,018 passes, 18 s
-#: and 20 s, within the run's own 18 s and 98 s)
-_BUDGET_PASSES = 15000
+#: end); n = 40 and 100, passes for about the run's time (9 s and 57 s; 0.6 and 7 ms a pass)
+_BUDGET_PASSES = 10000
 _BUDGET_ENTRIES = 5e6
 
 
