@@ -265,8 +265,13 @@ class PairwiseMRF:
 
 def _int_array(name, a):
     """``a`` as an int64 array: integers, or floats holding whole numbers (2.0 is taken,
-    0.5 is a TypeError rather than truncated to 0)."""
+    0.5 is a TypeError rather than truncated to 0). A bool is a TypeError, also inside a
+    flat sequence of ints (numpy would read ``[True, 2]`` as ``[1, 2]``)."""
     arr = np.asarray(a)
+    if arr.ndim == 1 and not isinstance(a, np.ndarray) and arr.dtype.kind in "iu":
+        for k, v in enumerate(a):
+            if isinstance(v, (bool, np.bool_)):
+                raise TypeError(f"{name} must hold integers; got the bool {v!r} at index {k}")
     if arr.size and arr.dtype.kind == "f":
         whole = np.isfinite(arr) & (arr == np.round(arr))
         if not whole.all():

@@ -236,7 +236,7 @@ def test_stops_on_callback_and_time_with_best_assignment():
     ({"max_time": 0}, ValueError, "max_time must be a number > 0 or None"),
     ({"callback": 3}, TypeError, "callback must be a callable or None"),
     ({"projection": "fast"}, ValueError, "projection must be one of 'sort', 'pivot'"),
-    ({"seed": "x"}, TypeError, "seed must be an int or None"),
+    ({"seed": "x"}, TypeError, "seed must be an int >= 0 or None"),
     ({"method": "l2-agd", "factors": [CardinalityFactor([0, 1], 1)]}, ValueError,
      "with factors use one of subgradient, mplp, bcfw"),
     ({"factors": [object()]}, TypeError, "factors\\[0\\] must be a fwcore Factor"),

@@ -41,7 +41,7 @@ from ..oracles.base import LPOracle, resolve_oracle
 from ..results import Status
 from .rho import edge_mutual_information, initial_rho, rho_direction
 from .trw import TRWObjective
-from .trw_dual import trw_dual_bound
+from .trw_dual import pass_budget, trw_dual_bound
 from ..factor_graph import FactorGraph, solves_factor_graphs
 from ..model import PairwiseMRF
 
@@ -460,8 +460,10 @@ def infer(model: PairwiseMRF | FactorGraph, *, oracle="auto", domain: str = "mar
     best bound it proved. An approximate oracle's bound is an LP bound, loose at iterates in
     M where L is loose; unless the run was interrupted or already proved ``tol``, the TRW
     bound in its tree-decomposition form is also minimised (`fwcore.marginals.trw_dual`, no oracle
-    needed) for what is left of max_time (at least _DUAL_BOUND_SHARE of it), else for at most
-    as long as the run took: certified at every step, it converges where TRBP does not.
+    needed) for what is left of max_time (at least _DUAL_BOUND_SHARE of it), else for a
+    fixed number of forest passes (about as long as the run took): certified at every
+    step, it converges where TRBP does not. Without max_time no decision reads a clock: a
+    fixed ``seed`` gives the same answer, serial or in `fwcore.infer_many`.
 
     Status: ``converged`` only when the certified gap at the returned mu is at most
     ``tol``; an approximate oracle that finds no better vertex without proving it ends
@@ -548,16 +550,18 @@ def _bounds(run, primal, certified_gap):
     """Every certified bound on log Z of the run, each at its own rho (Barrier FW App. J,
     eq. 25): the records', the final one and, with an approximate oracle that proved
     nothing within ``tol``, the tree-decomposition bound (`trw_dual_bound`) for what is
-    left of max_time, else for at most as long again as the run so far. So a run stopped
-    by max_time or Ctrl-C returns the best bound it proved."""
+    left of max_time, else for a fixed number of forest passes (`pass_budget`: about as
+    long again as the run, and no clock read). So a run stopped by
+    max_time or Ctrl-C returns the best bound it proved."""
     bounds = [r.bound for r in run.recorder.records if r.bound is not None]
     if certified_gap is not None:
         bounds.append(primal + certified_gap)
     proven = min(bounds, default=math.inf) - primal <= run.tol
     if not run.dom.exact and run.status is not Status.INTERRUPTED and not proven:
-        now = time.perf_counter()
-        dual = run.guard(trw_dual_bound, run.model, deadline=now + max(now - run.t0, 1.0)
-                         if run.max_time is None else run.t0 + run.max_time)
+        timed = run.max_time is not None
+        dual = run.guard(trw_dual_bound, run.model,
+                         deadline=run.t0 + run.max_time if timed else None,
+                         max_passes=None if timed else pass_budget(run.model))
         if run.guard.interrupted:
             run.status = Status.INTERRUPTED
         else:

@@ -13,7 +13,8 @@ def infer_many(models, executor=None, **kwargs):
     ThreadPoolExecutor (the kernels release the GIL), a ProcessPoolExecutor (arguments must
     pickle: oracle names rather than lambdas), or a cluster engine's executor such as
     dask.distributed's ``Client.get_executor()``. Results are the same as the serial run's
-    for a fixed ``seed``; an exception in one model is raised here.
+    for a fixed ``seed`` and no ``max_time`` (with one, how far each run gets depends on
+    the machine's load); an exception in one model is raised here.
     """
     models = list(models)
     if executor is None:

@@ -15,6 +15,7 @@ by the maximum spanning forest on the beliefs' mutual information, with weight
 2 / (k + 3) at step k. The first forests split the edges (`_kernels.forest_partition`),
 each with weight 1/m.
 """
+import math
 import time
 
 import numpy as np
@@ -23,12 +24,26 @@ from .._kernels import forest_partition
 from ..exact import ForestLayout
 from .rho import edge_mutual_information, max_spanning_forest
 
-__all__ = ["TreeDecomposition", "trw_dual_bound"]
+__all__ = ["TreeDecomposition", "trw_dual_bound", "pass_budget"]
 
 #: memory of L-BFGS's (s, y) pairs: 3 to 10 pairs, fewer when φ is large
 _LBFGS_BYTES = 2**28
 #: rho step k solves over φ to a gradient of STEP_TOL / (k + 1) (at least ``tol``)
 STEP_TOL = 1e-3
+#: `pass_budget`: about what Barrier FW's former deadline for this bound (as long again as
+#: the run, at least 1 s) gave on random_grid(n, coupling=1) with oracle "trws" (one BLAS
+#: thread): n = 6, 64,000 passes in 1 s then, 69,000 now (of 119,000 to the bound's own
+#: end); n = 40 and 100, passes for about the run's time (9 s and 57 s; 0.6 and 7 ms a pass)
+_BUDGET_PASSES = 10000
+_BUDGET_ENTRIES = 5e6
+
+
+def _dot(a, b):
+    """a · b over a's one axis, a float for two vectors, without BLAS: the same sums on
+    every machine and thread count (OpenBLAS's threaded products round differently with
+    the thread count, and on a loaded 2-core machine made this bound 8x slower)."""
+    out = np.einsum("i,i...->...", a, b)
+    return float(out) if out.ndim == 0 else out
 
 
 class TreeDecomposition(ForestLayout):
@@ -67,7 +82,7 @@ class TreeDecomposition(ForestLayout):
         edge entries by the shift over ρ_e; -inf entries of θ are kept."""
         theta, w, m = self.model.theta[:self.dim], self.weights, self.n_forests
         node = phi[:m * self.dim].reshape(m, -1)
-        node = np.where(self._node_free, node + theta - w @ node, theta)
+        node = np.where(self._node_free, node + theta - _dot(w, node), theta)
         edge = np.where(self._edge_free, phi[m * self.dim:], 0.0)
         mean = self._edge_sums(self._w_at * edge)[self._at]
         with np.errstate(invalid="ignore"):
@@ -86,18 +101,18 @@ class TreeDecomposition(ForestLayout):
         g_edge = self._w_at * edge_mu
         g_edge -= self._w_at / self._rho_at * self._edge_sums(g_edge)[self._at]
         g_edge[~self._edge_free] = 0.0
-        return float(w @ log_z), np.concatenate([g_node.ravel(), g_edge]), mu, edge_mu
+        return _dot(w, log_z), np.concatenate([g_node.ravel(), g_edge]), mu, edge_mu
 
     def beliefs(self, mu, edge_mu):
         """The weighted mean of the forests' marginals as a flat vector of the model's
         layout (edge e's from the forests that hold it, weighted by w_t / ρ_e)."""
         edges = self._edge_sums(self._w_at * edge_mu)
-        return np.concatenate([self.weights @ mu, edges / np.where(self._rho_edges > 0,
-                                                                   self._rho_edges, 1.0)])
+        return np.concatenate([_dot(self.weights, mu), edges / np.where(self._rho_edges > 0,
+                                                                        self._rho_edges, 1.0)])
 
 
-class _TimeUp(Exception):
-    pass
+class _Spent(Exception):
+    """The deadline or the budget is reached."""
 
 
 def _lbfgs(fg, x, max_iter, tol, memory=10):
@@ -113,21 +128,21 @@ def _lbfgs(fg, x, max_iter, tol, memory=10):
         d = -g
         alphas = []
         for s, y, r in reversed(pairs):
-            a = r * (s @ d)
+            a = r * _dot(s, d)
             d = d - a * y
             alphas.append(a)
         if pairs:
             s, y, r = pairs[-1]
-            d = d * ((s @ y) / (y @ y))
+            d = d * (_dot(s, y) / _dot(y, y))
             for (s, y, r), a in zip(pairs, reversed(alphas)):
-                d = d + (a - r * (y @ d)) * s
+                d = d + (a - r * _dot(y, d)) * s
         else:
             d = d / max(np.abs(g).max(), 1.0)
-        slope = g @ d
+        slope = _dot(g, d)
         if slope >= 0.0:  # not a descent direction: restart from the gradient
             pairs.clear()
             d = -g / max(np.abs(g).max(), 1.0)
-            slope = g @ d
+            slope = _dot(g, d)
         step = 1.0
         for _ in range(40):
             x_new = x + step * d
@@ -138,14 +153,22 @@ def _lbfgs(fg, x, max_iter, tol, memory=10):
         else:
             break
         s, y = x_new - x, g_new - g
-        if s @ y > 1e-16:
-            pairs.append((s, y, 1.0 / (s @ y)))
+        if _dot(s, y) > 1e-16:
+            pairs.append((s, y, 1.0 / _dot(s, y)))
             del pairs[:-memory]
         x, f, g = x_new, f_new, g_new
     return x
 
 
-def trw_dual_bound(model, rho_updates=40, max_iter=200, tol=1e-6, deadline=None):
+def pass_budget(model):
+    """Forest passes `trw_dual_bound` may take when no time limit is given (Barrier FW
+    without max_time): at least `_BUDGET_PASSES`, and passes over `_BUDGET_ENTRIES` node
+    entries in all; module constants."""
+    return max(_BUDGET_PASSES, math.ceil(_BUDGET_ENTRIES / max(int(model.node_off[-1]), 1)))
+
+
+def trw_dual_bound(model, rho_updates=40, max_iter=200, tol=1e-6, deadline=None,
+                   max_passes=None):
     """The TRW bound on log Z minimised over φ (L-BFGS, at most ``max_iter`` iterations
     per ρ step, down to a gradient of STEP_TOL / (k + 1) at step k; the last step ten
     times as many, down to ``tol``) and over ρ (``rho_updates`` steps of Barrier FW
@@ -153,14 +176,21 @@ def trw_dual_bound(model, rho_updates=40, max_iter=200, tol=1e-6, deadline=None)
     below on a 20x20 5-label Potts grid, 0.41 below on a 15x15 grid with couplings
     U[-4, 4], 0.45 above (0.5%) on a 10-clique at coupling 8, where L-BFGS stalls.
     Returns (the least bound evaluated, the beliefs there as a flat vector, number of
-    forest sum-product passes). Stops at ``deadline`` (a time.perf_counter() value)
-    with the least bound so far; every evaluated point is a valid bound."""
+    evaluations: each a sum-product pass over every forest). Stops at ``deadline`` (a
+    time.perf_counter() value) or after ``max_passes`` forest passes (e.g. `pass_budget`),
+    with the least bound so far; every evaluated point is a valid bound. Without a
+    deadline no clock is read: the answer does not depend on the machine's load."""
     forest, m = forest_partition(model.n_vars, model.edges) if model.n_edges else (
         np.zeros(0, np.int32), 1)
     forests = [forest == t for t in range(m)]
     weights = np.full(m, 1.0 / m)
     best = [np.inf, None, 0]
+    passes = [0]
     old = None
+
+    def spent():
+        return (deadline is not None and time.perf_counter() > deadline) or (
+            max_passes is not None and passes[0] >= max_passes)
     try:
         for k in range(rho_updates + 1):
             dec = TreeDecomposition(model, forests, weights)
@@ -172,10 +202,11 @@ def trw_dual_bound(model, rho_updates=40, max_iter=200, tol=1e-6, deadline=None)
                 phi[dec.n_forests * dec.dim:][:old_phi.size - n_node] = old_phi[n_node:]
 
             def f(x, dec=dec):
-                if deadline is not None and best[2] and time.perf_counter() > deadline:
-                    raise _TimeUp
+                if best[2] and spent():
+                    raise _Spent
                 value, grad, mu, edge_mu = dec.value_grad(x)
                 best[2] += 1
+                passes[0] += dec.n_forests
                 if value < best[0]:
                     best[:2] = value, dec.beliefs(mu, edge_mu)
                 return value, grad
@@ -184,8 +215,7 @@ def trw_dual_bound(model, rho_updates=40, max_iter=200, tol=1e-6, deadline=None)
             last = k == rho_updates
             phi = _lbfgs(f, phi, max_iter * (10 if last else 1),
                          tol if last else max(tol, STEP_TOL / (k + 1)), memory)
-            if last or not model.n_edges or (
-                    deadline is not None and time.perf_counter() > deadline):
+            if last or not model.n_edges or spent():
                 break
             old = dec, phi
             nu = dec.beliefs(*dec.value_grad(phi)[2:])
@@ -199,6 +229,6 @@ def trw_dual_bound(model, rho_updates=40, max_iter=200, tol=1e-6, deadline=None)
             else:
                 forests.append(new)
                 weights = np.append(weights, gamma)
-    except _TimeUp:
+    except _Spent:
         pass
     return best[0], best[1], best[2]

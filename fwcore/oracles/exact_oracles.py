@@ -222,6 +222,8 @@ class ILPOracle(MapOracle):
 
     def _argmax(self, scores, init, time_limit):
         model = self.model
+        if not model.n_vars:  # the empty assignment (HiGHS refuses a problem without columns)
+            return np.zeros(0, dtype=np.int32), 0.0, None
         cost, upper = lp_objective(scores)
         res = run_highs(lambda options: milp(
             cost, integrality=self._integrality, bounds=Bounds(0.0, upper),

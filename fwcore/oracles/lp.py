@@ -70,7 +70,10 @@ class LocalPolytopeLP(LPOracle):
         return self.model.uniform_marginals() if mu is None else mu
 
     def _solve(self, scores, time_limit):
-        """(μ, LP value, status); (None, None, MAX_TIME) when HiGHS stopped at the time limit."""
+        """(μ, LP value, status); (None, None, MAX_TIME) when HiGHS stopped at the time limit;
+        the model without variables has the empty μ of value 0 (HiGHS refuses no columns)."""
+        if not self.model.dim:
+            return np.zeros(0), 0.0, Status.CONVERGED
         cost, upper = lp_objective(scores)
         res = run_highs(lambda options: linprog(
             cost, A_eq=self._a_eq, b_eq=self._b_eq,
