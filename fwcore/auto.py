@@ -60,7 +60,10 @@ def infer_exact_method(model, oracle, domain, max_time):
     """The `exact_method` that gives `fwcore.infer`'s answer when oracle="auto" over M and
     exact marginals cost less than Barrier FW's MAP calls: brute force, tree, or
     elimination within AUTO_EXACT_ENTRIES table entries (and half of ``max_time``) and
-    AUTO_EXACT_BYTES; else None (run Barrier FW)."""
+    AUTO_EXACT_BYTES; else None (run Barrier FW). A model without variables is answered
+    exactly whatever the oracle (log Z = 0: there is nothing to optimise)."""
+    if model.n_vars == 0:
+        return "bruteforce"
     if not (isinstance(oracle, str) and oracle == "auto" and domain == "marginal"):
         return None
     method = exact_method(model)

@@ -154,3 +154,19 @@ def test_an_approximate_oracle_certifies_trbps_bound_where_trbp_converges():
     res = infer(model, oracle="trws", seed=0, max_time=20)
     assert res.certified and res.log_z_upper >= exact_inference(model).log_z - 1e-9
     assert res.log_z_upper <= bp.primal * 1.002
+
+
+@pytest.mark.parametrize("oracle", ["auto", "trws", "icm", "exact"])
+def test_a_model_without_variables_has_log_z_zero_whatever_the_oracle(oracle):
+    res = infer(PairwiseMRF([], edges=[]), oracle=oracle)
+    assert res.status is Status.CONVERGED and res.certified and res.log_z_upper == 0.0
+
+
+@pytest.mark.parametrize("oracle", ["trws", "icm", "exact"])
+def test_the_oracle_sees_the_values_given_not_the_penalty_for_impossible_states(oracle):
+    # the finite penalty for -inf (about -2e100 here) is no value the user wrote: the
+    # oracle is built for the model as given and must not refuse it
+    unary = [[1e100, 0.0], [0.0, -np.inf], [0.0, 0.0]]
+    model = PairwiseMRF([2, 2, 2], unary, [(0, 1), (1, 2), (0, 2)], [np.zeros((2, 2))] * 3)
+    res = infer(model, oracle=oracle, rho_updates=1)
+    assert res.certified and res.log_z_upper == pytest.approx(1e100)

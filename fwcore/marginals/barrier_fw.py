@@ -272,7 +272,9 @@ def _set_up(run, oracle, entropy, rho, seed, callback, verbose):
         model = run.model = model.with_theta(finite_penalty(model, model.theta,
                                                             50.0 + log_states))
     run.rho = run.res_rho = initial_rho(model, rho, entropy)
-    dom = run.dom = _make_domain(model, oracle, run.domain, seed)
+    # the oracle is built for the model as given: it penalises -inf scores itself, and
+    # checks the user's values, not the penalty (which may exceed what a model may hold)
+    dom = run.dom = _make_domain(run.given, oracle, run.domain, seed)
     # an approximate oracle leaves a share of max_time to the tree-decomposition bound
     run.fw_time = run.max_time if dom.exact or run.max_time is None else \
         (1 - _DUAL_BOUND_SHARE) * run.max_time
