@@ -123,9 +123,11 @@ def infer_lp(model: PairwiseMRF | FactorGraph, method: str = "mplp", gamma: floa
     Returns an `LPResult`. ``status`` is converged (tolerance met), max_iter, max_time,
     interrupted (callback or Ctrl-C), or stalled: "mplp" whose pass no longer lowers the
     bound while the bound does not certify the decoded score (a non-optimal fixed point of
-    coordinate descent, or an LP with an integrality gap). A model with no feasible
-    assignment raises ValueError: at the start when arc consistency finds it
-    (`fwcore.checks.check_feasible`), at the end when the bound proves it.
+    coordinate descent, or an LP with an integrality gap), or any method that met its
+    tolerance with a non-finite score (`fwcore.loop`). Decoded labellings are repaired off
+    -inf entries (`Regions.decode`). A model with no feasible assignment raises
+    ValueError: at the start when arc consistency finds it (`fwcore.checks.check_feasible`),
+    at the end when the bound proves it.
     """
     build, uses_gamma, uses_reg = METHODS[method]
     gamma, reg = gamma if uses_gamma else None, reg if uses_reg else None
