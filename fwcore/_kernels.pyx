@@ -649,12 +649,21 @@ cdef inline double _lse(const double* a, Py_ssize_t k) noexcept nogil:
 
 
 cdef inline void _normalise(double* a, Py_ssize_t k) noexcept nogil:
-    """a -= logsumexp(a), unless every entry is -inf."""
+    """a -= logsumexp(a), unless every entry is -inf: a - max, then minus log Σ exp(a -
+    max), so that entries near 1e15 keep their differences (subtracting the sum itself
+    would round them to its spacing)."""
     cdef Py_ssize_t x
-    cdef double z = _lse(a, k)
-    if z != -INFINITY:
-        for x in range(k):
-            a[x] -= z
+    cdef double mx = -INFINITY, s = 0.0
+    for x in range(k):
+        if a[x] > mx:
+            mx = a[x]
+    if mx == -INFINITY:
+        return
+    for x in range(k):
+        s += exp(a[x] - mx)
+    s = log(s)
+    for x in range(k):
+        a[x] = (a[x] - mx) - s
 
 
 def trbp_sweeps(const double[::1] theta, Graph graph, const long long[::1] msg_off,
@@ -666,8 +675,10 @@ def trbp_sweeps(const double[::1] theta, Graph graph, const long long[::1] msg_o
     logm: the 2E normalised log-messages, flat; message e (edge e = (i, j)) is i -> j over
     x_j, message E + e is j -> i over x_i, message m at msg_off[m]:msg_off[m+1]. new,
     node_sum (length node_off[n]) and work (length >= 2 * max card) are scratch. A sweep:
-    node_sum_t = theta_t + sum_v rho_vt log m_vt (-inf messages count as 0); message t -> s
-    = logsumexp_{x_t}(theta_st / rho_st + node_sum_t - log m_st), -inf on impossible x_s,
+    node_sum_t = theta_t + sum_v rho_vt log m_vt, kept as its finite part and the number of
+    -inf terms (n_inf), so that removing log m_st leaves -inf exactly when another term
+    is -inf (a -inf row of an edge table rules its state out at every neighbour); message
+    t -> s = logsumexp_{x_t}(theta_st / rho_st + node_sum_t - log m_st), -inf on impossible x_s,
     damped (1 - damping) new + damping old on finite entries, normalised.
     Stops after a sweep whose largest change of a finite entry is < tol.
     Returns (sweeps done, that largest change).
@@ -683,6 +694,7 @@ def trbp_sweeps(const double[::1] theta, Graph graph, const long long[::1] msg_o
     cdef double r, v, change = INFINITY
     cdef double* pre = &work[0] if work.shape[0] else NULL
     cdef double* buf = pre + kmax if work.shape[0] else NULL
+    cdef int[::1] n_inf = np.zeros(node_sum.shape[0], dtype=np.int32)
     with nogil:
         while sweep < n_sweeps:
             sweep += 1
@@ -690,6 +702,10 @@ def trbp_sweeps(const double[::1] theta, Graph graph, const long long[::1] msg_o
                 ot = node_off[t]
                 for x in range(card[t]):
                     node_sum[ot + x] = theta[ot + x]
+                    n_inf[ot + x] = 0
+                    if theta[ot + x] == -INFINITY:
+                        node_sum[ot + x] = 0.0
+                        n_inf[ot + x] = 1
                 for a in range(adj_start[t], adj_start[t + 1]):
                     e = adj_edge[a]
                     m = n_edges + e if adj_first[a] else e
@@ -699,6 +715,8 @@ def trbp_sweeps(const double[::1] theta, Graph graph, const long long[::1] msg_o
                         v = logm[o + x]
                         if v != -INFINITY:
                             node_sum[ot + x] += r * v
+                        else:
+                            n_inf[ot + x] += 1
             change = 0.0
             for e in range(n_edges):
                 eo = edge_off[e]
@@ -712,10 +730,11 @@ def trbp_sweeps(const double[::1] theta, Graph graph, const long long[::1] msg_o
                     ct, cs, ot, os_ = card[t], card[s], node_off[t], node_off[s]
                     o, orev = msg_off[m], msg_off[rev]
                     for xt in range(ct):
-                        v = node_sum[ot + xt]
-                        if v != -INFINITY and logm[orev + xt] != -INFINITY:
-                            v = v - logm[orev + xt]
-                        pre[xt] = v
+                        if logm[orev + xt] != -INFINITY:
+                            pre[xt] = (node_sum[ot + xt] - logm[orev + xt]
+                                       if n_inf[ot + xt] == 0 else -INFINITY)
+                        else:
+                            pre[xt] = node_sum[ot + xt] if n_inf[ot + xt] == 1 else -INFINITY
                     for xs in range(cs):
                         if theta[os_ + xs] == -INFINITY:
                             new[o + xs] = -INFINITY

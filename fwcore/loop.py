@@ -6,7 +6,9 @@ callback), decides whether to stop and, if not, steps. Every task stops on the s
 ladder, first match wins:
 
 - ``converged``: the criterion is at or below ``tol`` (``stalled`` when the task's
-  criterion is no proof, e.g. an inexact oracle's gap);
+  criterion is no proof, e.g. an inexact oracle's gap, or when the record has a
+  non-finite certificate, `fwcore.results.finite_certificate`: the one place where that
+  rule is kept);
 - ``max_time``: the `Deadline` has passed, or a step raised `TimeUp`;
 - ``max_iter``: ``max_iter`` steps are done, or ``max_oracle_calls`` oracle calls;
 - ``interrupted``: the user's callback returned False, or Ctrl-C (SIGINT) came anywhere
@@ -22,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .results import Record, Status, Trace
+from .results import Record, Status, Trace, finite_certificate
 
 __all__ = ["run_loop", "Stopping", "Deadline", "TimeUp", "Callbacks", "TraceRecorder",
            "ProgressPrinter", "Outcome", "Guard", "budget_status", "stopped_on_budget"]
@@ -187,7 +189,8 @@ def run_loop(measure, step, stopping, callbacks, *, start=None, measure_start=Tr
 def _verdict(stopping, k, record, criterion, proceed, proof):
     """The ladder of the module docstring after k steps; None: go on."""
     if criterion <= stopping.tol:
-        return Status.CONVERGED if proof else Status.STALLED
+        honest = proof and (record is None or finite_certificate(record))
+        return Status.CONVERGED if honest else Status.STALLED
     if stopping.deadline.passed():
         return Status.MAX_TIME
     if k >= stopping.max_iter or (stopping.max_oracle_calls is not None

@@ -15,7 +15,8 @@ from typing import Optional, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Status", "StepType", "Record", "Trace", "Result", "MapResult", "proves_optimal"]
+__all__ = ["Status", "StepType", "Record", "Trace", "Result", "MapResult", "proves_optimal",
+           "finite_certificate"]
 
 
 class Status(str, enum.Enum):
@@ -67,6 +68,15 @@ class Record:
 
 
 _NUMERIC = {f.name for f in dataclasses.fields(Record)} - {"step"}
+_CERTIFICATE = ("primal", "gap", "bound", "score")
+
+
+def finite_certificate(record):
+    """Whether every certificate ``record`` carries (``primal``, ``gap``, ``bound``,
+    ``score``; None: not carried) is finite, not ±inf nor NaN: a run is never
+    ``converged`` on a record that is not (DESIGN.md "Status is honest")."""
+    return all(np.isfinite(v) for v in (getattr(record, name) for name in _CERTIFICATE)
+               if v is not None)
 
 
 class Trace(tuple):

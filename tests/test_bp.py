@@ -40,9 +40,7 @@ def numpy_sweeps(model, rho, damping, n_sweeps):
     valid = np.isfinite(node)
     logm = _normalised(np.where(valid[dst], 0.0, -np.inf))
     for _ in range(n_sweeps):
-        weighted = np.where(np.isfinite(logm), logm, 0.0)
-        node_sum = node + incoming @ weighted
-        pre = node_sum[src] - np.where(valid[src], weighted[reverse], 0.0)
+        pre = _without(node, incoming, logm, src, reverse)
         new = np.where(valid[dst], _logsumexp(table + pre[:, :, None], axis=1), -np.inf)
         new = _normalised(new)
         fin = np.isfinite(new)
@@ -50,6 +48,22 @@ def numpy_sweeps(model, rho, damping, n_sweeps):
                                    -np.inf))
         logm = new
     return logm[np.arange(k) < model.card[dst][:, None]]
+
+
+def _log_sums(node, incoming, logm):
+    """θ_t + Σ_v ρ_vt log m_vt as (its finite part, its number of -inf terms), padded (n, K)."""
+    dead = np.isneginf(logm)
+    valid = np.isfinite(node)
+    n_inf = ~valid + (incoming > 0).astype(float) @ dead.astype(float)
+    return np.where(valid, node, 0.0) + incoming @ np.where(dead, 0.0, logm), n_inf
+
+
+def _without(node, incoming, logm, at, own):
+    """The node sums at nodes ``at`` without the messages ``own``: -inf when any other term
+    is -inf."""
+    finite, n_inf = _log_sums(node, incoming, logm)
+    dead = np.isneginf(logm[own])
+    return np.where(n_inf[at] - dead > 0, -np.inf, finite[at] - np.where(dead, 0.0, logm[own]))
 
 
 def numpy_beliefs(model, rho, logm, msg_off):
@@ -60,15 +74,14 @@ def numpy_beliefs(model, rho, logm, msg_off):
     dst = np.concatenate([model.edges[:, 1], model.edges[:, 0]])
     pad = np.full((2 * n_edges, k), -np.inf)
     pad[np.arange(k) < np.diff(msg_off)[:, None]] = logm
-    weighted = np.where(np.isfinite(pad), pad, 0.0)
     incoming = csr_matrix((np.concatenate([rho, rho]), (dst, np.arange(2 * n_edges))),
                           shape=(n, 2 * n_edges))
-    node_sum = node + incoming @ weighted
+    finite, n_inf = _log_sums(node, incoming, pad)
+    node_sum = np.where(n_inf > 0, -np.inf, finite)
     b_node = node_sum - _logsumexp(node_sum, 1)[:, None]
     i, j = model.edges[:, 0], model.edges[:, 1]
-    valid = np.isfinite(node)
-    pre_i = node_sum[i] - np.where(valid[i], weighted[n_edges:], 0.0)
-    pre_j = node_sum[j] - np.where(valid[j], weighted[:n_edges], 0.0)
+    pre_i = _without(node, incoming, pad, i, np.arange(n_edges, 2 * n_edges))
+    pre_j = _without(node, incoming, pad, j, np.arange(n_edges))
     b_edge = pair / rho[:, None, None] + pre_i[:, :, None] + pre_j[:, None, :]
     b_edge = b_edge - _logsumexp(b_edge.reshape(n_edges, k * k), 1)[:, None, None]
     return np.concatenate([np.exp(b_node[node_mask]), np.exp(b_edge[pair_mask])])

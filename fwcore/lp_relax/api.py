@@ -18,18 +18,18 @@ from ..model import PairwiseMRF
 
 __all__ = ["infer_lp", "LPResult", "METHODS"]
 
-# method -> (builder(regions, gamma, reg, projection, seed, score_of), uses gamma, uses reg)
+# method -> (builder(regions, gamma, reg, projection, seed), uses gamma, uses reg)
 METHODS = {
-    "subgradient": (lambda r, g, c, p, s, f: dual.subgradient(r, f), False, False),
-    "mplp": (lambda r, g, c, p, s, f: dual.coordinate_descent(r, 0.0), False, False),
-    "softmax-cd": (lambda r, g, c, p, s, f: dual.coordinate_descent(r, g), True, False),
-    "softmax-gd": (lambda r, g, c, p, s, f: dual.gradient(r, "softmax", g, 0.0, p, False), True, False),
-    "softmax-agd": (lambda r, g, c, p, s, f: dual.gradient(r, "softmax", g, 0.0, p, True), True, False),
-    "l2-gd": (lambda r, g, c, p, s, f: dual.gradient(r, "l2", g, 0.0, p, False), True, False),
-    "l2-agd": (lambda r, g, c, p, s, f: dual.gradient(r, "l2", g, 0.0, p, True), True, False),
-    "bcfw": (lambda r, g, c, p, s, f: primal.primal_solver(r, "bcfw", c, 0.0, p, s), False, True),
-    "smooth-strong-agd": (lambda r, g, c, p, s, f: dual.gradient(r, "l2", g, c, p, True), True, True),
-    "sdca": (lambda r, g, c, p, s, f: primal.primal_solver(r, "sdca", c, g, p, s), True, True),
+    "subgradient": (lambda r, g, c, p, s: dual.subgradient(r), False, False),
+    "mplp": (lambda r, g, c, p, s: dual.coordinate_descent(r, 0.0), False, False),
+    "softmax-cd": (lambda r, g, c, p, s: dual.coordinate_descent(r, g), True, False),
+    "softmax-gd": (lambda r, g, c, p, s: dual.gradient(r, "softmax", g, 0.0, p, False), True, False),
+    "softmax-agd": (lambda r, g, c, p, s: dual.gradient(r, "softmax", g, 0.0, p, True), True, False),
+    "l2-gd": (lambda r, g, c, p, s: dual.gradient(r, "l2", g, 0.0, p, False), True, False),
+    "l2-agd": (lambda r, g, c, p, s: dual.gradient(r, "l2", g, 0.0, p, True), True, False),
+    "bcfw": (lambda r, g, c, p, s: primal.primal_solver(r, "bcfw", c, 0.0, p, s), False, True),
+    "smooth-strong-agd": (lambda r, g, c, p, s: dual.gradient(r, "l2", g, c, p, True), True, True),
+    "sdca": (lambda r, g, c, p, s: primal.primal_solver(r, "sdca", c, g, p, s), True, True),
 }
 _FACTOR_METHODS = ("subgradient", "mplp", "bcfw")
 
@@ -123,9 +123,11 @@ def infer_lp(model: PairwiseMRF | FactorGraph, method: str = "mplp", gamma: floa
     Returns an `LPResult`. ``status`` is converged (tolerance met), max_iter, max_time,
     interrupted (callback or Ctrl-C), or stalled: "mplp" whose pass no longer lowers the
     bound while the bound does not certify the decoded score (a non-optimal fixed point of
-    coordinate descent, or an LP with an integrality gap). A model with no feasible
-    assignment raises ValueError: at the start when arc consistency finds it
-    (`fwcore.checks.check_feasible`), at the end when the bound proves it.
+    coordinate descent, or an LP with an integrality gap), or any method that met its
+    tolerance with a non-finite score (`fwcore.loop`). Decoded labellings are repaired off
+    -inf entries (`Regions.decode`). A model with no feasible assignment raises
+    ValueError: at the start when arc consistency finds it (`fwcore.checks.check_feasible`),
+    at the end when the bound proves it.
     """
     build, uses_gamma, uses_reg = METHODS[method]
     gamma, reg = gamma if uses_gamma else None, reg if uses_reg else None
@@ -136,7 +138,7 @@ def infer_lp(model: PairwiseMRF | FactorGraph, method: str = "mplp", gamma: floa
 
     start = time.perf_counter()
     best = _BestAssignment(regions)
-    passes = _Passes(build(regions, gamma, reg, projection, seed, best), best, start)
+    passes = _Passes(build(regions, gamma, reg, projection, seed), best, start)
     outcome = run_loop(passes.measure, passes.step,
                        Stopping(max_iter, tol, deadline=Deadline(max_time)), Callbacks(callback),
                        measure_start=False)

@@ -75,31 +75,32 @@ def _factor_messages(regions):
     return [np.zeros((f.scope.size, int(regions.card[f.scope].max()))) for f in regions.factors]
 
 
-def subgradient(regions, score_of):
+def subgradient(regions):
     """Subgradient descent on eq. 2 with the Polyak step (g(δ) - best decoded score) / ‖s‖²,
     scaled by a factor halved after 20 iterations without a better bound (Held, Wolfe
-    and Crowder 1974). ``score_of(x)`` gives the decoded score that sets the target."""
+    and Crowder 1974). The target is the best decoded score on the penalised scores the
+    dual is taken over (`Regions.score`), always finite, so the step is too."""
     d, dc = regions.zero_messages(), _factor_messages(regions)
     scale, best_bound, since, target = 2.0, np.inf, 0, -np.inf
     n_edges, msg_off = regions.n_edges, regions.msg_off
     while True:
         g, hn, he, fmax = _dual_value(regions, d, dc)
-        x = regions.decode(hn)
-        target = max(target, score_of(x))
+        x, top_n = regions.decode(hn), regions.node_argmax(hn)
+        target = max(target, regions.score(x, penalised=True))
         if g < best_bound - 1e-12 * max(1.0, abs(g)):
             best_bound, since = g, 0
         else:
             since += 1
             if since >= 20:
                 scale, since = 0.5 * scale, 0
-        # s = [x_i at each message] - [the edge's maximising state at each message]
+        # s = [the node's maximising state at each message] - [the edge's maximising state]
         top = regions.edges.argmax(he)
         sg = regions.zero_messages()
         for end in (0, 1):
             block = msg_off[end * n_edges:(end + 1) * n_edges]
-            sg[block + x[regions.ends[end]]] += 1.0
+            sg[block + top_n[regions.ends[end]]] += 1.0
             sg[regions.entry_msg[end][top]] -= 1.0
-        sgc = [(np.arange(m.shape[1]) == x[f.scope][:, None]).astype(float) -
+        sgc = [(np.arange(m.shape[1]) == top_n[f.scope][:, None]).astype(float) -
                (np.arange(m.shape[1]) == xc[:, None]) for f, m, (xc, _) in zip(regions.factors, dc, fmax)]
         norm2 = float((sg * sg).sum() + sum((s * s).sum() for s in sgc))
         yield g, g, x, norm2

@@ -19,6 +19,7 @@ mix of cardinalities (no padding to the largest one). A global factor's messages
 """
 import numpy as np
 
+from .. import _kernels
 from ..checks import check_feasible, check_model, finite_penalty
 from ..model import concat_ranges
 from .factors import CardinalityFactor, Factor
@@ -126,7 +127,7 @@ class Regions:
         # margin 1): every assignment using one scores at least 1 below every possible
         # assignment, so the MAP and every dual bound stay valid (decoded scores are always
         # taken from the model itself).
-        theta = finite_penalty(model, model.theta, 1.0)
+        self.theta = theta = finite_penalty(model, model.theta, 1.0)
         n_node = int(model.node_off[-1])
         self.node_theta, self.edge_theta = theta[:n_node], theta[n_node:model.dim]
         self.node_off = model.node_off.astype(np.int64)
@@ -190,15 +191,27 @@ class Regions:
         out[rows, cols] = h[pos]
         return out
 
-    def decode(self, h):
+    def node_argmax(self, h):
         """The state maximising each node's block of the node vector h."""
-        return self.nodes.argmax(h) - self.node_off[:-1]
+        return (self.nodes.argmax(h) - self.node_off[:-1]).astype(np.int32)
+
+    def decode(self, h):
+        """`node_argmax`; when that labelling uses a -inf entry of the model, it is
+        repaired by ICM on the penalised scores (`fwcore.checks.finite_penalty`: every
+        move off a -inf entry improves), so the decoded labelling is feasible whenever a
+        local search from it finds one."""
+        x = self.node_argmax(h)
+        if not np.isfinite(self.model.score(x)):
+            _kernels.icm(self.theta, self.model.graph, x)
+        return x
 
     # -- values of assignments -----------------------------------------------------------
 
-    def score(self, x):
-        """Pairwise score plus every global factor's potential."""
-        return float(self.model.score(x)) + sum(f.potential(x[f.scope]) for f in self.factors)
+    def score(self, x, penalised=False):
+        """Pairwise score (on the penalised scores `theta` when ``penalised``: always
+        finite) plus every global factor's potential."""
+        pairwise = self.model.score(x, self.theta if penalised else None)
+        return float(pairwise) + sum(f.potential(x[f.scope]) for f in self.factors)
 
     def lipschitz(self):
         """A Lipschitz constant (times γ) of the smoothed dual's gradient: by Gershgorin

@@ -36,14 +36,16 @@ _RHO_MIN = 1e-12
 _CHUNK = 10          # sweeps per kernel call between deadline checks
 
 
-def _segment_logsumexp(values, starts):
-    """log Σ exp over each segment values[starts[k]:starts[k+1]] (the last to the end; none
-    empty), repeated over the segment: -inf for an all -inf segment (never NaN)."""
+def _segment_log_normalise(values, starts):
+    """values minus log Σ exp over each segment values[starts[k]:starts[k+1]] (the last to
+    the end; none empty), taken as (values − max) − log Σ exp(values − max) so that
+    entries near 1e15 keep their differences; an all -inf segment stays -inf (never NaN)."""
     sizes = np.diff(np.append(starts, values.size))
     top = np.maximum.reduceat(values, starts)
-    top = np.repeat(np.where(np.isfinite(top), top, 0.0), sizes)
+    shifted = values - np.repeat(np.where(np.isfinite(top), top, 0.0), sizes)
     with np.errstate(divide="ignore"):
-        return np.repeat(np.log(np.add.reduceat(np.exp(values - top), starts)), sizes) + top
+        log_sum = np.log(np.add.reduceat(np.exp(shifted), starts))
+    return shifted - np.repeat(np.where(np.isfinite(log_sum), log_sum, 0.0), sizes)
 
 
 def _message_offsets(model):
@@ -108,27 +110,34 @@ def _messages(model, rho, damping, max_iter, tol, deadline, guard=None):
 
 def _beliefs(model, rho, logm, msg_off):
     """Node and edge beliefs (module docstring) from the flat messages, as flat mu: every
-    table at its own size (no padding to the largest cardinality)."""
+    table at its own size (no padding to the largest cardinality). A sum of log terms is
+    kept as its finite part and its number of -inf terms, as in the sweeps, so that an
+    edge belief without one message is -inf exactly when another term is."""
     n_node, n_edges = int(model.node_off[-1]), model.n_edges
-    weighted = np.where(np.isfinite(logm), logm, 0.0)
+    dead = np.isneginf(logm)
+    weighted = np.where(dead, 0.0, logm)
     dst = np.concatenate([model.edges[:, 1], model.edges[:, 0]])
     slots = concat_ranges(model.node_off[dst], np.diff(msg_off))    # message entry -> state
     rho2 = np.repeat(np.concatenate([rho, rho]), np.diff(msg_off))
     node = model.theta[:n_node]
-    node_sum = node + np.bincount(slots, weights=rho2 * weighted, minlength=n_node)
-    b_node = node_sum - _segment_logsumexp(node_sum, model.node_off[:-1]) if n_node else node_sum
+    n_inf = np.isneginf(node) + np.bincount(slots, weights=dead, minlength=n_node)
+    finite_sum = np.where(np.isneginf(node), 0.0, node) + \
+        np.bincount(slots, weights=rho2 * weighted, minlength=n_node)
+    node_sum = np.where(n_inf > 0, -np.inf, finite_sum)
+    b_node = _segment_log_normalise(node_sum, model.node_off[:-1]) if n_node else node_sum
     if not n_edges:
         return np.exp(b_node)
+
+    def without(at, own):   # the node sum at entries ``at`` without message entries ``own``
+        return np.where(n_inf[at] - dead[own] > 0, -np.inf, finite_sum[at] - weighted[own])
+
     # entry (e, a, b) of edge e = (i, j): remove m_{j→i}(a) (message n_edges + e) from the
     # sum at x_i = a and m_{i→j}(b) (message e) from the sum at x_j = b
     pos, e, a, b = model.edge_entries()
-    at_i = model.node_off[model.edges[e, 0]] + a
-    at_j = model.node_off[model.edges[e, 1]] + b
-    valid = np.isfinite(node)
     b_edge = (model.theta[pos] / rho[e]
-              + node_sum[at_i] - np.where(valid[at_i], weighted[msg_off[n_edges + e] + a], 0.0)
-              + node_sum[at_j] - np.where(valid[at_j], weighted[msg_off[e] + b], 0.0))
-    b_edge -= _segment_logsumexp(b_edge, model.edge_off[:-1] - n_node)
+              + without(model.node_off[model.edges[e, 0]] + a, msg_off[n_edges + e] + a)
+              + without(model.node_off[model.edges[e, 1]] + b, msg_off[e] + b))
+    b_edge = _segment_log_normalise(b_edge, model.edge_off[:-1] - n_node)
     return np.exp(np.concatenate([b_node, b_edge]))
 
 
