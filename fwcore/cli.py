@@ -3,8 +3,8 @@
 writes, and its exit codes.
 
 Ctrl-C during ``infer`` or ``map`` prints the best result so far (status interrupted),
-writes what ``--out`` asks for, and exits with status 130; before there is a result it
-exits with 130 at once."""
+writes what ``--out`` asks for, and exits with status 130; before there is a result, and
+during ``exact`` (which has no partial answer), it exits with 130 at once."""
 import argparse
 import inspect
 import math
@@ -45,7 +45,8 @@ on stderr (infer; --quiet for none; a tqdm bar with the 'progress' extra). With
 exit status:
   0    success (also a run stopped by --max-time: the status line says so)
   2    bad arguments, or a model or evidence file that cannot be read or used
-  130  interrupted by Ctrl-C (the best result so far is printed and written first)
+  130  interrupted by Ctrl-C (infer, map: the best result so far is printed and written
+       first; exact: at once, nothing written)
   141  stdout closed by its reader (as in '| head'); the --out files are written
 
 Run 'fwcore COMMAND --help' for the options of a command."""
