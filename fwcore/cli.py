@@ -199,9 +199,12 @@ def _infer_summary(res, args):
 def _cmd_map(args):
     from .map import infer_map
     from .io.uai import write_map
+    options = _options(args.oracle_options)
+    for key in sorted(options.keys() & _MAP_ARGUMENTS.keys()):
+        raise ValueError(f"--option {key}=...: map takes it as {_MAP_ARGUMENTS[key]}")
     model = _load(args)
     res = infer_map(model, method=args.method, time_limit=args.time_limit, seed=args.seed,
-                    **_options(args.oracle_options))
+                    **options)
     if args.out:  # before printing, as in _report
         write_map(args.out + ".MAP", res.assignment)
     print(f"{args.model}: {_describe(model)}")
@@ -213,6 +216,11 @@ def _cmd_map(args):
     else:
         print("assignment:", " ".join(map(str, res.assignment)))
     return _exit_code(res.status)
+
+
+#: `fwcore.infer_map`'s own arguments, which ``map`` takes as these, never as --option
+_MAP_ARGUMENTS = {"model": "its MODEL argument", "method": "--method",
+                  "time_limit": "--time-limit SECONDS", "seed": "--seed"}
 
 
 def _exit_code(status):
@@ -261,7 +269,9 @@ def _marginal_outputs(sub):
 
 def _solver_options(sub):
     sub.add_argument("--option", dest="oracle_options", action="append", metavar="KEY=VALUE",
-                     help="option for the MAP solver, e.g. --option time_limit=10 (repeatable)")
+                     help="option of the MAP solver chosen, e.g. --option max_iter=50 for "
+                          "trws (repeatable; an unknown one is refused, naming the solver's "
+                          "options)")
     sub.add_argument("--seed", type=int, help="seed for randomised solvers")
 
 

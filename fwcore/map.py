@@ -34,8 +34,10 @@ def infer_map(model: PairwiseMRF | FactorGraph, method="auto", time_limit: float
     time_limit : seconds for the call (oracles that stop early return their best
         labelling with status ``max_time``); the anytime oracles (portfolio, anneal) use
         all of it unless their bound proves optimality first (``anytime=False`` among the
-        options keeps them to their fixed effort). seed : for the oracles that take one.
-        Other keyword ``options`` go to the oracle's constructor.
+        options keeps them to their fixed effort; like ``seed``, it goes only to the
+        oracles that take it). seed : for the oracles that take one.
+        Other keyword ``options`` go to the oracle's constructor (one it does not take:
+        ValueError naming the options it takes).
 
     Returns a `MapResult`: ``assignment``, ``score``, ``upper_bound`` (None when the method
     has none), ``status`` (the oracle's: ``converged`` only when exact or proven by the
@@ -51,7 +53,8 @@ def infer_map(model: PairwiseMRF | FactorGraph, method="auto", time_limit: float
     """
     start = time.perf_counter()
     model = check_feasible(check_model(model))
-    oracle = resolve_oracle(method, model, seed=seed, anytime=time_limit is not None, **options)
+    anytime = options.pop("anytime", time_limit is not None)  # as seed: for those taking it
+    oracle = resolve_oracle(method, model, seed=seed, anytime=anytime, **options)
     if time_limit is not None:  # the checks and the oracle's construction count towards it
         time_limit = max(time_limit - (time.perf_counter() - start), 1e-2)
     try:

@@ -82,7 +82,9 @@ class AnnealOracle(MapOracle):
     takes_seed = True
     takes_anytime = True
 
-    @validate_params({"sweeps": Interval(1, integer=True), "t_start": Interval(0.0, lo_open=True),
+    # sweeps up to 2**31 - 1: their moves (sweeps times variables) fit the kernel's int64
+    @validate_params({"sweeps": Interval(1, 2**31 - 1, integer=True),
+                      "t_start": Interval(0.0, lo_open=True),
                       "t_end": Interval(0.0, lo_open=True), "anytime": BOOL},
                      unchecked=("model", "seed"))
     def __init__(self, model, sweeps=1000, t_start=1.0, t_end=0.01, anytime=False, seed=None):
