@@ -21,10 +21,13 @@ then the block is reduced over x_v in tight loops.
   it; then x_v = argmax_v(x_{S_v}) in reverse elimination order.
 
 −inf entries stay −inf: an all −inf slice gives m = −inf (and P = 0 below it), never NaN.
-Callers validate; kernels trust their inputs. Both passes take the GIL every POLL clique
-entries to run Python's signal handlers, so Ctrl-C stops a call within milliseconds
-(KeyboardInterrupt, memory freed): a 21x21 grid's elimination otherwise ran 8-36 s on.
+Callers validate; kernels trust their inputs. In the main thread (the only one that runs
+Python's signal handlers) both passes take the GIL every POLL clique entries to run them,
+so Ctrl-C stops a call within milliseconds (KeyboardInterrupt, memory freed): a 21x21
+grid's elimination otherwise ran 8-36 s on. Other threads never wait for the GIL.
 """
+import threading
+
 from libc.math cimport INFINITY, exp, log
 from libc.stdint cimport int32_t, int64_t, uint8_t
 from libc.stdlib cimport calloc, free, malloc
@@ -62,6 +65,7 @@ ctypedef struct Tree:
     const int64_t* own_start
     const int32_t* own_edge
     int64_t n
+    bint main_thread             # check for signals (`signalled`)
 
 
 ctypedef struct Work:
@@ -165,11 +169,12 @@ cdef int work_alloc(const Tree* g, Work* w) noexcept nogil:
     return DONE
 
 
-cdef bint signalled(Work* w, int64_t entries) noexcept nogil:
-    """Count ``entries`` more; every POLL of them, run Python's signal handlers (with the
-    GIL): True when one raised (Ctrl-C), its exception left pending for the caller."""
+cdef bint signalled(const Tree* g, Work* w, int64_t entries) noexcept nogil:
+    """Count ``entries`` more; in the main thread, every POLL of them, run Python's signal
+    handlers (with the GIL): True when one raised (Ctrl-C), its exception left pending for
+    the caller."""
     w.unpolled += entries
-    if w.unpolled < POLL:
+    if not g.main_thread or w.unpolled < POLL:
         return False
     w.unpolled = 0
     with gil:
@@ -403,7 +408,7 @@ cdef int up_pass(const Tree* g, Work* w, double** msgs, void** args, bint maximi
                 reduce_block(w, cv, m + j, a8 + j if maximise and narrow else NULL,
                              a32 + j if maximise and not narrow else NULL, maximise)
             j += b
-            if signalled(w, cv * b):
+            if signalled(g, w, cv * b):
                 return SIGNALLED
             if not advance(w):
                 break
@@ -564,7 +569,7 @@ cdef int down_pass(const Tree* g, Work* w, double** msgs, double** prob,
             if since >= FLUSH and since >= w.size_local:
                 flush(w)
                 since = 0
-            if signalled(w, cv * b):
+            if signalled(g, w, cv * b):
                 return SIGNALLED
             if not advance(w):
                 break
@@ -609,6 +614,7 @@ cdef class CliqueTree:
 cdef Tree make_tree(CliqueTree t, const double[::1] theta):
     cdef Tree g
     g.n = t.card.shape[0]
+    g.main_thread = threading.current_thread() is threading.main_thread()
     g.theta = &theta[0]
     g.card = <const int32_t*>&t.card[0]
     g.edges = <const int32_t*>&t.edges[0, 0] if t.edges.shape[0] else NULL
