@@ -37,7 +37,7 @@ def infer_map(model: PairwiseMRF | FactorGraph, method="auto", time_limit: float
         options keeps them to their fixed effort; like ``seed``, it goes only to the
         oracles that take it). seed : for the oracles that take one.
         Other keyword ``options`` go to the oracle's constructor (one it does not take:
-        ValueError naming the options it takes).
+        TypeError naming the options it takes).
 
     Returns a `MapResult`: ``assignment``, ``score``, ``upper_bound`` (None when the method
     has none), ``status`` (the oracle's: ``converged`` only when exact or proven by the

@@ -157,13 +157,14 @@ def _names():
 
 
 def _check_options(cls, spec, options):
-    """Refuse (ValueError) options the constructor of the oracle ``cls`` (named by the
-    user's ``spec``) does not take, naming them and the ones it takes."""
+    """Refuse (TypeError, as Python refuses a keyword) options the constructor of the
+    oracle ``cls`` (named by the user's ``spec``) does not take, naming them and the ones
+    it takes."""
     takes = [name for name in inspect.signature(cls).parameters if name != "model"]
     unknown = sorted(set(options) - set(takes))
     if unknown:
         chosen = "" if spec == cls.name else f" (chosen for {spec!r})"
-        raise ValueError(f"unknown option{'s' * (len(unknown) > 1)} {', '.join(unknown)} for "
+        raise TypeError(f"unknown option{'s' * (len(unknown) > 1)} {', '.join(unknown)} for "
                          f"oracle {cls.name!r}{chosen}; its options: {', '.join(takes) or 'none'}")
 
 
