@@ -3,8 +3,8 @@
 writes, and its exit codes.
 
 Ctrl-C during ``infer`` or ``map`` prints the best result so far (status interrupted),
-writes what ``--out`` asks for, and exits with status 130; before there is a result it
-exits with 130 at once."""
+writes what ``--out`` asks for, and exits with status 130; before there is a result, and
+during ``exact`` (which has no partial answer), it exits with 130 at once."""
 import argparse
 import inspect
 import math
@@ -45,7 +45,8 @@ on stderr (infer; --quiet for none; a tqdm bar with the 'progress' extra). With
 exit status:
   0    success (also a run stopped by --max-time: the status line says so)
   2    bad arguments, or a model or evidence file that cannot be read or used
-  130  interrupted by Ctrl-C (the best result so far is printed and written first)
+  130  interrupted by Ctrl-C (infer, map: the best result so far is printed and written
+       first; exact: at once, nothing written)
   141  stdout closed by its reader (as in '| head'); the --out files are written
 
 Run 'fwcore COMMAND --help' for the options of a command."""
@@ -198,9 +199,12 @@ def _infer_summary(res, args):
 def _cmd_map(args):
     from .map import infer_map
     from .io.uai import write_map
+    options = _options(args.oracle_options)
+    for key in sorted(options.keys() & _MAP_ARGUMENTS.keys()):
+        raise ValueError(f"--option {key}=...: map takes it as {_MAP_ARGUMENTS[key]}")
     model = _load(args)
     res = infer_map(model, method=args.method, time_limit=args.time_limit, seed=args.seed,
-                    **_options(args.oracle_options))
+                    **options)
     if args.out:  # before printing, as in _report
         write_map(args.out + ".MAP", res.assignment)
     print(f"{args.model}: {_describe(model)}")
@@ -212,6 +216,11 @@ def _cmd_map(args):
     else:
         print("assignment:", " ".join(map(str, res.assignment)))
     return _exit_code(res.status)
+
+
+#: `fwcore.infer_map`'s own arguments, which ``map`` takes as these, never as --option
+_MAP_ARGUMENTS = {"model": "its MODEL argument", "method": "--method",
+                  "time_limit": "--time-limit SECONDS", "seed": "--seed"}
 
 
 def _exit_code(status):
@@ -260,7 +269,9 @@ def _marginal_outputs(sub):
 
 def _solver_options(sub):
     sub.add_argument("--option", dest="oracle_options", action="append", metavar="KEY=VALUE",
-                     help="option for the MAP solver, e.g. --option time_limit=10 (repeatable)")
+                     help="option of the MAP solver chosen, e.g. --option max_iter=50 for "
+                          "trws (repeatable; an unknown one is refused, naming the solver's "
+                          "options)")
     sub.add_argument("--seed", type=int, help="seed for randomised solvers")
 
 

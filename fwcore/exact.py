@@ -77,7 +77,8 @@ def exact_inference(model: PairwiseMRF | FactorGraph, method: str = "auto",
     small state spaces, else tree on a forest, else elimination). ``memory_limit``
     (bytes) bounds elimination's largest clique table plus its stored messages; a larger
     need raises ValueError before any work. Raises ValueError when no assignment has a
-    finite score (log Z = -inf).
+    finite score (log Z = -inf). Ctrl-C raises KeyboardInterrupt at once (elimination
+    checks for it every few milliseconds): an exact answer has no partial form.
     """
     method = _check_args(model, method, marginals=True)
     t0 = time.perf_counter()
@@ -106,7 +107,8 @@ def exact_map(model: PairwiseMRF | FactorGraph, method: str = "auto", memory_lim
     force). The methods and ``memory_limit`` of `exact_inference` but "tree" (on a forest
     the "tree" oracle is max-product, `fwcore.infer_map`); elimination runs max-product
     upward and backtracks in reverse elimination order. Raises ValueError when no
-    assignment has a finite score."""
+    assignment has a finite score; Ctrl-C, KeyboardInterrupt at once (as
+    `exact_inference`)."""
     method = _check_args(model, method, marginals=False)
     t0 = time.perf_counter()
     if method == "bruteforce":

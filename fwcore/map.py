@@ -7,8 +7,8 @@ import numpy as np
 
 from .checks import SEED, TIME, check_bound_feasible, check_feasible, check_model, \
     validate_params
-from .loop import Guard
 from .oracles._common import node_argmax
+from .oracles.anytime import Interrupted
 from .oracles.base import resolve_oracle
 from .results import MapResult, Record, Status, Trace
 from .factor_graph import FactorGraph, solves_factor_graphs
@@ -34,12 +34,16 @@ def infer_map(model: PairwiseMRF | FactorGraph, method="auto", time_limit: float
     time_limit : seconds for the call (oracles that stop early return their best
         labelling with status ``max_time``); the anytime oracles (portfolio, anneal) use
         all of it unless their bound proves optimality first (``anytime=False`` among the
-        options keeps them to their fixed effort). seed : for the oracles that take one.
-        Other keyword ``options`` go to the oracle's constructor.
+        options keeps them to their fixed effort; like ``seed``, it goes only to the
+        oracles that take it). seed : for the oracles that take one.
+        Other keyword ``options`` go to the oracle's constructor (one it does not take:
+        TypeError naming the options it takes).
 
     Returns a `MapResult`: ``assignment``, ``score``, ``upper_bound`` (None when the method
     has none), ``status`` (the oracle's: ``converged`` only when exact or proven by the
-    bound; ``interrupted`` on Ctrl-C, with the best node scores' assignment and no bound),
+    bound; ``interrupted`` on Ctrl-C, with no bound and the best labelling the oracle had
+    found: the anytime oracles (portfolio, anneal, expansion, swap) keep theirs, others
+    give the best node scores' assignment),
     ``time`` (seconds, oracle construction included), ``method`` (the oracle used) and
     ``trace``: the anytime oracles' (time, score, bound) records (times from the start of
     the oracle's call), else one record at the end. A
@@ -49,15 +53,17 @@ def infer_map(model: PairwiseMRF | FactorGraph, method="auto", time_limit: float
     """
     start = time.perf_counter()
     model = check_feasible(check_model(model))
-    oracle = resolve_oracle(method, model, seed=seed, anytime=time_limit is not None, **options)
+    anytime = options.pop("anytime", time_limit is not None)  # as seed: for those taking it
+    oracle = resolve_oracle(method, model, seed=seed, anytime=anytime, **options)
     if time_limit is not None:  # the checks and the oracle's construction count towards it
         time_limit = max(time_limit - (time.perf_counter() - start), 1e-2)
-    guard = Guard()
-    x = guard(oracle.argmax, model.theta, time_limit=time_limit)
-    if guard.interrupted:  # Ctrl-C: the best node scores, no bound
-        x, bound, status = node_argmax(model, model.theta), None, Status.INTERRUPTED
-    else:
+    try:
+        x = oracle.argmax(model.theta, time_limit=time_limit)
         bound, status = oracle.upper_bound(), oracle.status
+    except Interrupted as stop:  # Ctrl-C: the oracle's best labelling so far, no bound
+        x, bound, status = stop.assignment, None, Status.INTERRUPTED
+    except KeyboardInterrupt:  # an oracle that keeps none: the best node scores
+        x, bound, status = node_argmax(model, model.theta), None, Status.INTERRUPTED
     elapsed = time.perf_counter() - start
     score = float(model.score(x))
     if score == -np.inf:  # a feasible assignment proves feasibility; else try the bounds

@@ -10,6 +10,10 @@
 - ``expansion``: α-expansion (Boykov, Veksler & Zabih 2001) with each move a fusion of
   the incumbent with the constant labelling α (QPBO also solves the non-submodular moves
   partially, as in Rother et al. 2007's "QPBO-α-expansion").
+
+Ctrl-C during a call of these oracles, or of the portfolio, raises `Interrupted`: a
+KeyboardInterrupt that carries the best labelling the call had found (`fwcore.infer_map`
+returns it).
 """
 import time
 
@@ -24,10 +28,22 @@ from .approximate import QPBOOracle
 from .base import MapOracle, register_oracle
 from ._common import node_argmax
 
-__all__ = ["AnnealOracle", "ExpansionOracle", "Fusion", "temperature_scale"]
+__all__ = ["AnnealOracle", "ExpansionOracle", "Fusion", "Interrupted", "temperature_scale"]
 
 #: moves of the first, timed run of an anytime annealing call, in sweeps
 _PROBE_SWEEPS = 20
+#: an anytime annealing schedule runs in kernel calls of at most this many seconds (the
+#: kernel does not answer Ctrl-C: one schedule ran 30 s of a 60 s call after SIGINT)
+_SLICE = 0.25
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during an oracle call that keeps a labelling: ``assignment`` is the best it
+    had found. To a caller that keeps nothing it is a KeyboardInterrupt."""
+
+    def __init__(self, assignment):
+        super().__init__()
+        self.assignment = assignment
 
 
 def temperature_scale(model, scores):
@@ -56,7 +72,9 @@ class AnnealOracle(MapOracle):
     runs ``sweeps`` sweeps, stopped early by its time limit (status MAX_TIME, else
     STALLED). With ``anytime=True`` and a time limit, it first runs a short probe to
     measure its speed and then one schedule planned to fill the time left, from the best
-    labelling so far (again while time is left): longer schedules find better labellings.
+    labelling so far (again while time is left): longer schedules find better labellings;
+    those schedules run in kernel calls of at most `_SLICE` seconds, so that Ctrl-C
+    raises `Interrupted` (the best labelling so far) at once.
     Reproducible from ``seed``. No bound.
     """
 
@@ -64,7 +82,9 @@ class AnnealOracle(MapOracle):
     takes_seed = True
     takes_anytime = True
 
-    @validate_params({"sweeps": Interval(1, integer=True), "t_start": Interval(0.0, lo_open=True),
+    # sweeps up to 2**31 - 1: their moves (sweeps times variables) fit the kernel's int64
+    @validate_params({"sweeps": Interval(1, 2**31 - 1, integer=True),
+                      "t_start": Interval(0.0, lo_open=True),
                       "t_end": Interval(0.0, lo_open=True), "anytime": BOOL},
                      unchecked=("model", "seed"))
     def __init__(self, model, sweeps=1000, t_start=1.0, t_end=0.01, anytime=False, seed=None):
@@ -79,15 +99,37 @@ class AnnealOracle(MapOracle):
         #: moves made and accepted by the last call
         self.n_moves = self.n_accepted = 0
 
-    def _run(self, scores, x, scale, n_moves, seconds):
-        """One annealing schedule from x (in place); returns (best labelling, finished)."""
+    def _run(self, scores, x, scale, n_moves, seconds, cooled=0):
+        """Moves ``cooled`` + 1 to ``n_moves`` of one annealing schedule from x (in place),
+        for at most ``seconds``; returns (best labelling visited, moves done). The
+        kernel's geometric cooling splits exactly: a run going on from ``cooled`` starts
+        at the temperature the schedule had reached there."""
         seed = int(self._rng.integers(2**63))
+        t_from = self.t_start * (self.t_end / self.t_start) ** (cooled / n_moves)
         _, _, moves, accepted = _kernels.anneal(
-            scores, self.model.graph, x, self._best, self.t_start * scale,
-            self.t_end * scale, n_moves, 0.0 if seconds is None else seconds, seed, self._log)
+            scores, self.model.graph, x, self._best, t_from * scale, self.t_end * scale,
+            n_moves - cooled, 0.0 if seconds is None else seconds, seed, self._log)
         self.n_moves += moves
         self.n_accepted += accepted
-        return self._best.copy(), moves >= n_moves
+        return self._best.copy(), moves
+
+    def _schedule(self, scores, x, scale, n_moves, seconds):
+        """One schedule of `_run` for at most ``seconds``, in kernel calls of at most
+        `_SLICE` seconds, each going on from the last one's labelling and temperature;
+        the best labelling visited goes to ``self._kept`` (`_keep`)."""
+        end = time.perf_counter() + seconds
+        done = 0
+        while done < n_moves and end > time.perf_counter():
+            y, moves = self._run(scores, x, scale, n_moves, min(end - time.perf_counter(),
+                                                                 _SLICE), done)
+            done += moves
+            self._keep(scores, y)
+
+    def _keep(self, scores, y):
+        """Keep y as the call's best labelling when it scores higher."""
+        score = float(self.model.score(y, scores))
+        if score > self._kept_score:
+            self._kept, self._kept_score = y, score
 
     def _argmax(self, scores, init, time_limit):
         start = time.perf_counter()
@@ -96,18 +138,22 @@ class AnnealOracle(MapOracle):
         scale = temperature_scale(m, scores)
         self.n_moves = self.n_accepted = 0
         if not (self.anytime and time_limit is not None) or (m.card < 2).all():
-            best, finished = self._run(scores, x, scale, self.sweeps * m.n_vars, time_limit)
-            return best, None, (None if finished else Status.MAX_TIME)
-        probe = _PROBE_SWEEPS * m.n_vars
-        best, _ = self._run(scores, x, scale, probe, time_limit)
-        rate = self.n_moves / max(time.perf_counter() - start, 1e-6)
-        while True:
-            left = time_limit - (time.perf_counter() - start)
-            if left <= 1e-3 * time_limit:
-                return best, None, Status.MAX_TIME
-            x = best.copy()
-            # a schedule for the time left (the probe's rate, 10% slack for the set-up)
-            best, _ = self._run(scores, x, scale, max(int(0.9 * rate * left), m.n_vars), left)
+            n_moves = self.sweeps * m.n_vars
+            best, moves = self._run(scores, x, scale, n_moves, time_limit)
+            return best, None, (None if moves >= n_moves else Status.MAX_TIME)
+        self._kept, self._kept_score = x.copy(), float(m.score(x, scores))
+        try:
+            self._schedule(scores, x, scale, _PROBE_SWEEPS * m.n_vars, time_limit)
+            rate = self.n_moves / max(time.perf_counter() - start, 1e-6)
+            while True:
+                left = time_limit - (time.perf_counter() - start)
+                if left <= 1e-3 * time_limit:
+                    return self._kept, None, Status.MAX_TIME
+                # a schedule for the time left (the probe's rate, 10% slack for the set-up)
+                self._schedule(scores, self._kept.copy(), scale,
+                               max(int(0.9 * rate * left), m.n_vars), left)
+        except KeyboardInterrupt:
+            raise Interrupted(self._kept) from None
 
 
 #: a fusion move's estimated seconds per variable and edge before one is timed (a 100x100
@@ -180,7 +226,7 @@ class ExpansionOracle(MapOracle):
     proposal x_i = α (variables with fewer states keep their label) for α = 0, 1, ...,
     max card − 1, and repeats such cycles until one changes nothing (STALLED: a local
     optimum for expansion moves), ``max_cycles`` or the time limit (MAX_TIME; a move starts
-    only when one fits before it, `Fusion.fits`). Each move is
+    only when one fits before it, `Fusion.fits`; Ctrl-C: `Interrupted`). Each move is
     solved by QPBO (exactly when it is submodular, as on metric Potts models; otherwise
     partially: unlabelled variables keep their label). Exact on binary submodular models.
     No bound."""
@@ -206,14 +252,17 @@ class ExpansionOracle(MapOracle):
         x = node_argmax(m, scores).astype(np.int32) if init is None else init.copy()
         score = float(m.score(x, scores))
         end = None if time_limit is None else start + time_limit
-        for self.n_cycles in range(1, self.max_cycles + 1):
-            before = score
-            for propose in self._proposals():
-                if end is not None and not self.fusion.fits(end):
-                    return x, None, Status.MAX_TIME
-                x, score = self.fusion.fuse(scores, x, propose(x))
-            if not score > before:
-                return x, None, Status.STALLED
+        try:
+            for self.n_cycles in range(1, self.max_cycles + 1):
+                before = score
+                for propose in self._proposals():
+                    if end is not None and not self.fusion.fits(end):
+                        return x, None, Status.MAX_TIME
+                    x, score = self.fusion.fuse(scores, x, propose(x))
+                if not score > before:
+                    return x, None, Status.STALLED
+        except KeyboardInterrupt:
+            raise Interrupted(x) from None
         return x, None, budget_status()
 
 

@@ -18,7 +18,7 @@ from ._common import node_argmax
 __all__ = ["ICMOracle", "QPBOOracle", "TRWSOracle", "MaxProductOracle"]
 
 
-_SWEEPS = {"max_sweeps": Interval(1, integer=True)}
+_SWEEPS = {"max_sweeps": Interval(1, 2**31 - 1, integer=True)}  # the kernels' C int
 #: the arguments that TRW-S and max-product share
 _MESSAGE_PASSING = {"max_iter": Interval(1, integer=True), "tol": Interval(0.0, lo_open=True),
                     "time_limit": TIME}

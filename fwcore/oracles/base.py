@@ -14,6 +14,7 @@ shares"): ``exact``, ``takes_seed``, ``time_limit`` (the default per call), ``st
 never probe an oracle for what it can do. Scores are maximised.
 """
 import abc
+import inspect
 
 import numpy as np
 
@@ -155,6 +156,18 @@ def _names():
     return ", ".join(["exact", "auto", *sorted(_registry)])
 
 
+def _check_options(cls, spec, options):
+    """Refuse (TypeError, as Python refuses a keyword) options the constructor of the
+    oracle ``cls`` (named by the user's ``spec``) does not take, naming them and the ones
+    it takes."""
+    takes = [name for name in inspect.signature(cls).parameters if name != "model"]
+    unknown = sorted(set(options) - set(takes))
+    if unknown:
+        chosen = "" if spec == cls.name else f" (chosen for {spec!r})"
+        raise TypeError(f"unknown option{'s' * (len(unknown) > 1)} {', '.join(unknown)} for "
+                         f"oracle {cls.name!r}{chosen}; its options: {', '.join(takes) or 'none'}")
+
+
 @validate_params({"seed": SEED, "anytime": [BOOL, None]}, unchecked=("spec", "model"))
 def resolve_oracle(spec, model, *, seed=None, anytime=None, **options):
     """The oracle for ``model`` named by ``spec``, shared by every entry point:
@@ -187,6 +200,7 @@ def resolve_oracle(spec, model, *, seed=None, anytime=None, **options):
             options.setdefault("seed", seed)
         if cls.takes_anytime and anytime is not None:
             options.setdefault("anytime", anytime)
+        _check_options(cls, spec, options)
         return cls(model, **options)
     if options:
         raise TypeError(f"options {sorted(options)} apply only to oracles chosen by name")

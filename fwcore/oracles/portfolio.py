@@ -13,7 +13,7 @@ from ..checks import BOOL, validate_params
 from ..elimination import EliminationPlan
 from ..loop import stopped_on_budget
 from ..results import Record, Status, proves_optimal
-from .anytime import AnnealOracle, ExpansionOracle, Fusion
+from .anytime import AnnealOracle, ExpansionOracle, Fusion, Interrupted
 from .approximate import TRWSOracle
 from .base import MapOracle, register_oracle, resolve_oracle
 
@@ -65,6 +65,10 @@ class PortfolioOracle(MapOracle):
     best score optimal (CONVERGED), else returns MAX_TIME; ``progress`` records (time,
     best score, best bound) after the members and after each round. Without a time limit a
     call is the plain portfolio.
+
+    Ctrl-C raises `fwcore.oracles.anytime.Interrupted` with the best labelling any member
+    or round had found (a plain KeyboardInterrupt before the first one finished, or
+    during elimination); ``progress`` then holds the rounds done.
     """
 
     name = "portfolio"
@@ -110,11 +114,23 @@ class PortfolioOracle(MapOracle):
             self.progress = (Record(iteration=1, time=time.perf_counter() - start, primal=score,
                                     bound=score, score=score),)
             return x, score, None
+        self._kept, self._kept_score = None, -np.inf
+        try:
+            return self._members(scores, init, start, end)
+        except Interrupted as stop:  # a member's best so far
+            self._keep(stop.assignment, float(self.model.score(stop.assignment, scores)))
+            raise self._interrupted() from None
+        except KeyboardInterrupt:
+            raise self._interrupted() from None
 
+    def _members(self, scores, init, start, end):
+        """The members, then with ``anytime`` the rounds of `_spend`."""
         def run(oracle, share=1.0):
             left = None if end is None else share * self._left(end)
             x = oracle.argmax(scores, init, left)
-            return x, float(self.model.score(x, scores)), oracle.upper_bound()
+            score = float(self.model.score(x, scores))
+            self._keep(x, score)
+            return x, score, oracle.upper_bound()
 
         if self.threads and len(self.members) > 1:
             with ThreadPoolExecutor(max_workers=len(self.members)) as pool:
@@ -132,7 +148,6 @@ class PortfolioOracle(MapOracle):
         bounds = [b for _, _, b in results if b is not None]
         timed_out = any(m.status is Status.MAX_TIME for m in self.members)
         bound = min(bounds) if bounds else None
-        self.progress = ()
         if self.anytime and end is not None:
             return self._spend(scores, results, bound, start, end)
         return results[k][0], bound, (Status.MAX_TIME if timed_out else None)
@@ -144,11 +159,12 @@ class PortfolioOracle(MapOracle):
         for y, _, _ in results[:k] + results[k + 1:]:
             if self._fusion.fits(end):
                 x, best = self._fusion.fuse(scores, x, y)
-        progress = []
+                self._keep(x, best)
 
         def record(bound):
-            progress.append(Record(iteration=len(progress) + 1, time=time.perf_counter() - start,
-                                   primal=best, bound=bound, score=best))
+            self.progress += (Record(iteration=len(self.progress) + 1,
+                                     time=time.perf_counter() - start, primal=best, bound=bound,
+                                     score=best),)
 
         record(bound)
         trws_running = stopped_on_budget(self._trws.status)
@@ -161,7 +177,7 @@ class PortfolioOracle(MapOracle):
             left = self._left(end)
             # the first run improves the best labelling; later ones, shorter, start afresh
             # (from the unary argmax) so that their labellings differ and fusion combines
-            if len(progress) == 1:
+            if len(self.progress) == 1:
                 piece = max(_FIRST_SHARE * left, _MIN_SLICE)
                 y = self._anneal.argmax(scores, init=x, time_limit=min(piece, left))
             else:
@@ -178,7 +194,6 @@ class PortfolioOracle(MapOracle):
                 bound = b if bound is None or b is None else min(bound, b)
                 trws_running = stopped_on_budget(self._trws.status)
             record(bound)
-        self.progress = tuple(progress)
         return x, bound, (None if proves_optimal(best, bound) else Status.MAX_TIME)
 
     def _elimination_fits(self, end):
@@ -210,7 +225,18 @@ class PortfolioOracle(MapOracle):
         return max(end - time.perf_counter(), 1e-3)
 
     def _better(self, scores, x, best, y):
-        """The better of (x, its score ``best``) and y."""
+        """The better of (x, its score ``best``) and y, kept (`_keep`)."""
         score = float(self.model.score(y, scores))
-        return (y, score) if score > best else (x, best)
+        x, best = (y, score) if score > best else (x, best)
+        self._keep(x, best)
+        return x, best
+
+    def _keep(self, x, score):
+        """Keep x as the call's best labelling (what Ctrl-C returns) when it scores higher."""
+        if score > self._kept_score:
+            self._kept, self._kept_score = x, score
+
+    def _interrupted(self):
+        """What Ctrl-C raises: `Interrupted` with the call's best labelling, if any."""
+        return KeyboardInterrupt() if self._kept is None else Interrupted(self._kept)
 
