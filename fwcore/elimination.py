@@ -29,9 +29,9 @@ _INT64_MAX = 2**63 - 1          # where the symbolic kernel's table sizes satura
 
 
 def _functional_vars(model):
-    """Variables of degree >= 3 whose every edge table has exactly one finite entry per
-    state of theirs: each of their states fixes all neighbours, as the auxiliary variable
-    of a factor in a `FactorGraph` reduction does. Eliminated first, they turn back into
+    """Variables of degree >= 3 whose edge tables but one have exactly one finite entry per
+    state of theirs: each of their states fixes all neighbours but one, as the auxiliary
+    variable of a factor in a `FactorGraph` reduction does. Eliminated first, they turn back into
     their factors (their clique table is states x scope), which is how a factor graph is
     eliminated; left to min-fill they would be joined into products of their states."""
     if not np.isneginf(model.theta[model.node_off[-1]:]).any():
@@ -46,10 +46,11 @@ def _functional_vars(model):
     fixes_i = np.bincount(rows, weights=per_b != 1, minlength=model.n_edges) == 0
     fixes_j = np.bincount(np.repeat(np.arange(model.n_edges), ci), weights=per_a != 1,
                           minlength=model.n_edges) == 0
-    ok = np.ones(model.n_vars, dtype=bool)
-    ok[model.edges[~fixes_i, 1]] = False  # j fixes i when each state b of j allows one a
-    ok[model.edges[~fixes_j, 0]] = False
-    ok &= np.diff(model.adj_start) >= 3
+    # j fixes i when each state b of j allows one a; all edges but one (the factor's pivot,
+    # which holds its table: `fwcore.factor_graph`)
+    loose = np.bincount(model.edges[~fixes_i, 1], minlength=model.n_vars) + \
+        np.bincount(model.edges[~fixes_j, 0], minlength=model.n_vars)
+    ok = (loose <= 1) & (np.diff(model.adj_start) >= 3)
     return np.flatnonzero(ok).tolist()
 
 

@@ -21,13 +21,14 @@ or inside a phase whose partial work it keeps (BP sweeps).
 """
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Optional
 
 from .results import Record, Status, Trace, finite_certificate
 
 __all__ = ["run_loop", "Stopping", "Deadline", "TimeUp", "Callbacks", "TraceRecorder",
-           "ProgressPrinter", "Outcome", "Guard", "budget_status", "stopped_on_budget"]
+           "ProgressPrinter", "Outcome", "Guard", "Interrupted", "keeping_best", "best_on_interrupt", "budget_status", "stopped_on_budget"]
 
 
 class Guard:
@@ -47,6 +48,37 @@ class Guard:
         except KeyboardInterrupt:
             self.interrupted = True
             return None
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C that carries the best answer found so far (``best``, see `keeping_best`): to
+    a caller that keeps nothing it is a KeyboardInterrupt."""
+
+    def __init__(self, best):
+        super().__init__()
+        self.best = best
+
+
+@contextmanager
+def keeping_best(best):
+    """Within it, Ctrl-C raises `Interrupted` carrying ``best(inner)``, ``inner`` being
+    what an `Interrupted` from inside carried (None after a plain Ctrl-C); a plain
+    KeyboardInterrupt when ``best`` returns None (nothing kept)."""
+    try:
+        yield
+    except KeyboardInterrupt as stop:
+        kept = best(stop.best if isinstance(stop, Interrupted) else None)
+        raise (KeyboardInterrupt() if kept is None else Interrupted(kept)) from None
+
+
+def best_on_interrupt(call, fallback):
+    """``(call(), False)``; on Ctrl-C ``(best, True)``, ``best`` being what an
+    `Interrupted` carried, else ``fallback()``."""
+    try:
+        return call(), False
+    except KeyboardInterrupt as stop:
+        best = stop.best if isinstance(stop, Interrupted) else None
+        return (fallback() if best is None else best), True
 
 
 class TimeUp(Exception):

@@ -7,8 +7,8 @@ import numpy as np
 
 from .checks import SEED, TIME, check_bound_feasible, check_feasible, check_model, \
     validate_params
+from .loop import best_on_interrupt
 from .oracles._common import node_argmax
-from .oracles.anytime import Interrupted
 from .oracles.base import resolve_oracle
 from .results import MapResult, Record, Status, Trace
 from .factor_graph import FactorGraph, solves_factor_graphs
@@ -57,13 +57,13 @@ def infer_map(model: PairwiseMRF | FactorGraph, method="auto", time_limit: float
     oracle = resolve_oracle(method, model, seed=seed, anytime=anytime, **options)
     if time_limit is not None:  # the checks and the oracle's construction count towards it
         time_limit = max(time_limit - (time.perf_counter() - start), 1e-2)
-    try:
-        x = oracle.argmax(model.theta, time_limit=time_limit)
-        bound, status = oracle.upper_bound(), oracle.status
-    except Interrupted as stop:  # Ctrl-C: the oracle's best labelling so far, no bound
-        x, bound, status = stop.assignment, None, Status.INTERRUPTED
-    except KeyboardInterrupt:  # an oracle that keeps none: the best node scores
-        x, bound, status = node_argmax(model, model.theta), None, Status.INTERRUPTED
+    # Ctrl-C: the oracle's best labelling so far (an oracle that keeps none: the best node
+    # scores), no bound
+    x, interrupted = best_on_interrupt(
+        lambda: oracle.argmax(model.theta, time_limit=time_limit),
+        lambda: node_argmax(model, model.theta))
+    bound, status = (None, Status.INTERRUPTED) if interrupted else \
+        (oracle.upper_bound(), oracle.status)
     elapsed = time.perf_counter() - start
     score = float(model.score(x))
     if score == -np.inf:  # a feasible assignment proves feasibility; else try the bounds

@@ -21,29 +21,20 @@ import numpy as np
 
 from .. import _kernels
 from ..checks import BOOL, Interval, check_seed, validate_params
-from ..loop import budget_status
+from ..loop import budget_status, keeping_best
 from ..model import PairwiseMRF
 from ..results import Status
 from .approximate import QPBOOracle
 from .base import MapOracle, register_oracle
 from ._common import node_argmax
 
-__all__ = ["AnnealOracle", "ExpansionOracle", "Fusion", "Interrupted", "temperature_scale"]
+__all__ = ["AnnealOracle", "ExpansionOracle", "Fusion", "temperature_scale"]
 
 #: moves of the first, timed run of an anytime annealing call, in sweeps
 _PROBE_SWEEPS = 20
 #: an anytime annealing schedule runs in kernel calls of at most this many seconds (the
 #: kernel does not answer Ctrl-C: one schedule ran 30 s of a 60 s call after SIGINT)
 _SLICE = 0.25
-
-
-class Interrupted(KeyboardInterrupt):
-    """Ctrl-C during an oracle call that keeps a labelling: ``assignment`` is the best it
-    had found. To a caller that keeps nothing it is a KeyboardInterrupt."""
-
-    def __init__(self, assignment):
-        super().__init__()
-        self.assignment = assignment
 
 
 def temperature_scale(model, scores):
@@ -142,7 +133,7 @@ class AnnealOracle(MapOracle):
             best, moves = self._run(scores, x, scale, n_moves, time_limit)
             return best, None, (None if moves >= n_moves else Status.MAX_TIME)
         self._kept, self._kept_score = x.copy(), float(m.score(x, scores))
-        try:
+        with keeping_best(lambda inner: self._kept):
             self._schedule(scores, x, scale, _PROBE_SWEEPS * m.n_vars, time_limit)
             rate = self.n_moves / max(time.perf_counter() - start, 1e-6)
             while True:
@@ -152,8 +143,6 @@ class AnnealOracle(MapOracle):
                 # a schedule for the time left (the probe's rate, 10% slack for the set-up)
                 self._schedule(scores, self._kept.copy(), scale,
                                max(int(0.9 * rate * left), m.n_vars), left)
-        except KeyboardInterrupt:
-            raise Interrupted(self._kept) from None
 
 
 #: a fusion move's estimated seconds per variable and edge before one is timed (a 100x100
@@ -252,7 +241,7 @@ class ExpansionOracle(MapOracle):
         x = node_argmax(m, scores).astype(np.int32) if init is None else init.copy()
         score = float(m.score(x, scores))
         end = None if time_limit is None else start + time_limit
-        try:
+        with keeping_best(lambda inner: x):
             for self.n_cycles in range(1, self.max_cycles + 1):
                 before = score
                 for propose in self._proposals():
@@ -261,8 +250,6 @@ class ExpansionOracle(MapOracle):
                     x, score = self.fusion.fuse(scores, x, propose(x))
                 if not score > before:
                     return x, None, Status.STALLED
-        except KeyboardInterrupt:
-            raise Interrupted(x) from None
         return x, None, budget_status()
 
 

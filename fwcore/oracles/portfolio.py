@@ -11,9 +11,9 @@ import numpy as np
 from ..auto import portfolio_members
 from ..checks import BOOL, validate_params
 from ..elimination import EliminationPlan
-from ..loop import stopped_on_budget
+from ..loop import keeping_best, stopped_on_budget
 from ..results import Record, Status, proves_optimal
-from .anytime import AnnealOracle, ExpansionOracle, Fusion, Interrupted
+from .anytime import AnnealOracle, ExpansionOracle, Fusion
 from .approximate import TRWSOracle
 from .base import MapOracle, register_oracle, resolve_oracle
 
@@ -66,7 +66,7 @@ class PortfolioOracle(MapOracle):
     best score, best bound) after the members and after each round. Without a time limit a
     call is the plain portfolio.
 
-    Ctrl-C raises `fwcore.oracles.anytime.Interrupted` with the best labelling any member
+    Ctrl-C raises `fwcore.loop.Interrupted` with the best labelling any member
     or round had found (a plain KeyboardInterrupt before the first one finished, or
     during elimination); ``progress`` then holds the rounds done.
     """
@@ -115,13 +115,13 @@ class PortfolioOracle(MapOracle):
                                     bound=score, score=score),)
             return x, score, None
         self._kept, self._kept_score = None, -np.inf
-        try:
+
+        def kept(inner):  # a member's best so far, if it kept one, against the call's
+            if inner is not None:
+                self._keep(inner, float(self.model.score(inner, scores)))
+            return self._kept
+        with keeping_best(kept):
             return self._members(scores, init, start, end)
-        except Interrupted as stop:  # a member's best so far
-            self._keep(stop.assignment, float(self.model.score(stop.assignment, scores)))
-            raise self._interrupted() from None
-        except KeyboardInterrupt:
-            raise self._interrupted() from None
 
     def _members(self, scores, init, start, end):
         """The members, then with ``anytime`` the rounds of `_spend`."""
@@ -236,7 +236,4 @@ class PortfolioOracle(MapOracle):
         if score > self._kept_score:
             self._kept, self._kept_score = x, score
 
-    def _interrupted(self):
-        """What Ctrl-C raises: `Interrupted` with the call's best labelling, if any."""
-        return KeyboardInterrupt() if self._kept is None else Interrupted(self._kept)
 
