@@ -112,7 +112,7 @@ def exact_map(model: PairwiseMRF | FactorGraph, method: str = "auto", memory_lim
     method = _check_args(model, method, marginals=False)
     t0 = time.perf_counter()
     if method == "bruteforce":
-        x = _bruteforce_map(model)
+        x = _bruteforce_map(model)[0]
     else:
         x = _elimination_map(model, EliminationPlan(model, memory_limit))
     score = float(model.score(x))
@@ -186,9 +186,11 @@ def _bruteforce_marginals(model):
     return best + math.log(total), acc / total
 
 
-def _bruteforce_map(model):
-    """The first highest-scoring state in enumeration order."""
-    best, best_x = -np.inf, None
+def _bruteforce_map(model, deadline=None):
+    """The first highest-scoring state in enumeration order. With a ``deadline``
+    (`time.perf_counter` seconds) the enumeration stops between chunks once it has passed:
+    then (the best state of those enumerated, False), else (the maximiser, True)."""
+    best, best_x = -np.inf, np.zeros(model.n_vars, dtype=np.int64)
     card = model.card.astype(np.int64)
     offset = 0
     for flat, s in _chunks(model):
@@ -197,9 +199,11 @@ def _bruteforce_map(model):
             best = s[k]
             best_x = np.array(np.unravel_index(offset + k, card), dtype=np.int64).reshape(-1)
         offset += s.size
+        if deadline is not None and time.perf_counter() >= deadline:
+            return best_x, False
     if best == -np.inf:
         raise _infeasible()
-    return best_x
+    return best_x, True
 
 
 # -- sum-product on forests -----------------------------------------------------------

@@ -2,6 +2,7 @@
 import itertools
 import math
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -392,3 +393,18 @@ def test_cover_refuses_large_or_non_binary_covers():
         resolve_oracle("cover", triangle)
     with pytest.raises(ValueError, match="max_cover"):
         resolve_oracle("cover", triangle, max_cover=-1)
+
+
+def test_bruteforce_keeps_its_time_limit_with_the_best_state_so_far():
+    # 2**24 states (about 10 s to enumerate): a 0.2 s limit stops between chunks
+    model = random_grid(4, 6, coupling=1.0, seed=0)
+    oracle = resolve_oracle("bruteforce", model, max_states=2**30)
+    t0 = time.perf_counter()
+    x = oracle.argmax(model.theta, time_limit=0.2)
+    assert time.perf_counter() - t0 < 2.0 and oracle.status is Status.MAX_TIME
+    assert oracle.upper_bound() is None and np.isfinite(model.score(x))
+    small = random_grid(3, 3, coupling=1.0, seed=0)  # complete within the limit: exact
+    exact = resolve_oracle("bruteforce", small)
+    y = exact.argmax(small.theta, time_limit=10.0)
+    assert exact.status is Status.CONVERGED and exact.upper_bound() == small.score(y)
+    assert small.score(y) == infer_map(small, "elimination").score

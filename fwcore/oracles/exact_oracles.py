@@ -15,7 +15,7 @@ from ..checks import HIGHS_MEMORY_LIMIT, Interval, TIME, check_lp_size, validate
     finite_penalty
 from .. import _oracles
 from ..elimination import EliminationPlan
-from ..exact import exact_map
+from ..exact import _bruteforce_map
 from ..model import binary_cover
 from ..results import Status
 from .base import MapOracle, register_oracle
@@ -30,8 +30,9 @@ _INSTEAD = "use 'ilp' (HiGHS) or 'toulbar2' instead"
 
 @register_oracle
 class BruteForceOracle(MapOracle):
-    """Enumerates all prod(card) assignments through `fwcore.exact.exact_map` (small models
-    only: ``max_states``, default 2**20, caps the state space)."""
+    """Enumerates all prod(card) assignments (`fwcore.exact`'s brute force; small models
+    only: ``max_states``, default 2**20, caps the state space). A time limit stops the
+    enumeration between chunks with the best state so far (status max_time)."""
 
     name = "bruteforce"
     exact = True
@@ -46,11 +47,15 @@ class BruteForceOracle(MapOracle):
                              "'tree' on a forest, or raise max_states")
 
     def _argmax(self, scores, init, time_limit):
+        model = self.model.with_theta(scores)
+        deadline = None if time_limit is None else time.perf_counter() + time_limit
         try:
-            res = exact_map(self.model.with_theta(scores), method="bruteforce")
+            x, complete = _bruteforce_map(model, deadline)
         except ValueError:                   # every assignment has score −inf
-            return np.zeros(self.model.n_vars, dtype=np.int64), -np.inf, None
-        return res.assignment, float(res.score), None
+            return np.zeros(model.n_vars, dtype=np.int64), -np.inf, None
+        if not complete:  # the best of the states enumerated before the time limit
+            return x, None, Status.MAX_TIME
+        return x, float(model.score(x)), None
 
 
 @register_oracle
