@@ -28,7 +28,8 @@ from typing import Optional
 from .results import Record, Status, Trace, finite_certificate
 
 __all__ = ["run_loop", "Stopping", "Deadline", "TimeUp", "Callbacks", "TraceRecorder",
-           "ProgressPrinter", "Outcome", "Guard", "Interrupted", "keeping_best", "best_on_interrupt", "budget_status", "stopped_on_budget"]
+           "ProgressPrinter", "Outcome", "Guard", "Interrupted", "keeping_best",
+           "best_on_interrupt", "budget_status", "stopped_on_budget"]
 
 
 class Guard:

@@ -85,7 +85,8 @@ def subgradient(regions):
     n_edges, msg_off = regions.n_edges, regions.msg_off
     while True:
         g, hn, he, fmax = _dual_value(regions, d, dc)
-        x, top_n = regions.decode(hn), regions.node_argmax(hn)
+        top_n = regions.node_argmax(hn)
+        x = regions.repaired(top_n)
         target = max(target, regions.score(x, penalised=True))
         if g < best_bound - 1e-12 * max(1.0, abs(g)):
             best_bound, since = g, 0

@@ -196,13 +196,18 @@ class Regions:
         return (self.nodes.argmax(h) - self.node_off[:-1]).astype(np.int32)
 
     def decode(self, h):
-        """`node_argmax`; when that labelling uses a -inf entry of the model, it is
-        repaired by ICM on the penalised scores (`fwcore.checks.finite_penalty`: every
-        move off a -inf entry improves), so the decoded labelling is feasible whenever a
-        local search from it finds one."""
-        x = self.node_argmax(h)
-        if not np.isfinite(self.model.score(x)):
-            _kernels.icm(self.theta, self.model.graph, x)
+        """`node_argmax`, `repaired`."""
+        return self.repaired(self.node_argmax(h))
+
+    def repaired(self, x):
+        """``x``; when it uses a -inf entry of the model, a copy repaired by ICM on the
+        penalised scores (`fwcore.checks.finite_penalty`: every move off a -inf entry
+        improves), so the decoded labelling is feasible whenever a local search from it
+        finds one."""
+        if np.isfinite(self.model.score(x)):
+            return x
+        x = x.copy()
+        _kernels.icm(self.theta, self.model.graph, x)
         return x
 
     # -- values of assignments -----------------------------------------------------------
