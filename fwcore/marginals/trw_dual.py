@@ -30,12 +30,13 @@ __all__ = ["TreeDecomposition", "trw_dual_bound", "pass_budget"]
 _LBFGS_BYTES = 2**28
 #: rho step k solves over φ to a gradient of STEP_TOL / (k + 1) (at least ``tol``)
 STEP_TOL = 1e-3
-#: `pass_budget`: about what Barrier FW's former deadline for this bound (as long again as
-#: the run, at least 1 s) gave on random_grid(n, coupling=1) with oracle "trws" (one BLAS
-#: thread): n = 6, 64,000 passes in 1 s then, 69,000 now (of 119,000 to the bound's own
-#: end); n = 40 and 100, passes for about the run's time (9 s and 57 s; 0.6 and 7 ms a pass)
-_BUDGET_PASSES = 10000
+#: `pass_budget`: passes over `_BUDGET_ENTRIES` node entries in all, within
+#: [`_MIN_PASSES`, `_MAX_PASSES`]: about what Barrier FW's former deadline for this bound
+#: (as long again as the run, at least 1 s) allowed on random_grid(n, coupling=1) with
+#: oracle "trws" on an idle machine: n = 6, 64,000 passes in 1 s then, 69,000 now; n = 32
+#: and 100, 1.0 and 2.6 s then. A floor of 10,000 passes took 3.2 and 43 s there.
 _BUDGET_ENTRIES = 5e6
+_MIN_PASSES, _MAX_PASSES = 500, 70000
 
 
 def _dot(a, b):
@@ -162,9 +163,10 @@ def _lbfgs(fg, x, max_iter, tol, memory=10):
 
 def pass_budget(model):
     """Forest passes `trw_dual_bound` may take when no time limit is given (Barrier FW
-    without max_time): at least `_BUDGET_PASSES`, and passes over `_BUDGET_ENTRIES` node
-    entries in all; module constants."""
-    return max(_BUDGET_PASSES, math.ceil(_BUDGET_ENTRIES / max(int(model.node_off[-1]), 1)))
+    without max_time): passes over `_BUDGET_ENTRIES` node entries in all, within
+    [`_MIN_PASSES`, `_MAX_PASSES`]; module constants."""
+    passes = math.ceil(_BUDGET_ENTRIES / max(int(model.node_off[-1]), 1))
+    return min(_MAX_PASSES, max(_MIN_PASSES, passes))
 
 
 def trw_dual_bound(model, rho_updates=40, max_iter=200, tol=1e-6, deadline=None,
