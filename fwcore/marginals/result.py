@@ -31,7 +31,8 @@ class MarginalResult(Result):
     the TRW / Bethe value or primal + gap otherwise), ``delta`` (contraction at the end), ``n_oracle_calls`` (MAP or LP
     calls), ``n_icm_calls`` (local search), ``status``, ``n_iter`` (inner iterations or BP
     sweeps, all rho iterations), ``n_rho_updates`` done, ``time`` (seconds), ``method``,
-    ``trace`` (a `Record` per iteration; ``outer`` is the rho iteration)."""
+    ``trace`` (a `Record` per iteration; ``outer`` is the rho iteration), ``log_z_lower``
+    (a certified lower bound on log Z where the method gives one, else None)."""
 
     node_marginals: list
     edge_marginals: list
@@ -51,6 +52,7 @@ class MarginalResult(Result):
     time: float
     method: str
     trace: Trace = Trace()
+    log_z_lower: Optional[float] = None
 
     @classmethod
     def from_mu(cls, model, mu, **fields):

@@ -1,0 +1,526 @@
+"""Weighted mini-bucket elimination: a certified upper bound on log Z that tightens with
+memory, and marginals from the same mini-buckets (Liu & Ihler 2011, "Bounding the
+partition function using Hölder's inequality"; the moment matching of Liu's thesis,
+Sec. 4, as Merlin's `wmb` runs it).
+
+Variables are eliminated in a min-fill order. The factors (and messages) of variable v's
+bucket are split into mini-buckets r whose tables hold at most ``max_entries`` entries
+(and, with ``ibound``, at most ``ibound`` variables); each gets a weight w_r > 0 with
+Σ_r w_r = 1, and sends the message
+
+    λ_r(x_{C_r \\ v}) = w_r log Σ_{x_v} exp(f_r(x_{C_r}) / w_r),
+
+f_r its factors, its incoming messages and its reparameterisation. By Hölder's inequality
+Σ_{x_v} Π_r exp(f_r) ≤ Π_r (Σ_{x_v} exp(f_r / w_r))^{w_r}, so the sum of the last messages
+is an upper bound on log Z whatever the reparameterisation, provided the reparameterisations
+of a bucket's mini-buckets sum to zero. Each forward pass first matches the weighted
+marginals on x_v of the bucket's mini-buckets (their beliefs use the backward messages of
+the previous pass), which tightens the bound; a bucket of one mini-bucket is eliminated
+exactly, and a model whose buckets all fit gets log Z itself.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from .._wmb import weighted_logsumexp_rows
+from ..checks import BOOL, CALLABLE, TIME, Interval, check_model, validate_params
+from ..factor_graph import FactorGraph
+from ..loop import Callbacks, Deadline, Stopping, run_loop
+from ..model import PairwiseMRF
+from ..results import Record, Status
+from .result import MarginalResult
+
+__all__ = ["weighted_mini_bucket", "MiniBuckets", "WeightedMiniBucket", "factor_tables"]
+
+
+def factor_tables(model):
+    """The model as (card, [(scope, table)]) with each scope increasing and tables of
+    log-potentials indexed in scope order: a `PairwiseMRF`'s unaries and edges, a
+    `FactorGraph`'s factors (never its pairwise reduction)."""
+    if isinstance(model, FactorGraph):
+        tables = []
+        for scope, table in model.factors:
+            order = np.argsort(scope, kind="stable")
+            tables.append((tuple(int(scope[i]) for i in order), np.transpose(table, order)))
+        return np.asarray(model.card, dtype=np.int64), tables
+    card = np.asarray(model.card, dtype=np.int64)
+    tables = [((i,), model.unary(i)) for i in range(model.n_vars)]
+    tables += [((int(i), int(j)), model.pairwise(k)) for k, (i, j) in enumerate(model.edges)]
+    return card, tables
+
+
+def _wlse(x, axes, w=1.0):
+    """w log Σ_axes exp(x / w) (``axes`` a tuple, w > 0) over the other axes in order;
+    −inf (never NaN) where every entry is −inf (`fwcore._wmb.weighted_logsumexp_rows`)."""
+    keep = [a for a in range(x.ndim) if a not in axes]
+    rows = np.ascontiguousarray(np.transpose(x, keep + list(axes)))
+    shape = rows.shape[:len(keep)]
+    out = np.empty(math.prod(shape))
+    weighted_logsumexp_rows(rows.reshape(out.shape[0], -1), w, out)
+    return out.reshape(shape)
+
+
+def _min_fill(card, scopes):
+    """A weighted min-fill order (`fwcore.elimination`) of the primal graph of ``scopes``."""
+    from ..elimination import _min_fill_order
+    pairs = {(a, b) for s in scopes for i, a in enumerate(s) for b in s[i + 1:]}
+    edges = np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2)
+    theta = np.zeros(int(card.sum()) + int((card[edges[:, 0]] * card[edges[:, 1]]).sum()))
+    order, _ = _min_fill_order(PairwiseMRF.from_flat(card, edges, theta))
+    return [int(v) for v in order]
+
+
+class MiniBuckets:
+    """The symbolic mini-bucket tree of an elimination ``order`` (WMB's clusters).
+
+    Cluster c eliminates ``var[c]`` from ``scope[c]``, holds the original factors
+    ``originals[c]``, receives the messages of ``children[c]`` and sends its own to
+    ``parent[c]`` (−1: a root, whose message is a number). A scope lists its variables
+    latest-eliminated first, so ``var[c]`` is its last axis and every sub-scope is in
+    the same order. Each bucket is split first-fit, largest item first, into
+    mini-buckets of at most ``max_entries`` table entries and ``ibound`` variables (an
+    item larger than that makes its own)."""
+
+    def __init__(self, card, scopes, order, max_entries=math.inf, ibound=None):
+        self.card, self.order = card, list(order)
+        self.position = position = np.empty(len(card), dtype=np.int64)
+        position[self.order] = np.arange(len(self.order))
+        buckets = [[] for _ in self.order]          # items (scope, factor k | -1, cluster | -1)
+        for k, s in enumerate(scopes):
+            if s:
+                buckets[min(position[v] for v in s)].append((frozenset(s), k, -1))
+        self.constants = [k for k, s in enumerate(scopes) if not s]
+        self.scope, self.var, self.originals, self.children, self.parent = [], [], [], [], []
+        self.bucket = []                             # the clusters of each variable in order
+        max_vars = math.inf if ibound is None else ibound
+        for p, v in enumerate(self.order):
+            groups = []                              # [scope, originals, children]
+            for s, k, c in sorted(buckets[p], key=lambda item: -self.entries_of(item[0])):
+                for g in groups:
+                    union = g[0] | s
+                    if len(union) <= max_vars and self.entries_of(union) <= max_entries:
+                        break
+                else:
+                    g = [frozenset(), [], []]
+                    groups.append(g)
+                    union = s
+                g[0] = union
+                (g[1] if c < 0 else g[2]).append(k if c < 0 else c)
+            mine = []
+            for s, originals, children in groups:
+                c = len(self.scope)
+                mine.append(c)
+                self.scope.append(self.sorted(s))
+                self.var.append(v)
+                self.originals.append(originals)
+                self.children.append(children)
+                self.parent.append(-1)
+                for child in children:
+                    self.parent[child] = c
+                rest = s - {v}
+                if rest:
+                    buckets[min(position[u] for u in rest)].append((rest, -1, c))
+            self.bucket.append(mine)
+
+    def sorted(self, variables):
+        """``variables`` latest-eliminated first (the axis order of every table here)."""
+        return tuple(sorted(variables, key=lambda v: -self.position[v]))
+
+    def entries_of(self, variables):
+        return math.prod(int(self.card[v]) for v in variables)
+
+    @property
+    def n_clusters(self):
+        return len(self.scope)
+
+    @property
+    def entries(self):
+        """Table entries of all clusters (the memory of one set of cluster tables)."""
+        return sum(self.entries_of(s) for s in self.scope)
+
+    @property
+    def memory(self):
+        """Bytes to run WMB on this tree: its cluster tables and `_TEMPORARIES` tables
+        of its largest cluster."""
+        return 8 * (self.entries + _TEMPORARIES * max(map(self.entries_of, self.scope),
+                                                          default=0))
+
+    @property
+    def exact(self):
+        """Whether every bucket is one mini-bucket (then the bound is log Z)."""
+        return all(len(b) == 1 for b in self.bucket)
+
+    @property
+    def width(self):
+        """Variables in the largest cluster."""
+        return max((len(s) for s in self.scope), default=0)
+
+
+def _embed(table, scope, into):
+    """``table`` over ``scope`` (a subset of ``into``, in the same order) reshaped to
+    broadcast over ``into``'s axes."""
+    inside = set(scope)
+    it = iter(table.shape)
+    return table.reshape([next(it) if v in inside else 1 for v in into])
+
+
+def _aligned(table, scope, into):
+    """A factor's ``table`` over ``scope`` (any order) embedded in ``into``'s axes."""
+    ordered = sorted(range(len(scope)), key=lambda a: into.index(scope[a]))
+    return _embed(np.transpose(table, ordered), tuple(scope[a] for a in ordered), into)
+
+
+class WeightedMiniBucket:
+    """WMB message passing on a `MiniBuckets` tree (module docstring): ``forward(step)``
+    matches moments and returns the bound, ``backward()`` refreshes the backward
+    messages; ``node_marginals``, ``factor_marginals`` and ``decode`` read the beliefs.
+    A pass raises `fwcore.loop.TimeUp` when the ``deadline`` passes in it."""
+
+    def __init__(self, buckets, tables, deadline=None):
+        self.mb = mb = buckets
+        self.deadline = Deadline() if deadline is None else deadline
+        self.weight = np.empty(mb.n_clusters)
+        for clusters in mb.bucket:
+            self.weight[clusters] = 1.0 / len(clusters)
+        self.base = []
+        for c in range(mb.n_clusters):
+            f = np.zeros([int(mb.card[v]) for v in mb.scope[c]])
+            for k in mb.originals[c]:
+                f += _aligned(tables[k][1], tables[k][0], mb.scope[c])
+            self.base.append(f)
+        self.constant = sum(float(tables[k][1]) for k in mb.constants)
+        self.repar = [np.zeros(int(mb.card[mb.var[c]])) for c in range(mb.n_clusters)]
+        self.forward_msg = [None] * mb.n_clusters    # over scope \ var, embedded in parent
+        self.backward_msg = [None] * mb.n_clusters   # over scope \ var, embedded in c
+        self.bound = math.inf
+
+    def _incoming(self, c):
+        """f_c: its factors, reparameterisation and the children's forward messages."""
+        f = self.base[c] + self.repar[c]
+        for child in self.mb.children[c]:
+            f += self.forward_msg[child]
+        return f
+
+    def _belief(self, c, f=None):
+        """f_c plus its backward message: w_c log of its unnormalised weighted belief."""
+        f = self._incoming(c) if f is None else f
+        return f if self.backward_msg[c] is None else f + self.backward_msg[c]
+
+    def _node_log_marginal(self, c, belief):
+        """log of the normalised weighted marginal of cluster c on its variable."""
+        rest = tuple(range(belief.ndim - 1))
+        w = self.weight[c]
+        m = _wlse(belief, rest, w) / w if rest else belief / w
+        return m - _wlse(m, (0,))
+
+    def _match(self, clusters, incoming, step):
+        """Moment matching of a bucket's mini-buckets on x_v: each reparameterisation
+        moves by step · w_r (log b̄ − log b_r), b̄ = Π_r b_r^{w_r}; they sum to no move."""
+        logs = [self._node_log_marginal(c, self._belief(c, f))
+                for c, f in zip(clusters, incoming)]
+        mean = sum(self.weight[c] * m for c, m in zip(clusters, logs))
+        for c, f, m in zip(clusters, incoming, logs):
+            with np.errstate(invalid="ignore"):
+                move = step * self.weight[c] * (mean - m)
+            move[np.isnan(move)] = 0.0
+            self.repar[c] = self.repar[c] + move
+            f += move
+
+    def forward(self, step=1.0):
+        """One forward pass (moment matching first where a bucket has several
+        mini-buckets); returns the certified bound on log Z."""
+        mb = self.mb
+        total = self.constant
+        for clusters in mb.bucket:
+            self.deadline.left()
+            incoming = [self._incoming(c) for c in clusters]
+            if len(clusters) > 1 and step > 0:
+                self._match(clusters, incoming, step)
+            for c, f in zip(clusters, incoming):
+                w = self.weight[c]
+                msg = _wlse(f, (f.ndim - 1,), w)
+                if mb.parent[c] < 0:
+                    total += float(msg)
+                    continue
+                top = np.max(msg)
+                if np.isfinite(top):
+                    msg -= top
+                total += float(top)
+                self.forward_msg[c] = _embed(msg, mb.scope[c][:-1], mb.scope[mb.parent[c]])
+        self.bound = min(self.bound, total)
+        return total
+
+    def backward(self):
+        """Backward messages, parents first: b → a is
+        w_a log Σ_{C_b \\ C_a} exp(belief_b / w_b − λ_a / w_a)."""
+        mb = self.mb
+        for clusters in reversed(mb.bucket):
+            self.deadline.left()
+            for b in clusters:
+                if not mb.children[b]:
+                    continue
+                belief = self._belief(b)
+                for a in mb.children[b]:
+                    wa = self.weight[a]
+                    with np.errstate(invalid="ignore"):
+                        y = belief * (wa / self.weight[b]) - self.forward_msg[a]
+                    if np.isneginf(self.forward_msg[a]).any():
+                        y[np.isnan(y)] = -np.inf
+                    keep = set(mb.scope[a])
+                    drop = tuple(i for i, v in enumerate(mb.scope[b]) if v not in keep)
+                    msg = _wlse(y, drop, wa) if drop else y
+                    top = np.max(msg)
+                    if np.isfinite(top):
+                        msg = msg - top
+                    self.backward_msg[a] = _embed(msg, mb.scope[a][:-1], mb.scope[a])
+
+    def _weighted_belief(self, c):
+        """The normalised weighted belief of cluster c, ∝ exp(belief_c / w_c)."""
+        b = self._belief(c) / self.weight[c]
+        top = np.max(b)
+        if not np.isfinite(top):
+            return np.zeros_like(b)
+        b = np.exp(b - top)
+        return b / b.sum()
+
+    def node_marginals(self):
+        """{v: marginal}: the mean of v's mini-buckets' weighted marginals (equal after a
+        full matching step)."""
+        mb = self.mb
+        out = {}
+        for v, clusters in zip(mb.order, mb.bucket):
+            p = sum(np.exp(self._node_log_marginal(c, self._belief(c))) for c in clusters)
+            out[v] = p / p.sum()
+        return out
+
+    def factor_marginals(self, tables):
+        """{k: marginal over tables[k]'s scope (in its order)} for each original factor
+        of arity ≥ 2, from the weighted belief of the cluster that holds it."""
+        mb = self.mb
+        out = {}
+        for c in range(mb.n_clusters):
+            big = [k for k in mb.originals[c] if len(tables[k][0]) >= 2]
+            if not big:
+                continue
+            b = self._weighted_belief(c)
+            for k in big:
+                s = tables[k][0]
+                drop = tuple(i for i, v in enumerate(mb.scope[c]) if v not in s)
+                m = b.sum(axis=drop) if drop else b
+                kept = [v for v in mb.scope[c] if v in s]
+                out[k] = np.transpose(m, [kept.index(v) for v in s])
+        return out
+
+    def decode(self):
+        """A labelling: variables from the last eliminated, each at the argmax of its
+        bucket's f (mini-buckets summed) given the variables already set (Merlin's MAP
+        decoding on the current reparameterisation)."""
+        mb = self.mb
+        x = np.zeros(len(mb.card), dtype=np.int64)
+        for v, clusters in zip(reversed(mb.order), reversed(mb.bucket)):
+            score = np.zeros(int(mb.card[v]))
+            for c in clusters:
+                parts = [self.base[c], self.repar[c]] + \
+                    [self.forward_msg[k] for k in mb.children[c]]
+                for t in parts:
+                    index = tuple(0 if n == 1 else x[u]
+                                  for u, n in zip(mb.scope[c][:-1], t.shape[:-1]))
+                    score = score + t[index]
+            x[v] = int(np.argmax(score))
+        return x
+
+
+#: the first stage's mini-buckets hold at most this many entries; each next stage 4x more
+_FIRST_ENTRIES, _GROWTH = 2**8, 4
+#: a stage stalls when a pass tightens its bound by less than this share of all its passes did
+_STALL = 0.02
+#: a stage's memory: 8 bytes per entry of its cluster tables, and temporaries of
+#: `_TEMPORARIES` tables of its largest cluster
+_TEMPORARIES = 4
+#: the next stage starts only if this many of its passes fit in the time left (a pass's
+#: time predicted from the last one's, in proportion to the entries); else the stage goes on
+_STAGE_MARGIN = 1.5
+
+_PARAMS = {
+    "ibound": [Interval(1, integer=True), None],
+    "memory_limit": Interval(2**16),
+    "max_iter": Interval(1, integer=True),
+    "tol": Interval(0.0),
+    "max_time": TIME,
+    "callback": [CALLABLE, None],
+    "verbose": BOOL,
+}
+
+
+@validate_params(_PARAMS, unchecked=("model",))
+def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None = None,
+                         memory_limit: float = 2**31, max_iter: int = 1000,
+                         tol: float = 1e-6, max_time: float | None = None, callback=None,
+                         verbose: bool = False) -> MarginalResult:
+    """A certified interval on log Z and marginals by weighted mini-bucket elimination
+    (module docstring; Liu & Ihler 2011), anytime.
+
+    ibound : None (default): stages of growing mini-buckets (at most 2^8, 2^10, 2^12, ...
+        table entries), each run while its iterations tighten the bound, the next
+        started while ``memory_limit`` and ``max_time`` allow (then its three iterations
+        fit in the time left). An int: one stage with mini-buckets of at most ``ibound``
+        variables (the i-bound of the literature; Merlin's ``--ibound``).
+    memory_limit : bytes for the cluster tables (8 per entry) and the temporaries.
+    The bound is certified at every stop (``log_z_upper``, the least over all passes);
+    ``log_z_lower`` is the best score among the labellings decoded after each pass
+    (log Z ≥ max_x score(x)); ``gap`` = ``certified_gap`` = their difference, so the
+    status is ``converged`` when it is at most ``tol`` (or the elimination is exact),
+    ``stalled`` when no stage that fits tightens it further. Marginals are the weighted
+    beliefs of the largest stage run (exact when its buckets are whole). Variables that
+    evidence fixes (one finite unary state) are conditioned on first."""
+    t0 = time.perf_counter()
+    run = _Run(model, ibound, memory_limit, tol, Deadline(max_time), t0)
+    outcome = run_loop(run.measure, run.step, Stopping(max_iter, tol, deadline=run.deadline),
+                       Callbacks(callback, verbose=_line if verbose else None),
+                       measure_start=run.finished)
+    status = outcome.status
+    if status is Status.CONVERGED and run.gap > tol:
+        status = Status.STALLED
+    return run.result(status, outcome, time.perf_counter() - t0)
+
+
+def _line(record):
+    return (f"pass {record.iteration:3d}  bound {record.bound:.6f}  lower {record.score:.6f}"
+            f"  gap {record.gap:.4g}  {record.time:.1f} s")
+
+
+class _Run:
+    """The state of a `weighted_mini_bucket` run: the stages' trees, the current
+    message passing, the best bounds and the marginals of the last pass."""
+
+    def __init__(self, model, ibound, memory_limit, tol, deadline, t0):
+        if not isinstance(model, (PairwiseMRF, FactorGraph)):
+            check_model(model)
+        self.model, self.ibound, self.tol, self.deadline, self.t0 = \
+            model, ibound, tol, deadline, t0
+        self.memory_limit = memory_limit
+        card, tables = factor_tables(model)
+        self.card, self.fixed, self.tables = _conditioned(card, tables)
+        self.upper, self.lower, self.best_x = math.inf, -math.inf, None
+        self.cap = _FIRST_ENTRIES if ibound is None else math.inf
+        self.marginals, self.pairs, self.pass_time = None, None, 0.0
+        self.n_passes, self.stage_passes, self.last = 0, 0, math.inf
+        self.finished = self.tables is None
+        if self.finished:                           # some variable has no finite state
+            self.upper = self.lower = -math.inf
+            return
+        scopes = [s for s, _ in self.tables]
+        self.order = [v for v in _min_fill(card, scopes) if v not in self.fixed]
+        self.wmb = WeightedMiniBucket(self._tree(self.cap), self.tables, self.deadline)
+
+    @property
+    def gap(self):
+        return 0.0 if self.upper == self.lower else self.upper - self.lower
+
+    def _tree(self, cap):
+        return MiniBuckets(self.card, [s for s, _ in self.tables], self.order, cap,
+                           self.ibound)
+
+    def _next_tree(self):
+        """The next stage's tree, or None when there is none that fits."""
+        if self.ibound is not None or self.wmb.mb.exact:
+            return None
+        while True:
+            self.cap *= _GROWTH
+            tree = self._tree(self.cap)
+            if tree.memory > self.memory_limit:
+                return None
+            if tree.entries > self.wmb.mb.entries:
+                return tree
+
+    def measure(self, k):
+        record = Record(iteration=k, time=time.perf_counter() - self.t0,
+                        primal=self.last, gap=self.gap, bound=self.upper, score=self.lower)
+        return record, 0.0 if self.finished else self.gap
+
+    def step(self, k):
+        """One pass (forward with matching, backward, decoding). Once the stage stalls
+        (its last pass tightened the bound by less than `_STALL` of the stage's total),
+        the next stage, if one fits in memory and its pass in the time left; the run is
+        finished when the stage stalls with nothing after it, or converges."""
+        mb = self.wmb.mb
+        if self.stage_passes and (mb.exact or self.previous - self.last <= max(
+                self.tol, _STALL * (self.stage_first - self.last))):
+            tree = self._next_tree()
+            left = self.deadline.left()
+            if tree is None or mb.exact:
+                self.finished = True
+                return
+            if left is None or left > _STAGE_MARGIN * self.pass_time * tree.entries / mb.entries:
+                self.wmb, self.stage_passes = WeightedMiniBucket(tree, self.tables, self.deadline), 0
+        self._pass()
+
+    def _pass(self):
+        w = self.wmb
+        started = time.perf_counter()
+        self.stage_passes += 1
+        self.previous = self.last
+        self.last = w.forward(1.0 / self.stage_passes)
+        if self.stage_passes == 1:
+            self.stage_first = self.last
+        w.backward()
+        self.pass_time = time.perf_counter() - started
+        self.n_passes += 1
+        self.upper = min(self.upper, self.last)
+        if w.mb.exact:
+            self.lower = self.upper = self.last
+        x = w.decode()
+        score = sum(float(t[tuple(x[list(s)])]) for s, t in self.tables)
+        if score > self.lower:
+            self.lower, self.best_x = score, x
+        self.marginals = w.node_marginals()
+        self.pairs = w.factor_marginals(self.tables)
+
+    def result(self, status, outcome, seconds):
+        """The `MarginalResult` on the user's variables (fixed ones as point masses; edge
+        marginals of the pairwise factors from their clusters' beliefs)."""
+        model = self.model
+        pairwise = model.skeleton if isinstance(model, FactorGraph) else model
+        nodes = []
+        for v in range(pairwise.n_vars):
+            n = int(self.card[v])
+            if v in self.fixed:
+                nodes.append(np.eye(n)[self.fixed[v]])
+            elif self.marginals is not None and v in self.marginals:
+                nodes.append(self.marginals[v])
+            else:
+                nodes.append(np.full(n, 1.0 / n))
+        by_pair = {self.tables[k][0]: m for k, m in (self.pairs or {}).items()
+                   if len(self.tables[k][0]) == 2}
+        edges = [by_pair.get((int(i), int(j)), np.outer(nodes[i], nodes[j]))
+                 for i, j in pairwise.edges]
+        mu = np.concatenate([np.concatenate(nodes)] + [e.ravel() for e in edges])
+        return MarginalResult(
+            node_marginals=nodes, edge_marginals=edges, mu=mu, rho=None, primal=self.upper,
+            gap=self.gap, certified_gap=self.gap, log_z_upper=self.upper, certified=True,
+            delta=0.0, n_oracle_calls=0, n_icm_calls=0, status=status, n_iter=self.n_passes,
+            n_rho_updates=0, time=seconds, method="wmb", trace=outcome.trace,
+            log_z_lower=self.lower)
+
+
+def _conditioned(card, tables):
+    """(card, fixed, tables): the variables with one finite unary state (evidence, or
+    one state) fixed there, ``{v: state}``, and the tables sliced at them (their scopes
+    without the fixed variables); tables None when some variable has no finite state."""
+    allowed = [np.ones(int(n), dtype=bool) for n in card]
+    for s, t in tables:
+        if len(s) == 1:
+            allowed[s[0]] &= np.isfinite(t)
+    if any(not a.any() for a in allowed):
+        return card, {}, None
+    fixed = {v: int(np.flatnonzero(a)[0]) for v, a in enumerate(allowed) if a.sum() == 1}
+    out = []
+    for s, t in tables:
+        if any(v in fixed for v in s):
+            t = t[tuple(fixed.get(v, slice(None)) for v in s)]
+            s = tuple(v for v in s if v not in fixed)
+        out.append((s, np.asarray(t, dtype=np.float64)))
+    return card, fixed, out
