@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import breadth_first_order, connected_components
 
 from ._kernels import forest_sum_product
 from .auto import exact_method
@@ -218,6 +217,7 @@ class ForestLayout:
     forest ``entry_forest[k]``."""
 
     def __init__(self, model, forests):
+        from scipy.sparse.csgraph import breadth_first_order, connected_components
         n, m = model.n_vars, len(forests)
         self.model = model
         self.forest_of, self.edge_of = t_of, e_of = np.nonzero(

@@ -39,8 +39,6 @@ import numbers
 
 import numpy as np
 from scipy.sparse import coo_matrix, csc_matrix
-from scipy.sparse.csgraph import connected_components
-from scipy.sparse.linalg import splu
 
 from .. import _kernels
 from .._linalg import selected_inverse
@@ -66,6 +64,7 @@ _RHO_TOL = 1e-6
 
 
 def _components(n, edges):
+    from scipy.sparse.csgraph import connected_components
     g = coo_matrix((np.ones(len(edges)), (edges[:, 0], edges[:, 1])), shape=(n, n))
     return connected_components(g, directed=False)
 
@@ -102,6 +101,7 @@ def matrix_tree_rho(model, weights=None):
 
 def _effective_resistance(m, ei, ej, we):
     """Effective resistance of each edge (ei, ej) of a connected graph on m nodes."""
+    from scipy.sparse.linalg import splu
     lap = coo_matrix((np.concatenate([we, we, -we, -we]),
                       (np.concatenate([ei, ej, ei, ej]), np.concatenate([ei, ej, ej, ei]))),
                      shape=(m, m)).tocsc()
