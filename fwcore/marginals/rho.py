@@ -155,24 +155,24 @@ def uniform_rho(model):
 
 
 def max_spanning_forest(n, edges, weights):
-    """Indicator of a maximum-weight spanning forest (Kruskal over *all* edges, so edges of
-    weight zero are kept when they connect two trees): the FW vertex of the spanning-tree
-    polytope for the linear objective ``weights`` (Barrier FW Alg. 2, line 21)."""
-    edges = np.asarray(edges, dtype=np.int64)
-    parent = np.arange(n)
+    """Indicator of a maximum-weight spanning forest over *all* edges (edges of weight zero
+    are kept when they connect two trees): the FW vertex of the spanning-tree polytope for
+    the linear objective ``weights`` (Barrier FW Alg. 2, line 21).
 
-    def find(v):
-        while parent[v] != v:
-            parent[v] = parent[parent[v]]
-            v = parent[v]
-        return v
-
+    The forest Kruskal's algorithm builds taking the edges by decreasing weight, ties in
+    edge order: `scipy.sparse.csgraph.minimum_spanning_tree` on the edges' ranks in that
+    order (1, 2, ...: distinct and positive, so the minimum forest is unique and is
+    Kruskal's; of parallel edges only the first can join it, self-loops never do)."""
+    from scipy.sparse.csgraph import minimum_spanning_tree
+    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    order = np.argsort(-np.asarray(weights, dtype=np.float64), kind="stable")
+    lo, hi = edges[order].min(axis=1), edges[order].max(axis=1)
+    _, first = np.unique(lo * n + hi, return_index=True)
+    first = first[lo[first] != hi[first]]
+    ranks = coo_matrix((first + 1.0, (lo[first], hi[first])), shape=(n, n))
+    forest = minimum_spanning_tree(ranks).tocoo()
     chosen = np.zeros(len(edges))
-    for e in np.argsort(-np.asarray(weights), kind="stable"):
-        a, b = find(edges[e, 0]), find(edges[e, 1])
-        if a != b:
-            parent[a] = b
-            chosen[e] = 1.0
+    chosen[order[forest.data.astype(np.int64) - 1]] = 1.0
     return chosen
 
 
