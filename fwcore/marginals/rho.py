@@ -165,11 +165,12 @@ def max_spanning_forest(n, edges, weights):
     from scipy.sparse import coo_matrix, csgraph
     edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
     order = np.argsort(-np.asarray(weights, dtype=np.float64), kind="stable")
-    lo, hi = edges[order].min(axis=1), edges[order].max(axis=1)
+    a, b = edges[order, 0], edges[order, 1]
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
     _, first = np.unique(lo * n + hi, return_index=True)
     first = first[lo[first] != hi[first]]
     ranks = coo_matrix((first + 1.0, (lo[first], hi[first])), shape=(n, n))
-    forest = csgraph.minimum_spanning_tree(ranks).tocoo()
+    forest = csgraph.minimum_spanning_tree(ranks)
     chosen = np.zeros(len(edges))
     chosen[order[forest.data.astype(np.int64) - 1]] = 1.0
     return chosen
