@@ -462,8 +462,8 @@ def infer(model: PairwiseMRF | FactorGraph, *, oracle="auto", domain: str = "mar
     best bound it proved. An approximate oracle's bound is an LP bound, loose at iterates in
     M where L is loose; unless the run was interrupted or already proved ``tol``, the TRW
     bound in its tree-decomposition form is also minimised (`fwcore.marginals.trw_dual`, no oracle
-    needed) for what is left of max_time (at least _DUAL_BOUND_SHARE of it), else for a
-    fixed number of forest passes (about as long as the run took): certified at every
+    needed) with max_time for as long again as the run (at least 1 s), within max_time,
+    else for a fixed number of forest passes (no clock read): certified at every
     step, it converges where TRBP does not. Without max_time no decision reads a clock: a
     fixed ``seed`` gives the same answer, serial or in `fwcore.infer_many`.
 
