@@ -11,8 +11,8 @@ import pytest
 DEFERRED = ("scipy.optimize", "scipy.sparse.linalg", "pytoulbar2", "matplotlib", "tqdm",
             "distributed", "dask", "pgmpy", "pyagrum", "pyAgrum", "networkx")
 
-_LOADED = ("import sys; print(' '.join(m for m in sys.modules "
-           f"if m.split('.')[0] in {DEFERRED!r} or m.startswith({DEFERRED!r})))")
+_LOADED = ("import sys; print(' '.join(m for m in sys.modules if m in "
+           f"{DEFERRED!r} or m.startswith({tuple(d + '.' for d in DEFERRED)!r})))")
 
 
 def _loaded_after(code):
