@@ -17,8 +17,6 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import breadth_first_order, connected_components
 
 from ._kernels import forest_sum_product
 from .auto import exact_method
@@ -218,6 +216,7 @@ class ForestLayout:
     forest ``entry_forest[k]``."""
 
     def __init__(self, model, forests):
+        from scipy.sparse import coo_matrix, csgraph
         n, m = model.n_vars, len(forests)
         self.model = model
         self.forest_of, self.edge_of = t_of, e_of = np.nonzero(
@@ -227,13 +226,13 @@ class ForestLayout:
         # one breadth-first search over all forests from a virtual root joined to one
         # copy in each tree
         size = m * n
-        _, label = connected_components(
+        _, label = csgraph.connected_components(
             coo_matrix((np.ones(len(a)), (a, b)), shape=(size, size)), directed=False)
         _, heads = np.unique(label, return_index=True)
         rows = np.concatenate([a, b, np.full(len(heads), size)])
         cols = np.concatenate([b, a, heads])
         g = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(size + 1, size + 1)).tocsr()
-        order, pred = breadth_first_order(g, size, directed=True, return_predecessors=True)
+        order, pred = csgraph.breadth_first_order(g, size, directed=True, return_predecessors=True)
         self.order = order[1:].astype(np.int64)
         child = np.where(pred[b] == a, b, a)
         self.parent_edge = np.full(size, -1, dtype=np.int32)

@@ -1,7 +1,6 @@
 """Synthetic learning tasks (for examples, tests and benchmarks): binary segmentation on
 grid CRFs and point-set matching."""
 import numpy as np
-from scipy.ndimage import gaussian_filter
 
 from ..checks import SEED, Interval, validate_params
 from ..generators import grid_edges
@@ -21,6 +20,7 @@ def synthetic_segmentation(n_images, size=12, noise=1.0, smooth=2.0, seed=0):
     through additive Gaussian noise of standard deviation ``noise``. Node features
     (1, observation), edge features (1, exp(−|observation difference|)), both with a bias,
     so a CRF can learn a contrast-sensitive Potts prior."""
+    from scipy.ndimage import gaussian_filter
     rng = np.random.default_rng(seed)
     edges = grid_edges(size, size)
     X, Y = [], []
@@ -62,6 +62,7 @@ def segmentation_images(n_images, size=100, seed=0):
     shifts from scene to scene and with coarser, stronger texture; the whole image then
     gets sensor noise. Neither colour nor texture alone separates the classes in every
     scene (`segmentation_features` gives a CRF both, with contrast-sensitive edges)."""
+    from scipy.ndimage import gaussian_filter
     rng = np.random.default_rng(seed)
     rows, cols = np.mgrid[0:size, 0:size] / size
     images = np.empty((n_images, size, size, 3))

@@ -20,7 +20,6 @@ descriptors.
 """
 
 import numpy as np
-from scipy.ndimage import gaussian_filter, sobel
 
 from ..checks import Interval, validate_params
 from ..generators import grid_edges
@@ -51,6 +50,7 @@ def segmentation_features(image):
         raise ValueError(f"image must have shape (h, w, 3) with h, w >= 2; got {image.shape}")
     if not np.isfinite(image).all():
         raise ValueError("image contains NaN or inf; pixel values must be finite")
+    from scipy.ndimage import gaussian_filter, sobel
     from .crf import CRFExample
     h, w, _ = image.shape
     colour = gaussian_filter(image, (1, 1, 0))

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import NamedTuple, Optional
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from ..checks import (EXECUTOR, SEED, TIME, Interval, Options, check_feasible, check_model,
                      validate_params)
@@ -160,6 +159,7 @@ def _pairs(ci, tables, cj):
 def _best_assignment(gamma, counts):
     """G(c) = max over assignments of the m copies to states with counts c of
     Σ_k gamma[k, x_k], for each row c of ``counts``."""
+    from scipy.optimize import linear_sum_assignment
     out = np.empty(len(counts))
     for r, c in enumerate(counts):
         slots = gamma[:, np.repeat(np.arange(c.size), c.astype(int))]

@@ -38,9 +38,6 @@ maximum-weight spanning forest on edge mutual information.
 import numbers
 
 import numpy as np
-from scipy.sparse import coo_matrix, csc_matrix
-from scipy.sparse.csgraph import connected_components
-from scipy.sparse.linalg import splu
 
 from .. import _kernels
 from .._linalg import selected_inverse
@@ -66,8 +63,9 @@ _RHO_TOL = 1e-6
 
 
 def _components(n, edges):
+    from scipy.sparse import coo_matrix, csgraph
     g = coo_matrix((np.ones(len(edges)), (edges[:, 0], edges[:, 1])), shape=(n, n))
-    return connected_components(g, directed=False)
+    return csgraph.connected_components(g, directed=False)
 
 
 def matrix_tree_rho(model, weights=None):
@@ -102,11 +100,12 @@ def matrix_tree_rho(model, weights=None):
 
 def _effective_resistance(m, ei, ej, we):
     """Effective resistance of each edge (ei, ej) of a connected graph on m nodes."""
+    from scipy.sparse import coo_matrix, csc_matrix, linalg
     lap = coo_matrix((np.concatenate([we, we, -we, -we]),
                       (np.concatenate([ei, ej, ei, ej]), np.concatenate([ei, ej, ej, ei]))),
                      shape=(m, m)).tocsc()
     # ground node m-1: the reduced Laplacian is positive definite, so LU = L D L^T
-    lu = splu(lap[:-1, :-1].tocsc(), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+    lu = linalg.splu(lap[:-1, :-1].tocsc(), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
               options=dict(SymmetricMode=True))
     if not np.array_equal(lu.perm_r, lu.perm_c):
         raise RuntimeError("SuperLU pivoted on a Laplacian; effective resistances unavailable")
@@ -155,24 +154,25 @@ def uniform_rho(model):
 
 
 def max_spanning_forest(n, edges, weights):
-    """Indicator of a maximum-weight spanning forest (Kruskal over *all* edges, so edges of
-    weight zero are kept when they connect two trees): the FW vertex of the spanning-tree
-    polytope for the linear objective ``weights`` (Barrier FW Alg. 2, line 21)."""
-    edges = np.asarray(edges, dtype=np.int64)
-    parent = np.arange(n)
+    """Indicator of a maximum-weight spanning forest over *all* edges (edges of weight zero
+    are kept when they connect two trees): the FW vertex of the spanning-tree polytope for
+    the linear objective ``weights`` (Barrier FW Alg. 2, line 21).
 
-    def find(v):
-        while parent[v] != v:
-            parent[v] = parent[parent[v]]
-            v = parent[v]
-        return v
-
+    The forest Kruskal's algorithm builds taking the edges by decreasing weight, ties in
+    edge order: `scipy.sparse.csgraph.minimum_spanning_tree` on the edges' ranks in that
+    order (1, 2, ...: distinct and positive, so the minimum forest is unique and is
+    Kruskal's; of parallel edges only the first can join it, self-loops never do)."""
+    from scipy.sparse import coo_matrix, csgraph
+    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    order = np.argsort(-np.asarray(weights, dtype=np.float64), kind="stable")
+    a, b = edges[order, 0], edges[order, 1]
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    _, first = np.unique(lo * n + hi, return_index=True)
+    first = first[lo[first] != hi[first]]
+    ranks = coo_matrix((first + 1.0, (lo[first], hi[first])), shape=(n, n))
+    forest = csgraph.minimum_spanning_tree(ranks)
     chosen = np.zeros(len(edges))
-    for e in np.argsort(-np.asarray(weights), kind="stable"):
-        a, b = find(edges[e, 0]), find(edges[e, 1])
-        if a != b:
-            parent[a] = b
-            chosen[e] = 1.0
+    chosen[order[forest.data.astype(np.int64) - 1]] = 1.0
     return chosen
 
 

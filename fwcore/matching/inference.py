@@ -29,7 +29,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import logsumexp, xlogy
 
 from ..fw import Domain, Objective, adaptive_delta, frank_wolfe, safeguarded_newton
 from .oracles import max_weight_bipartite_matching, max_weight_perfect_matching
@@ -143,6 +142,7 @@ def _log_scale(L):
     nearly doubly stochastic, which bounds the cancellation in Ryser's sum (every term is
     at most 1 while perm >= N!/N^N). Any scaling is exact: perm e^L = e^(sum u + sum v) perm e^L'.
     Returns None when a row or column is all -inf (perm = 0)."""
+    from scipy.special import logsumexp
     if np.isneginf(L).all(axis=1).any() or np.isneginf(L).all(axis=0).any():
         return None
     u = np.zeros(L.shape[0])
@@ -236,6 +236,7 @@ def exact_perfect_matching_marginals(W):
 
     W: symmetric n x n (diagonal ignored; -inf forbids an edge). Returns ``(marginals, log_z)``
     with marginals a symmetric n x n matrix (zero diagonal), P({i, j} in M)."""
+    from scipy.special import logsumexp
     W = _check_general(W, allow_neg_inf=True)
     n = W.shape[0]
     if n > MAX_EXACT_GENERAL_N:
@@ -270,6 +271,7 @@ def reweighted_entropy(tau, rho=1.0):
     """H_rho(tau) = sum_e (2 rho - 1)(1 - tau_e) log(1 - tau_e) - tau_e log tau_e and its
     gradient, for edge marginals of a perfect matching (flat, any layout; MLE-Struct App. C).
     Entries must lie in [0, 1]; the gradient is -inf/+inf at 0/1. Returns ``(H, grad)``."""
+    from scipy.special import xlogy
     rho = _check_rho(rho)
     tau = np.asarray(tau, dtype=np.float64)
     c = 2.0 * rho - 1.0
@@ -641,6 +643,7 @@ def _trivial(W, rho):
 def _loo_logsumexp(L, axis):
     """log sum_{l != j} exp(L_l) along ``axis`` for every j (leave one out), stable: the
     maximum's own entry is recomputed without it, the others subtract from the full sum."""
+    from scipy.special import logsumexp
     L = np.moveaxis(L, axis, 1)
     with np.errstate(invalid="ignore", divide="ignore"):
         m = L.max(axis=1, keepdims=True)
@@ -657,6 +660,7 @@ def _loo_logsumexp(L, axis):
 
 def _sinkhorn_log(L, tol=1e-13, max_iter=1000):
     """Doubly-stochastic balancing exp(L - u_i - v_j) of a positive matrix."""
+    from scipy.special import logsumexp
     for _ in range(max_iter):
         L = L - logsumexp(L, axis=0)
         r = logsumexp(L, axis=1)
@@ -671,6 +675,7 @@ class _BetheMessages:
     step is a sweep; the criterion is its largest change of a log message."""
 
     def __init__(self, W):
+        from scipy.special import logsumexp
         self.W = W
         self.lr = W - logsumexp(W, axis=1, keepdims=True)
         self.change = math.inf

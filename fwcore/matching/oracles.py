@@ -10,7 +10,6 @@ These are not pairwise-MRF oracles: they take a weight matrix and return a match
   array formulation of J. van Rantwijk's mwmatching: vertices 0..n-1, blossoms n..2n-1).
 """
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 __all__ = ["max_weight_bipartite_matching", "max_weight_perfect_matching"]
 
@@ -34,6 +33,7 @@ def max_weight_bipartite_matching(W):
     every row to a distinct column. Returns ``(mate, weight)``: int64 array of the column
     of each row, and the total weight. Raises ValueError when no such matching exists.
     """
+    from scipy.optimize import linear_sum_assignment
     W = _check_weights(W)
     n, m = W.shape
     if n > m:

@@ -19,7 +19,6 @@ import multiprocessing
 import sys
 
 import numpy as np
-from scipy import sparse
 
 #: HiGHS gets this share of a call's time limit (scipy's set-up and HiGHS's coarse time
 #: checks take the rest: measured +0.8 s past a 5 s limit on a 100x100 grid ILP)
@@ -30,6 +29,7 @@ def local_polytope_constraints(model):
     """Sparse ``A_eq, b_eq`` of the local polytope L in the flat layout (μ ≥ 0 implied by
     the bounds): Σ_x μ_i(x) = 1 for each node, and for each edge (i, j)
     Σ_x' μ_ij(x, x') − μ_i(x) = 0 and Σ_x μ_ij(x, x') − μ_j(x') = 0."""
+    from scipy import sparse
     n, n_edges = model.n_vars, model.n_edges
     card = model.card.astype(np.int64)
     ci, cj = card[model.edges[:, 0]], card[model.edges[:, 1]]

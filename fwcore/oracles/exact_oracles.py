@@ -5,11 +5,11 @@ Each sets ``status`` after a call: ``Status.CONVERGED`` when the answer is prove
 ``Status.MAX_TIME`` when a time limit stopped the search first (best incumbent returned,
 with the solver's bound when it has one).
 """
+import importlib.util
 import math
 import time
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
 
 from ..checks import HIGHS_MEMORY_LIMIT, Interval, TIME, check_lp_size, validate_params, \
     finite_penalty
@@ -217,6 +217,7 @@ class ILPOracle(MapOracle):
     @validate_params({"time_limit": TIME, "mip_rel_gap": Interval(0.0, 1.0, hi_open=True)},
                      unchecked=("model", "memory_limit"))
     def __init__(self, model, time_limit=None, mip_rel_gap=0.0, memory_limit=HIGHS_MEMORY_LIMIT):
+        from scipy.optimize import LinearConstraint
         super().__init__(model)
         check_lp_size(model, "ilp", memory_limit)
         self.time_limit, self.mip_rel_gap = time_limit, mip_rel_gap
@@ -226,6 +227,7 @@ class ILPOracle(MapOracle):
         self._integrality = np.concatenate([np.ones(n_node), np.zeros(model.dim - n_node)])
 
     def _argmax(self, scores, init, time_limit):
+        from scipy.optimize import Bounds, milp
         model = self.model
         if not model.n_vars:  # the empty assignment (HiGHS refuses a problem without columns)
             return np.zeros(0, dtype=np.int32), 0.0, None
@@ -289,11 +291,8 @@ class Toulbar2Oracle(MapOracle):
 
     @classmethod
     def is_available(cls):
-        try:
-            import pytoulbar2  # noqa: F401
-        except ImportError:
-            return False
-        return True
+        """Installed, found without importing it (``fwcore --help`` lists the oracles)."""
+        return importlib.util.find_spec("pytoulbar2") is not None
 
     def _argmax(self, scores, init, time_limit):
         t0 = time.perf_counter()

@@ -8,7 +8,6 @@ The optimum μ may be fractional on graphs with cycles; on forests L is the marg
 polytope and the dual simplex returns an integral vertex.
 """
 import numpy as np
-from scipy.optimize import linprog
 
 from .. import _kernels
 from ..checks import HIGHS_MEMORY_LIMIT, TIME, Options, check_lp_size, finite_penalty, \
@@ -72,6 +71,7 @@ class LocalPolytopeLP(LPOracle):
     def _solve(self, scores, time_limit):
         """(μ, LP value, status); (None, None, MAX_TIME) when HiGHS stopped at the time limit;
         the model without variables has the empty μ of value 0 (HiGHS refuses no columns)."""
+        from scipy.optimize import linprog
         if not self.model.dim:
             return np.zeros(0), 0.0, Status.CONVERGED
         cost, upper = lp_objective(scores)
