@@ -16,7 +16,7 @@ from .matching import (MatchingMarginals, bethe_bp, exact_matching_marginals, lo
 from .map import infer_map
 from .fw import frank_wolfe, block_coordinate_frank_wolfe, FWResult
 from .marginals import (MarginalResult, PerturbResult, infer, infer_many, loopy_bp,
-                        perturb_and_map, trbp)
+                        perturb_and_map, trbp, weighted_mini_bucket)
 from .lp_relax import CardinalityFactor, Factor, LPResult, infer_lp
 from .learn import MLEStruct, SSVM, CRFExample
 from . import datasets
@@ -38,7 +38,7 @@ __all__ = [
     "permanent",
     "infer_map", "frank_wolfe", "block_coordinate_frank_wolfe", "FWResult",
     "MarginalResult", "PerturbResult", "infer", "infer_many", "loopy_bp", "perturb_and_map",
-    "trbp",
+    "trbp", "weighted_mini_bucket",
     "CardinalityFactor", "Factor", "LPResult", "infer_lp",
     "MLEStruct", "SSVM", "CRFExample",
     "datasets",

@@ -113,20 +113,21 @@ def test_auto_bound_on_a_chain_with_a_forbidden_column_is_log_z():
                                atol=1e-12)
 
 
-def test_auto_runs_barrier_fw_with_the_portfolio_on_a_large_grid():
+@pytest.mark.parametrize("method, name", [("auto", "wmb"), ("barrier-fw", "barrier-fw/marginal")])
+def test_past_exact_reach_auto_runs_weighted_mini_buckets(method, name):
     model = random_grid(100, coupling=1.0, seed=0)
-    res = infer(model, max_time=3.0)
-    assert res.method == "barrier-fw/marginal"
+    res = infer(model, method=method, max_time=3.0)
+    assert res.method == name
     assert res.status in (Status.MAX_TIME, Status.STALLED, Status.CONVERGED)
     assert res.time < 3.0 * 1.2 + 1.0
-    # the portfolio's members prove bounds (QPBO's roof dual, TRW-S)
+    # Barrier FW's portfolio members prove bounds (QPBO's roof dual, TRW-S)
     assert res.certified and np.isfinite(res.log_z_upper)
 
 
 def test_auto_respects_a_short_max_time():
     model = random_grid(15, seed=0)  # exact elimination: about 3.5e6 table entries
     assert infer(model).method == "exact/elimination"
-    assert infer(model, max_time=0.05).method == "barrier-fw/marginal"
+    assert infer(model, max_time=0.05).method == "wmb"
 
 
 def test_auto_on_the_local_polytope_uses_the_lp():

@@ -1,12 +1,13 @@
 """Marginal inference: Barrier FW (`infer`, Alg. 2) over the TRW objective (`trw`) with its
-spanning-tree weights (`rho`), the TRW bound in tree-decomposition form (`trw_dual`), the
-message-passing baselines (`bp`), Perturb-and-MAP (`perturb`), many models at once
+spanning-tree weights (`rho`), the TRW bound in tree-decomposition form (`trw_dual`),
+weighted mini-bucket elimination (`wmb`), the message-passing baselines (`bp`), Perturb-and-MAP (`perturb`), many models at once
 (`batch`), and the result they share (`result`)."""
 from .barrier_fw import infer
 from .batch import infer_many
 from .bp import loopy_bp, trbp
 from .perturb import PerturbResult, perturb_and_map
 from .result import MarginalResult
+from .wmb import weighted_mini_bucket
 
 __all__ = ["infer", "infer_many", "trbp", "loopy_bp", "perturb_and_map", "PerturbResult",
-           "MarginalResult"]
+           "MarginalResult", "weighted_mini_bucket"]

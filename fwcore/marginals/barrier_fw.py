@@ -33,7 +33,7 @@ from ..checks import BOOL, CALLABLE, SEED, TIME, Interval, Options, check_bound_
     check_feasible, check_model, finite_penalty, validate_params
 from ..fw import (Domain, FWResult, LocalSearch, MFWCorrection, adaptive_delta, correct,
                   frank_wolfe, safeguarded_newton)
-from ..auto import barrier_fw_oracle, infer_exact_method
+from ..auto import barrier_fw_oracle, infer_method
 from ..loop import Guard
 from ..exact import exact_inference
 from .result import MarginalResult, Recorder
@@ -42,6 +42,7 @@ from ..results import Status
 from .rho import edge_mutual_information, initial_rho, rho_direction
 from .trw import TRWObjective
 from .trw_dual import pass_budget, trw_dual_bound
+from .wmb import weighted_mini_bucket
 from ..factor_graph import FactorGraph, solves_factor_graphs
 from ..model import PairwiseMRF
 
@@ -67,6 +68,7 @@ _ICM_SWEEPS = 100
 _LOCAL_STEPS = 30
 
 _PARAMS = {
+    "method": Options("auto", "approximate", "barrier-fw", "wmb"),
     "domain": Options("marginal", "local"),
     "delta": [Options("adaptive"), Interval(0.0, 0.25, lo_open=True)],
     "delta_init": Interval(0.0, 0.25, lo_open=True),
@@ -257,16 +259,15 @@ class _Run:
         return None if self.fw_time is None else self.fw_time - (time.perf_counter() - self.t0)
 
 
-def _set_up(run, oracle, entropy, rho, seed, callback, verbose):
-    """Alg. 2 lines 1-3, or exact marginals when ``oracle="auto"`` finds them cheap
-    (`fwcore.auto.infer_exact_method`; then returned): a finite penalty for impossible
+def _set_up(run, exact, oracle, entropy, rho, seed, callback, verbose):
+    """Alg. 2 lines 1-3, or the marginals of the ``exact`` method (not None; then
+    returned): a finite penalty for impossible
     states, the initial rho, the polytope with its oracle (whose ``u0`` starts the first
     inner run) and deadline, the trace recorder and the TRW objective."""
     model = run.model
     run.given = check_feasible(model)
-    method = infer_exact_method(model, oracle, run.domain, run.max_time)
-    if method is not None:
-        return _exact_result(model, method, run.t0)
+    if exact is not None:
+        return _exact_result(model, exact, run.t0)
     if np.isneginf(model.theta).any():
         log_states = float(np.log(model.card.astype(np.float64)).sum())
         model = run.model = model.with_theta(finite_penalty(model, model.theta,
@@ -398,22 +399,29 @@ def _delta_rule(approximate, steps):
 
 
 @validate_params(_PARAMS, unchecked=("model", "oracle", "rho"))
-@solves_factor_graphs
-def infer(model: PairwiseMRF | FactorGraph, *, oracle="auto", domain: str = "marginal",
+def infer(model: PairwiseMRF | FactorGraph, *, method: str = "auto", oracle="auto",
+          domain: str = "marginal",
           delta: str | float = "adaptive", delta_init: float = 1e-3, correction: bool = True,
           local_search: bool | int = True, entropy: str = "trw",
           rho: str | float | np.ndarray | None = None,
           rho_updates: int = 10, rho_step: str = "line-search", tol: float = 0.01,
           rho_tol: float = 0.5, max_iter: int = 1000, max_time: float | None = None,
           callback=None, seed: int | None = None, verbose: bool = False) -> MarginalResult:
-    """Marginals and an upper bound on log Z by Barrier Frank-Wolfe (Barrier FW Alg. 2).
+    """Marginals and a certified upper bound on log Z: exactly where that is cheap, else
+    by weighted mini-bucket elimination or Barrier Frank-Wolfe (Barrier FW Alg. 2).
 
-    oracle : "auto" (default): exact marginals (`fwcore.exact_inference`, method
+    method : "auto" (default): exact marginals (`fwcore.exact_inference`, method
         "exact/bruteforce", "exact/tree": two-pass sum-product on a forest, or
         "exact/elimination"; gap 0, log_z_upper = log Z) when the model has few joint
         states, is a forest, or variable elimination takes few table entries (and half
-        of ``max_time``; `fwcore.auto.infer_exact_method`): then they cost less than
-        Barrier FW's MAP calls; otherwise Barrier FW with the approximate "portfolio"
+        of ``max_time``; `fwcore.auto.infer_exact_method`), else "approximate".
+        "approximate": the approximate method that measured best past exact reach
+        (`fwcore.auto.infer_method`): weighted mini-bucket elimination
+        (`fwcore.weighted_mini_bucket` with ``tol``, ``max_iter`` (passes), ``max_time``,
+        ``callback`` and ``verbose``; ``log_z_lower`` a certified lower bound). "wmb" and
+        "barrier-fw" run those. The options below are Barrier FW's; an oracle other than
+        "auto" or domain "local" with method "auto" run Barrier FW.
+    oracle : Barrier FW's MAP oracle. "auto" (default): the approximate "portfolio"
         oracle. "exact" (the cheapest exact MAP oracle,
         `fwcore.oracles.exact_choice`), a registered name (``fwcore.available_oracles()``),
         ``(name, options)``, a `MapOracle` or a function ``scores -> assignment`` (see
@@ -471,6 +479,23 @@ def infer(model: PairwiseMRF | FactorGraph, *, oracle="auto", domain: str = "mar
     ``tol``; an approximate oracle that finds no better vertex without proving it ends
     ``stalled`` (``gap`` is then the oracle's estimate, ``certified_gap`` the proof).
     """
+    pairwise = model.reduced if isinstance(model, FactorGraph) else check_model(model)
+    chosen, exact = infer_method(pairwise, method, oracle, domain, max_time)
+    if chosen == "wmb":
+        res = weighted_mini_bucket(model, tol=tol, max_iter=max(max_iter, 1),
+                                   max_time=max_time, callback=callback, verbose=verbose)
+        check_bound_feasible(pairwise, res.log_z_upper)
+        return res
+    return _barrier_fw(model, exact, oracle, domain, delta, delta_init, correction,
+                       local_search, entropy, rho, rho_updates, rho_step, tol, rho_tol,
+                       max_iter, max_time, callback, seed, verbose)
+
+
+@solves_factor_graphs
+def _barrier_fw(model, exact, oracle, domain, delta, delta_init, correction, local_search,
+                entropy, rho, rho_updates, rho_step, tol, rho_tol, max_iter, max_time,
+                callback, seed, verbose):
+    """`infer` by Barrier FW (Alg. 2), or the ``exact`` method's marginals (not None)."""
     t0 = time.perf_counter()
     model = check_model(model)
     local_steps = _LOCAL_STEPS if local_search is True else int(local_search)
@@ -481,11 +506,11 @@ def infer(model: PairwiseMRF | FactorGraph, *, oracle="auto", domain: str = "mar
                local_steps=0 if domain == "local" else local_steps, adaptive=adaptive,
                delta0=delta0, t0=t0, max_time=max_time)
     # Ctrl-C in the set-up (or in exact inference) returns u0: nothing measured yet
-    exact = run.guard(_set_up, run, oracle, entropy, rho, seed, callback, verbose)
+    answer = run.guard(_set_up, run, exact, oracle, entropy, rho, seed, callback, verbose)
     if run.guard.interrupted:
         return _interrupted_in_set_up(model, domain, delta0, t0)
-    if exact is not None:
-        return exact
+    if answer is not None:
+        return answer
     # Ctrl-C anywhere in a step (engine set-up, corrections, line search, oracle calls)
     # ends the run with the last inner run that measured a gap
     _rho_loop(run)
