@@ -133,17 +133,22 @@ class _Progress:
                 self.bar = tqdm(total=self.total, desc="FW runs", unit="run", file=sys.stderr)
             except ImportError:
                 pass
-        text = (f"TRW {rec.primal:.6f} gap {rec.gap:.3g} delta {rec.delta:.2g} "
-                f"MAP calls {rec.n_oracle_calls}")
+        if rec.outer is None:  # a weighted mini-bucket pass
+            text = f"log Z in [{rec.score:.6f}, {rec.bound:.6f}]"
+        else:
+            text = (f"TRW {rec.primal:.6f} gap {rec.gap:.3g} delta {rec.delta:.2g} "
+                    f"MAP calls {rec.n_oracle_calls}")
         if self.bar is not None:
-            self.bar.update(rec.outer - self.bar.n)  # runs finished before this one
+            self.bar.update((rec.outer or 0) - self.bar.n)  # runs finished before this one
             self.bar.set_postfix_str(text, refresh=False)
         else:  # one line rewritten in place on a terminal, a line a second in a log
             tty = sys.stderr.isatty()
             if time.perf_counter() - self.last > (0.1 if tty else 1.0):
                 self.last = time.perf_counter()
-                print(f"{chr(13) if tty else ''}rho {rec.outer} it {rec.iteration} "
-                      f"{text}", end="   " if tty else "\n", file=sys.stderr, flush=True)
+                where = f"pass {rec.iteration}" if rec.outer is None else \
+                    f"rho {rec.outer} it {rec.iteration}"
+                print(f"{chr(13) if tty else ''}{where} {text}", end="   " if tty else "\n",
+                      file=sys.stderr, flush=True)
         return True
 
     def close(self, finished=False):
@@ -164,7 +169,7 @@ def _cmd_infer(args):
     progress = _Progress(args.rho_updates + 1, not args.quiet)
     res = None
     try:
-        res = infer(model, oracle=oracle, domain=args.domain, rho=args.rho,
+        res = infer(model, method=args.method, oracle=oracle, domain=args.domain, rho=args.rho,
                     rho_updates=args.rho_updates, rho_step=args.rho_step, tol=args.tol,
                     rho_tol=args.rho_tol, local_search=args.local_search,
                     max_time=args.max_time, seed=args.seed, callback=progress)
@@ -181,6 +186,10 @@ def _infer_summary(res, args):
         how = {"tree": "two-pass sum-product on a forest"}.get(res.method[6:], res.method[6:])
         return [f"exact marginals by {how} in {res.time:.3f} s (the model is small or "
                 "simple enough: cheaper than Barrier FW)", f"log Z = {res.log_z_upper:.10g}"]
+    if res.method == "wmb":
+        return [f"weighted mini-bucket elimination: {res.time:.3f} s, {res.n_iter} passes, "
+                f"status {res.status.value}",
+                f"{res.log_z_lower:.10g} <= log Z <= {res.log_z_upper:.10g}  (certified)"]
     lines = [f"Barrier FW over the {args.domain} polytope, oracle {args.oracle}: "
              f"{res.time:.3f} s, {res.n_oracle_calls} MAP calls, {res.n_rho_updates} rho "
              f"updates, status {res.status.value}",
@@ -321,17 +330,22 @@ def _add_infer(sub):
     from .marginals.rho import RHO_RULES
     defaults, table = _defaults(infer), infer.__fwcore_params__
     inf = sub.add_parser(
-        "infer", help="marginals and an upper bound on log Z by Barrier Frank-Wolfe",
-        description="Approximate marginals and an upper bound on log Z: the TRW objective "
-                    "optimised over the marginal polytope by Frank-Wolfe with MAP calls "
-                    "(Krishnan et al. 2015); exact marginals when the model is small "
-                    "enough. The bound is certified with an exact MAP oracle or one that "
+        "infer", help="marginals and a certified interval on log Z",
+        description="Marginals and a certified upper bound on log Z: exact when the model "
+                    "is small enough, else weighted mini-bucket elimination (Liu & Ihler "
+                    "2011; also a lower bound) or Barrier Frank-Wolfe: the TRW objective "
+                    "optimised over the marginal polytope with MAP calls (Krishnan et al. "
+                    "2015), whose bound is certified with an exact MAP oracle or one that "
                     "proves a bound (qpbo, trws, portfolio); icm and maxproduct give an "
                     "estimate.")
     _common(inf)
+    inf.add_argument("--method", choices=table["method"].values, default=defaults["method"],
+                     help="auto (default): exact when cheap, else approximate = weighted "
+                          "mini-bucket elimination; wmb; barrier-fw (the options below)")
     inf.add_argument("--oracle", default=defaults["oracle"],
-                     help=_solvers() + " (default auto: exact marginals when the model is small "
-                                    "enough, else Barrier FW with the approximate portfolio)")
+                     help=_solvers() + " (Barrier FW's MAP oracle; default auto: the "
+                                    "approximate portfolio); with --method auto, an oracle "
+                                    "other than auto runs Barrier FW")
     _solver_options(inf)
     inf.add_argument("--domain", choices=table["domain"].values,
                      default=defaults["domain"],
