@@ -408,6 +408,7 @@ class _Run:
         self.cap = _FIRST_ENTRIES if ibound is None else math.inf
         self.marginals, self.pairs, self.pass_time = None, None, 0.0
         self.n_passes, self.stage_passes, self.last = 0, 0, math.inf
+        self.passed = False                         # the last pass ended (beliefs readable)
         self.finished = self.tables is None
         if self.finished:                           # some variable has no finite state
             self.upper = self.lower = -math.inf
@@ -445,17 +446,24 @@ class _Run:
         """One pass (forward with matching, backward, decoding). Once the stage stalls
         (its last pass tightened the bound by less than `_STALL` of the stage's total),
         the next stage, if one fits in memory and its pass in the time left; the run is
-        finished when the stage stalls with nothing after it, or converges."""
+        finished when the stage stalls with nothing after it, or converges. The beliefs
+        are read (`_read`) before a pass that may not end in time, and at the end."""
         mb = self.wmb.mb
+        left = self.deadline.left()
         if self.stage_passes and (mb.exact or self.previous - self.last <= max(
                 self.tol, _STALL * (self.stage_first - self.last))):
             tree = self._next_tree()
-            left = self.deadline.left()
             if tree is None or mb.exact:
                 self.finished = True
                 return
-            if left is None or left > _STAGE_MARGIN * self.pass_time * tree.entries / mb.entries:
-                self.wmb, self.stage_passes = WeightedMiniBucket(tree, self.tables, self.deadline), 0
+            cost = self.pass_time * tree.entries / mb.entries
+            if left is None or left > _STAGE_MARGIN * cost:
+                self._read()
+                self.passed = False
+                self.wmb = WeightedMiniBucket(tree, self.tables, self.deadline)
+                self.stage_passes, self.pass_time = 0, cost
+        if left is not None and left < _STAGE_MARGIN * self.pass_time:
+            self._read()
         self._pass()
 
     def _pass(self):
@@ -463,10 +471,12 @@ class _Run:
         started = time.perf_counter()
         self.stage_passes += 1
         self.previous = self.last
+        self.passed = False
         self.last = w.forward(1.0 / self.stage_passes)
         if self.stage_passes == 1:
             self.stage_first = self.last
         w.backward()
+        self.passed = True
         self.pass_time = time.perf_counter() - started
         self.n_passes += 1
         self.upper = min(self.upper, self.last)
@@ -476,12 +486,17 @@ class _Run:
         score = sum(float(t[tuple(x[list(s)])]) for s, t in self.tables)
         if score > self.lower:
             self.lower, self.best_x = score, x
-        self.marginals = w.node_marginals()
-        self.pairs = w.factor_marginals(self.tables)
+
+    def _read(self):
+        """Keep the marginals of the last whole pass (none yet: nothing to read)."""
+        if self.passed:
+            self.marginals = self.wmb.node_marginals()
+            self.pairs = self.wmb.factor_marginals(self.tables)
 
     def result(self, status, outcome, seconds):
         """The `MarginalResult` on the user's variables (fixed ones as point masses; edge
         marginals of the pairwise factors from their clusters' beliefs)."""
+        self._read()
         model = self.model
         pairwise = model.skeleton if isinstance(model, FactorGraph) else model
         nodes = []
