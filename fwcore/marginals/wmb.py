@@ -3,7 +3,8 @@ memory, and marginals from the same mini-buckets (Liu & Ihler 2011, "Bounding th
 partition function using Hölder's inequality"; the moment matching of Liu's thesis,
 Sec. 4, as Merlin's `wmb` runs it).
 
-Variables are eliminated in a min-fill order. The factors (and messages) of variable v's
+Variables are eliminated in the order of fewest table entries among min-fill orders and
+a bandwidth order. The factors (and messages) of variable v's
 bucket are split into mini-buckets r whose tables hold at most ``max_entries`` entries
 (and, with ``ibound``, at most ``ibound`` variables); each gets a weight w_r > 0 with
 Σ_r w_r = 1, and sends the message
@@ -63,14 +64,43 @@ def _wlse(x, axes, w=1.0):
     return out.reshape(shape)
 
 
-def _min_fill(card, scopes):
-    """A weighted min-fill order (`fwcore.elimination`) of the primal graph of ``scopes``."""
-    from ..elimination import _min_fill_order
-    pairs = {(a, b) for s in scopes for i, a in enumerate(s) for b in s[i + 1:]}
-    edges = np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2)
-    theta = np.zeros(int(card.sum()) + int((card[edges[:, 0]] * card[edges[:, 1]]).sum()))
-    order, _ = _min_fill_order(PairwiseMRF.from_flat(card, edges, theta))
-    return [int(v) for v in order]
+#: `_elimination_order` tries min-fill under this many random relabellings (ties broken
+#: differently) within `_ORDER_WORK` of min-fill's work: on the UAI 2014 models the best of
+#: 30 needs 16x fewer elimination entries than the first on Promedus_17 (2^24.1 against
+#: 2^28.2), 10x on Pedigree_11, 4x on linkage_12; on grids the bandwidth order wins
+_ORDER_TRIES, _ORDER_WORK = 32, 5e8
+
+
+def _elimination_order(card, scopes):
+    """The elimination order of least total clique-table entries among the bandwidth
+    order and min-fill (`fwcore.elimination`) under `_ORDER_TRIES` seeded random
+    relabellings of the primal graph of ``scopes`` (the same order on every run)."""
+    from ..elimination import _bandwidth_order, _eliminate, _min_fill_order
+    n = len(card)
+    pairs = np.array(sorted({(a, b) for s in scopes for i, a in enumerate(s) for b in s[i + 1:]}),
+                     dtype=np.int64).reshape(-1, 2)
+
+    def primal(label):          # the primal graph with variable v renamed label[v]
+        edges = np.sort(label[pairs], axis=1)
+        c = np.empty_like(card)
+        c[label] = card
+        theta = np.zeros(int(c.sum()) + int((c[edges[:, 0]] * c[edges[:, 1]]).sum()))
+        return PairwiseMRF.from_flat(c, edges, theta)
+
+    model = primal(np.arange(n))
+    order = _bandwidth_order(model)
+    best = (sum(_eliminate(model, order)[1]), order)
+    rng, work = np.random.default_rng(0), 0
+    for k in range(_ORDER_TRIES):
+        label = np.arange(n) if k == 0 else rng.permutation(n)
+        renamed = primal(label)
+        order, spent = _min_fill_order(renamed, budget=_ORDER_WORK - work)
+        work += spent
+        if len(order) < n:
+            break
+        order = np.argsort(label)[order]
+        best = min(best, (sum(_eliminate(model, order)[1]), order), key=lambda c: c[0])
+    return [int(v) for v in best[1]]
 
 
 class MiniBuckets:
@@ -414,7 +444,7 @@ class _Run:
             self.upper = self.lower = -math.inf
             return
         scopes = [s for s, _ in self.tables]
-        self.order = [v for v in _min_fill(card, scopes) if v not in self.fixed]
+        self.order = [v for v in _elimination_order(card, scopes) if v not in self.fixed]
         self.wmb = WeightedMiniBucket(self._tree(self.cap), self.tables, self.deadline)
 
     @property
