@@ -371,7 +371,7 @@ def factor_coupling(scope, table):
     effects (the mean over the other axes, per axis) are taken out, 0 for one variable;
     −inf entries count as the least finite entry minus the finite range (a hard
     constraint ties at least twice as strongly as the soft part). For a binary spin
-    coupling [w, −w; −w, w]: 4|w|."""
+    coupling [w, −w; −w, w]: 2|w|."""
     table = np.asarray(table, dtype=np.float64)
     finite = np.isfinite(table)
     if len(scope) < 2 or not finite.any():
