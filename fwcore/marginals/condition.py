@@ -265,8 +265,8 @@ def _level(model, bound, variables, deadline, mean_field, t0):
         upper[a] = constant + result.log_z_upper
         branch_lower = _lower_of(result)
         if mean_field and branch_lower < result.log_z_upper:
-            mf = mean_field_lower_bound(smaller, start=result.node_marginals,
-                                        deadline=deadline)
+            start = [np.clip(p, 0.0, None) for p in result.node_marginals]
+            mf = mean_field_lower_bound(smaller, start=start, deadline=deadline)
             branch_lower = max(branch_lower, mf.log_z_lower)
         lower[a] = constant + branch_lower
         marginals[a] = (kept, result.node_marginals)
@@ -277,7 +277,8 @@ def _level(model, bound, variables, deadline, mean_field, t0):
     live = np.flatnonzero(upper > -np.inf)
     if not live.size:
         raise ValueError(INFEASIBLE)
-    weights = softmax(upper[live])
+    # weights softmax(z_a); a branch whose bound is +inf (none found in time): its lower
+    weights = softmax(np.where(upper[live] == math.inf, lower[live], upper[live]))
     node = [np.zeros(int(c)) for c in card]
     for w, a in zip(weights, live):
         kept, branch = marginals[a]
