@@ -240,3 +240,12 @@ def test_too_many_branches_are_refused():
     model = fwcore.random_grid(5, seed=0)
     with pytest.raises(ValueError, match="MAX_BRANCHES"):
         conditioned(model, exact, list(range(int(math.log2(MAX_BRANCHES)) + 1)))
+
+
+def test_without_mean_field_a_bound_without_lower_bound_gives_none():
+    model = fwcore.random_clique(5, coupling=2.0, seed=1)
+    log_z = fwcore.exact_inference(model).log_z
+    bare = conditioned(model, barrier_fw, [0], mean_field=False)
+    assert bare.log_z_lower == -np.inf and bare.gap == np.inf
+    res = conditioned(model, barrier_fw, [0])
+    assert -np.inf < res.log_z_lower <= log_z <= res.log_z_upper

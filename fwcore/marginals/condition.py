@@ -237,6 +237,16 @@ def _lower_of(result):
     return -np.inf if lower is None else float(lower)
 
 
+def _mean_field_lower(model, marginals, deadline):
+    """The better mean-field lower bound of two starts: ``marginals``, and their argmax as
+    point masses (on clique10 θ=2 and 6x6 grids from Barrier FW's marginals: equal on 13
+    of 15 models, 2.71 → 0.97 and 1.75 → 1.22 nats below log Z on the other two)."""
+    start = [np.clip(p, 0.0, None) for p in marginals]
+    labelling = [np.eye(p.size)[np.argmax(p)] for p in start]
+    return max(mean_field_lower_bound(model, start=q, deadline=deadline).log_z_lower
+               for q in (start, labelling))
+
+
 def _logsumexp(values):
     """log Σ exp(values), +inf when one is (a branch without a finite bound)."""
     return math.inf if (values == math.inf).any() else float(logsumexp(values))
@@ -270,9 +280,8 @@ def _level(model, bound, variables, deadline, mean_field, t0):
         upper[a] = constant + result.log_z_upper
         branch_lower = _lower_of(result)
         if mean_field and branch_lower < result.log_z_upper:
-            start = [np.clip(p, 0.0, None) for p in result.node_marginals]
-            mf = mean_field_lower_bound(smaller, start=start, deadline=deadline)
-            branch_lower = max(branch_lower, mf.log_z_lower)
+            branch_lower = max(branch_lower,
+                               _mean_field_lower(smaller, result.node_marginals, deadline))
         lower[a] = constant + branch_lower
         marginals[a] = (kept, result.node_marginals)
         certified &= bool(result.certified)
@@ -321,9 +330,9 @@ def conditioned(model: PairwiseMRF | FactorGraph, bound, variables: Sequence[int
     ``lambda m, max_time=None: fwcore.infer(m, oracle="exact", max_time=max_time)``.
     Branches whose clamped states are impossible, or that have no feasible assignment,
     have Z_a = 0 and are skipped; if all are, ValueError (no feasible assignment).
-    ``mean_field``: each branch's lower bound is also the mean-field bound started from
-    the branch's marginals (`fwcore.marginals.mean_field`), the better of it and the
-    bound's own ``log_z_lower`` kept.
+    ``mean_field``: each branch's lower bound is also the mean-field bound
+    (`fwcore.marginals.mean_field`) started from the branch's marginals and from their
+    argmax, the best of them and the bound's own ``log_z_lower`` kept.
     """
     t0 = time.perf_counter()
     variables = _check_variables(model, variables)
