@@ -104,7 +104,8 @@ def test_fixed_by_evidence_finds_the_clamps_and_clamp_removes_them(seed):
     model = random_model(seed)
     rng = np.random.default_rng(200 + seed)
     free = [v for v in range(model.card.size) if model.card[v] > 1]
-    evidence = {int(v): int(rng.integers(model.card[v])) for v in rng.choice(free, 2, replace=False)}
+    evidence = {int(v): int(rng.integers(model.card[v]))
+                for v in rng.choice(free, 2, replace=False)}
     observed = fwcore.apply_evidence(model, evidence)
     if not np.isfinite(scores(observed)).any():
         return

@@ -18,12 +18,11 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Integral
-from typing import Optional
 
 import numpy as np
 from scipy.special import logsumexp, softmax
 
-from ..checks import CALLABLE, INFEASIBLE, TIME, BOOL, Interval, check_feasible, check_model, \
+from ..checks import BOOL, CALLABLE, INFEASIBLE, TIME, Interval, check_feasible, check_model, \
     validate_params
 from ..exact import ExactResult
 from ..factor_graph import FactorGraph
@@ -32,7 +31,7 @@ from ..results import Record, Result, Status, Trace
 from .mean_field import factors_of, mean_field_lower_bound
 
 __all__ = ["clamp", "fixed_by_evidence", "conditioned", "conditioned_anytime",
-           "choose_conditioning", "ConditionedResult", "MAX_BRANCHES"]
+           "choose_conditioning", "factor_coupling", "ConditionedResult", "MAX_BRANCHES"]
 
 #: most branches (joint states of the clamped variables) `conditioned` accepts
 MAX_BRANCHES = 2**16
@@ -352,7 +351,7 @@ def conditioned_anytime(model: PairwiseMRF | FactorGraph, bound, max_time: float
     level's branches sharing the time left, while ``max_time`` lasts, up to ``max_vars``
     variables (fewer when the model has fewer, or their joint states pass `MAX_BRANCHES`);
     a level starts only while the time left is at least what the last level took (each
-    level took 1.5-2.5x the one before on the measured models).
+    level took 1.5-2.4x the one before on the measured models).
     Returns the level with the tightest upper bound, with the best lower bound of all
     levels (each is certified), ``n_iter`` and ``n_oracle_calls`` of all levels and a
     trace record per level; status ``max_time`` when the time ran out before the last

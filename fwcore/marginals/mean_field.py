@@ -19,7 +19,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..checks import TIME, Interval, check_model, validate_params
+from ..checks import Interval, check_model, validate_params
 from ..factor_graph import FactorGraph
 from ..model import PairwiseMRF
 from ..results import Record, Result, Status, Trace
