@@ -145,7 +145,15 @@ def mean_field_lower_bound(model: PairwiseMRF | FactorGraph, start=None, max_ite
     raises L by at most ``tol`` (nats); ``deadline``: a `time.perf_counter` time at which
     to stop after the current sweep (status ``max_time``).
 
-    Measured (one core): linkage_12 (1183 variables, arity up to 5) 0.06 s per sweep.
+    Measured (one core; log Z minus the bound, sweeps, seconds): on models with −inf
+    tables the start decides. Promedus_17 (evidence clamped): uniform 157.7 (3 sweeps),
+    loopy BP's marginals 122.9, their argmax as point masses 0.44 (2 sweeps, 0.05 s).
+    linkage_12 (1006 variables once `fwcore.marginals.condition.fixed_by_evidence`'s 177
+    are clamped): uniform and BP's argmax no finite bound (the repair does not find a
+    feasible support), BP's marginals 137.9 (100 sweeps, 1.5 s; 135.2 after 241 sweeps),
+    an ILP labelling (20 s, itself 140.2 below) 120.9; 0.015 s per sweep.
+    ObjectDetection_13 / 16: 2.45 / 1.00 from any start (0.02 s). clique10 θ=2 and 6x6
+    grids: uniform 2.24 / 3.85 mean, Barrier FW's marginals 0.47 / 1.56 (a few ms).
     """
     t0 = time.perf_counter()
     factors = [_Factor(s, np.asarray(t, dtype=np.float64)) for s, t in factors_of(model)]
