@@ -129,3 +129,11 @@ def test_bad_options_name_the_argument():
         mean_field_lower_bound(fwcore.random_clique(2, seed=0), tol=0)
     with pytest.raises(TypeError, match="model must be"):
         mean_field_lower_bound("model")
+
+
+def test_no_feasible_support_found_stops_stalled_at_minus_inf():
+    # x0 != x1, x1 != x2, x0 != x2 over two states: no feasible assignment at all
+    ne = np.where(np.eye(2, dtype=bool), -np.inf, 0.0)
+    model = FactorGraph([2, 2, 2], [((0, 1), ne), ((1, 2), ne), ((0, 2), ne)])
+    res = mean_field_lower_bound(model, max_iter=50)
+    assert res.log_z_lower == -np.inf and res.status is Status.STALLED and res.n_iter < 50

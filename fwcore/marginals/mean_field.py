@@ -36,7 +36,8 @@ class MeanFieldResult(Result):
     impossible state) and q's ``node_marginals``; ``n_iter`` sweeps over the variables,
     ``status`` ``stalled`` at a fixed point of coordinate ascent (a local optimum of a
     non-convex objective: nothing proves it the best product q; ``converged`` only when
-    the model has no factor over two or more variables, where L = log Z), ``max_iter`` or
+    the model has no factor over two or more variables, where L = log Z; also ``stalled``
+    when q stops moving while L is −inf: no feasible support found), ``max_iter`` or
     ``max_time``; ``trace``: L after each sweep (``primal``). The bound is a proof at every
     stop (``certified``); there is no gap."""
 
@@ -142,7 +143,7 @@ def mean_field_lower_bound(model: PairwiseMRF | FactorGraph, start=None, max_ite
     impossible mass, best expected score among those (a greedy repair towards a feasible
     support); the bound is L of the final q, whatever happened before.
     ``max_iter``: sweeps over the variables (in index order); ``tol``: stop once a sweep
-    raises L by at most ``tol`` (nats); ``deadline``: a `time.perf_counter` time at which
+    raises L by at most ``tol`` (nats), or leaves q as it was; ``deadline``: a `time.perf_counter` time at which
     to stop after the current sweep (status ``max_time``).
 
     Measured (one core; log Z minus the bound, sweeps, seconds): on models with −inf
@@ -172,12 +173,15 @@ def mean_field_lower_bound(model: PairwiseMRF | FactorGraph, start=None, max_ite
         if deadline is not None and time.perf_counter() >= deadline:
             status = Status.MAX_TIME
             break
+        moved = 0.0
         for i in range(n):
-            q[i] = _update(touching[i], q, int(card[i]))
+            new = _update(touching[i], q, int(card[i]))
+            moved = max(moved, float(np.abs(new - q[i]).max()))
+            q[i] = new
         sweeps += 1
         before, bound = bound, _lower_bound(factors, q)
         records.append(Record(iteration=sweeps, time=time.perf_counter() - t0, primal=bound))
-        if bound > -np.inf and bound - before <= tol:
+        if moved == 0.0 or (bound > -np.inf and bound - before <= tol):
             status = Status.CONVERGED if exact else Status.STALLED
             break
     return MeanFieldResult(node_marginals=q, log_z_lower=float(bound), status=status,
