@@ -5,7 +5,9 @@
 and likewise for lower bounds. A branch x_S = a is the smaller model over the other
 variables, its tables sliced at a (`clamp`), not the full model with −inf penalties: a
 clamped branch of an 8x8 grid cost 3.8x an unclamped run of Barrier FW when evidence
-was written as −inf (issue 29). `conditioned` bounds every branch with any certified
+was written as −inf (issue 29); as a smaller model, each of the 8 branches of a 6x6 grid
+clamped on 3 variables takes 0.6-0.9x the unclamped run (``random_grid(6, coupling=4,
+seed=4)``, exact oracle: 0.8-1.2 s against 1.3 s). `conditioned` bounds every branch with any certified
 bound and combines them; `conditioned_anytime` branches on more variables while time
 remains; `choose_conditioning` picks the variables; `fixed_by_evidence` finds the
 variables that −inf evidence already fixes, so that a model read with evidence can be
