@@ -1,0 +1,454 @@
+"""Conditioning: bounds on log Z by clamping a few variables (DESIGN.md "Beyond exact reach").
+
+    Z = Σ_a Z(x_S = a),   so   log Z ≤ logsumexp_a z_a   for any z_a ≥ log Z(x_S = a),
+
+and likewise for lower bounds. A branch x_S = a is the smaller model over the other
+variables, its tables sliced at a (`clamp`), not the full model with −inf penalties: a
+clamped branch of an 8x8 grid cost 3.8x an unclamped run of Barrier FW when evidence
+was written as −inf (issue 29); as a smaller model, each of the 8 branches of a 6x6 grid
+clamped on 3 variables takes 0.6-0.9x the unclamped run (``random_grid(6, coupling=4,
+seed=4)``, exact oracle: 0.8-1.2 s against 1.3 s). `conditioned` bounds every branch with any certified
+bound and combines them; `conditioned_anytime` branches on more variables while time
+remains; `choose_conditioning` picks the variables; `fixed_by_evidence` finds the
+variables that −inf evidence already fixes, so that a model read with evidence can be
+shrunk by `clamp` before inference.
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from numbers import Integral
+
+import numpy as np
+from scipy.special import logsumexp, softmax
+
+from ..checks import BOOL, CALLABLE, INFEASIBLE, TIME, Interval, check_feasible, check_model, \
+    validate_params
+from ..exact import ExactResult
+from ..factor_graph import FactorGraph
+from ..model import PairwiseMRF, concat_ranges
+from ..results import Record, Result, Status, Trace
+from .mean_field import factors_of, mean_field_lower_bound
+
+__all__ = ["clamp", "fixed_by_evidence", "conditioned", "conditioned_anytime",
+           "choose_conditioning", "factor_coupling", "ConditionedResult", "MAX_BRANCHES"]
+
+#: most branches (joint states of the clamped variables) `conditioned` accepts
+MAX_BRANCHES = 2**16
+#: most variables `conditioned_anytime` clamps
+_MAX_ANYTIME_VARS = 12
+#: share of a branch's time left to its mean-field lower bounds (when timed): given only
+#: what the bound leaves, they got no sweep after a bound that used all its time
+#: (ObjectDetection_13 at 60 s: 78.5 nats below log Z instead of 2.45)
+_MEAN_FIELD_SHARE = 0.1
+
+
+def _check_assignment(model, assignment):
+    """(variables, states) int64 arrays of ``assignment``, checked against ``model``."""
+    if not isinstance(assignment, Mapping):
+        raise TypeError(f"assignment must be a mapping {{variable: state}}; got "
+                        f"{type(assignment).__name__}")
+    n = model.card.shape[0]
+    for v, s in assignment.items():
+        if not all(isinstance(a, Integral) and not isinstance(a, bool) for a in (v, s)):
+            raise TypeError(f"assignment must map integer variables to integer states; got "
+                            f"{v!r}: {s!r}")
+        if not 0 <= v < n:
+            raise ValueError(f"assignment names variable {v}; the model has variables "
+                             f"0..{n - 1}")
+        if not 0 <= s < model.card[v]:
+            raise ValueError(f"assignment sets variable {v} to state {s}; it has states "
+                             f"0..{model.card[v] - 1}")
+    return (np.fromiter(assignment.keys(), np.int64, len(assignment)),
+            np.fromiter(assignment.values(), np.int64, len(assignment)))
+
+
+def clamp(model: PairwiseMRF | FactorGraph,
+          assignment: Mapping[int, int]) -> tuple[PairwiseMRF | FactorGraph, np.ndarray, float]:
+    """The model conditioned on ``assignment`` {variable: state}: (``smaller``, ``kept``,
+    ``constant``) with, for every assignment x of the kept variables,
+
+        model.score(x, assignment) = constant + smaller.score(x),
+
+    so log Z(x_S = a) = constant + log Z(smaller). ``smaller`` is of ``model``'s kind over
+    the variables not clamped, ``kept[k]`` the original index of its variable k (in
+    increasing order). Each table is sliced at the clamped states: a PairwiseMRF's edge
+    with one clamped end is added to the other end's unary, with both ends clamped to
+    ``constant``; a FactorGraph's factor keeps its unclamped scope (lower arity), and one
+    left with none goes to ``constant`` (as do the clamped unaries). ``constant`` is
+    −inf when the clamped states alone are impossible. When every variable is clamped,
+    ``smaller`` is the empty model of the same kind (no variables, log Z = 0) and
+    ``constant`` the assignment's score."""
+    variables, states = _check_assignment(model, assignment)
+    n = model.card.shape[0]
+    state = np.full(n, -1, dtype=np.int64)
+    state[variables] = states
+    clamped = state >= 0
+    kept = np.flatnonzero(~clamped)
+    new_index = np.full(n, -1, dtype=np.int64)
+    new_index[kept] = np.arange(kept.size)
+    kept.setflags(write=False)
+    if isinstance(model, FactorGraph):
+        constant, factors = 0.0, []
+        for scope, table in model.factors:
+            sliced = table[tuple(int(state[v]) if clamped[v] else slice(None) for v in scope)]
+            rest = tuple(int(new_index[v]) for v in scope if not clamped[v])
+            if rest:
+                factors.append((rest, sliced))
+            else:
+                constant += float(sliced)
+        return FactorGraph(model.card[kept], factors), kept, constant
+    return (*_clamp_pairwise(check_model(model), state, kept, new_index),)
+
+
+def _clamp_pairwise(model, state, kept, new_index):
+    """`clamp` of a PairwiseMRF, on the flat layout: (smaller, kept, constant)."""
+    theta, card = model.theta, model.card.astype(np.int64)
+    clamped = state >= 0
+    fixed = np.flatnonzero(clamped)
+    constant = float(theta[model.node_off[fixed] + state[fixed]].sum())
+    node_off = np.zeros(kept.size + 1, dtype=np.int64)
+    np.cumsum(card[kept], out=node_off[1:])
+    unary = theta[concat_ranges(model.node_off[kept], card[kept])].copy()
+    i, j = model.edges[:, 0].astype(np.int64), model.edges[:, 1].astype(np.int64)
+    ci, cj = card[i], card[j]
+    both = clamped[i] & clamped[j]
+    constant += float(theta[model.edge_off[:-1][both] + state[i[both]] * cj[both]
+                            + state[j[both]]].sum())
+    # first end clamped: row state[i] of the block goes to j's unary
+    e = np.flatnonzero(clamped[i] & ~clamped[j])
+    np.add.at(unary, concat_ranges(node_off[new_index[j[e]]], cj[e]),
+              theta[concat_ranges(model.edge_off[e] + state[i[e]] * cj[e], cj[e])])
+    # second end clamped: column state[j] goes to i's unary
+    e = np.flatnonzero(~clamped[i] & clamped[j])
+    k = np.repeat(np.arange(e.size), ci[e])
+    row = np.arange(k.size) - np.repeat(np.cumsum(ci[e]) - ci[e], ci[e])
+    np.add.at(unary, node_off[new_index[i[e]]][k] + row,
+              theta[model.edge_off[e][k] + row * cj[e][k] + state[j[e]][k]])
+    e = np.flatnonzero(~clamped[i] & ~clamped[j])
+    pair = theta[concat_ranges(model.edge_off[e], ci[e] * cj[e])]
+    edges = np.stack([new_index[i[e]], new_index[j[e]]], axis=1)
+    smaller = PairwiseMRF.from_flat(card[kept], edges, np.concatenate([unary, pair]))
+    return smaller, kept, constant
+
+
+def fixed_by_evidence(model: PairwiseMRF | FactorGraph) -> dict:
+    """{variable: state} of the variables with exactly one state of finite unary score
+    (a FactorGraph: the sum of its one-variable factors; a variable with one state and a
+    finite unary counts too): the clamps `fwcore.io.uai.apply_evidence` writes as −inf.
+    ``clamp(model, fixed_by_evidence(model))`` removes them: the same log Z (plus
+    ``constant``) and marginals, fewer variables."""
+    if isinstance(model, FactorGraph):
+        unary = [np.zeros(int(c)) for c in model.card]
+        for scope, table in model.factors:
+            if len(scope) == 1:
+                unary[scope[0]] = unary[scope[0]] + table
+        return {v: int(np.argmax(u)) for v, u in enumerate(unary) if np.isfinite(u).sum() == 1}
+    check_model(model)
+    node = model.theta[:model.node_off[-1]]
+    finite = np.add.reduceat(np.isfinite(node), model.node_off[:-1]) if model.n_vars else \
+        np.zeros(0, dtype=np.int64)
+    fixed = np.flatnonzero(finite == 1).tolist()
+    return {v: int(np.flatnonzero(np.isfinite(model.unary(v)))[0]) for v in fixed}
+
+
+# -- the conditioning bound -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ConditionedResult(Result):
+    """Bounds on log Z by conditioning on ``variables`` (`conditioned`).
+
+    ``log_z_upper`` = logsumexp_a z_a over the branches a (joint states of ``variables``,
+    rows of ``branch_states``, C order), z_a = constant_a + the branch bound's
+    ``log_z_upper`` (``branch_log_z_upper``; −inf for a branch with no feasible
+    assignment, which is skipped); ``log_z_lower`` likewise from the branches' lower
+    bounds (``branch_log_z_lower``; −inf where a branch has none); ``gap`` =
+    log_z_upper − log_z_lower, the width of the certified interval. ``node_marginals``:
+    the branches' marginals mixed with weights softmax(z_a) (a clamped variable's
+    marginal: the weights of its states); measured against softmax of each branch
+    interval's midpoint (z_a + lower_a) / 2 on the runs of `choose_conditioning`'s table
+    (mean marginal error ζ): a tie on cliques (k = 1: .032 vs .027, k = 3: .0037 vs
+    .0037), softmax(z_a) better on 6x6 grids (k = 1: .031 vs .041, k = 3: .0083 vs
+    .0150), whose mean-field lower bounds are loose. ``certified``: every branch bound
+    is certified.
+    ``status``: ``converged`` when every branch's run converged (the branch bound proven
+    at its solver's tolerance; exact for an exact bound), ``max_time`` when the time ran
+    out, else the first other status of a branch. ``n_iter``: branches bounded;
+    ``n_oracle_calls``: their sum; ``trace``: a record per conditioning level
+    (``outer`` = the number of clamped variables, ``bound`` = log_z_upper, ``primal`` =
+    log_z_lower)."""
+
+    node_marginals: list
+    log_z_upper: float
+    log_z_lower: float
+    certified: bool
+    status: Status
+    variables: tuple
+    branch_states: np.ndarray
+    branch_log_z_upper: np.ndarray
+    branch_log_z_lower: np.ndarray
+    n_iter: int
+    n_oracle_calls: int
+    time: float
+    method: str
+    trace: Trace = Trace()
+
+    @property
+    def gap(self):
+        return self.log_z_upper - self.log_z_lower
+
+
+def _check_variables(model, variables):
+    if isinstance(variables, (str, bytes)) or not isinstance(variables, (Sequence, np.ndarray)):
+        raise TypeError(f"variables must be a sequence of variable indices; got "
+                        f"{type(variables).__name__}")
+    n = model.card.shape[0]
+    out = []
+    for v in variables:
+        if not isinstance(v, Integral) or isinstance(v, bool):
+            raise TypeError(f"variables must hold integer variable indices; got {v!r}")
+        if not 0 <= v < n:
+            raise ValueError(f"variables names variable {v}; the model has variables 0..{n - 1}")
+        out.append(int(v))
+    if len(set(out)) != len(out):
+        raise ValueError(f"variables repeats a variable: {out}")
+    branches = math.prod(int(model.card[v]) for v in out)
+    if branches > MAX_BRANCHES:
+        raise ValueError(f"variables have {branches} joint states, over MAX_BRANCHES = "
+                         f"{MAX_BRANCHES}; clamp fewer variables")
+    return tuple(out)
+
+
+def _bound_branch(bound, smaller, budget):
+    """``bound``'s result on a branch, or None when the branch has no feasible assignment
+    (arc consistency, `check_feasible`, or the bound itself proves it)."""
+    try:
+        check_feasible(smaller.reduced if isinstance(smaller, FactorGraph) else smaller)
+        return bound(smaller) if budget is None else bound(smaller, max_time=budget)
+    except ValueError as err:
+        if str(err) != INFEASIBLE:
+            raise
+        return None
+
+
+def _lower_of(result):
+    """A branch result's certified lower bound on log Z: ``log_z`` for an exact result,
+    its ``log_z_lower`` for a bound that gives one (an optional field), else −inf."""
+    if isinstance(result, ExactResult):
+        return result.log_z
+    lower = getattr(result, "log_z_lower", None)
+    return -np.inf if lower is None else float(lower)
+
+
+def _mean_field_lower(model, marginals, deadline):
+    """The best mean-field lower bound of three starts: ``marginals``, their argmax as
+    point masses, and uniform. From Barrier FW's marginals the argmax was better on 2 of
+    15 models (clique10 θ=2, 6x6 grids: 2.71 → 0.97 and 1.75 → 1.22 nats below log Z),
+    never worse; uniform was worse on those, better on some UAI models (the module
+    `fwcore.marginals.mean_field`'s measurements)."""
+    start = [np.clip(p, 0.0, None) for p in marginals]
+    labelling = [np.eye(p.size)[np.argmax(p)] for p in start]
+    return max(mean_field_lower_bound(model, start=q, deadline=deadline).log_z_lower
+               for q in (start, labelling, None))
+
+
+def _logsumexp(values):
+    """log Σ exp(values), +inf when one is (a branch without a finite bound)."""
+    return math.inf if (values == math.inf).any() else float(logsumexp(values))
+
+
+def _level(model, bound, variables, deadline, mean_field, t0):
+    """`conditioned` on ``variables`` until ``deadline`` (a `time.perf_counter` time or
+    None): each branch gets the time left divided by the branches left."""
+    card = model.card
+    shape = [int(card[v]) for v in variables]
+    m = math.prod(shape)
+    states = np.array(list(np.ndindex(*shape)), dtype=np.int64).reshape(m, len(variables))
+    upper, lower = np.full(m, -np.inf), np.full(m, -np.inf)
+    marginals, statuses = [None] * m, []
+    certified, calls, bounded, timed_out = True, 0, 0, False
+    for a in range(m):
+        smaller, kept, constant = clamp(model, dict(zip(variables, states[a].tolist())))
+        if constant == -np.inf:
+            continue
+        if smaller.card.shape[0] == 0:  # everything clamped: the branch is exact
+            upper[a] = lower[a] = constant
+            marginals[a] = (kept, [])
+            continue
+        budget, branch_end = None, None
+        if deadline is not None:
+            budget = max((deadline - time.perf_counter()) / (m - a), 1e-3)
+            branch_end = time.perf_counter() + budget
+            budget *= 1.0 - _MEAN_FIELD_SHARE if mean_field else 1.0
+        result = _bound_branch(bound, smaller, budget)
+        bounded += 1
+        if result is None:
+            continue
+        upper[a] = constant + result.log_z_upper
+        branch_lower = _lower_of(result)
+        if mean_field and branch_lower < result.log_z_upper:
+            branch_lower = max(branch_lower,
+                               _mean_field_lower(smaller, result.node_marginals, branch_end))
+        lower[a] = constant + branch_lower
+        marginals[a] = (kept, result.node_marginals)
+        certified &= bool(result.certified)
+        calls += result.n_oracle_calls
+        statuses.append(result.status)
+        timed_out |= deadline is not None and time.perf_counter() >= deadline
+    live = np.flatnonzero(upper > -np.inf)
+    if not live.size:
+        raise ValueError(INFEASIBLE)
+    # weights softmax(z_a); a branch whose bound is +inf (none found in time): its lower
+    weights = softmax(np.where(upper[live] == math.inf, lower[live], upper[live]))
+    node = [np.zeros(int(c)) for c in card]
+    for w, a in zip(weights, live):
+        kept, branch = marginals[a]
+        for k, v in enumerate(kept):
+            node[v] += w * np.asarray(branch[k])
+        for v, s in zip(variables, states[a]):
+            node[v][s] += w
+    if timed_out or Status.MAX_TIME in statuses:
+        status = Status.MAX_TIME
+    else:
+        status = next((s for s in statuses if s is not Status.CONVERGED), Status.CONVERGED)
+    log_z_upper, log_z_lower = _logsumexp(upper), _logsumexp(lower)
+    record = Record(iteration=bounded, time=time.perf_counter() - t0, primal=log_z_lower,
+                    gap=log_z_upper - log_z_lower, n_oracle_calls=calls,
+                    outer=len(variables), bound=log_z_upper)
+    return dict(node_marginals=node, log_z_upper=log_z_upper, log_z_lower=log_z_lower,
+                certified=certified, status=status, variables=variables,
+                branch_states=states, branch_log_z_upper=upper, branch_log_z_lower=lower,
+                n_iter=bounded, n_oracle_calls=calls), record
+
+
+@validate_params({"bound": CALLABLE, "max_time": TIME, "mean_field": BOOL},
+                 unchecked=("model", "variables"))
+def conditioned(model: PairwiseMRF | FactorGraph, bound, variables: Sequence[int], *,
+                max_time: float | None = None, mean_field: bool = True) -> ConditionedResult:
+    """Bounds on log Z and marginals by conditioning on ``variables`` (module docstring):
+    each joint state a of ``variables`` is a branch, the smaller model `clamp` gives,
+    bounded by ``bound``; the result is a `ConditionedResult`.
+
+    ``bound``: a function of a model (a branch, of ``model``'s kind) returning a result
+    with ``log_z_upper`` (a certified upper bound on its log Z when ``certified``),
+    ``node_marginals``, ``certified``, ``status``, ``n_oracle_calls`` and optionally
+    ``log_z_lower``; with ``max_time`` it is called as ``bound(branch, max_time=seconds)``
+    (the time left shared equally by the branches left, less the mean-field share
+    below), e.g. ``lambda m, max_time=None: fwcore.infer(m, max_time=max_time)``.
+    Branches whose clamped states are impossible, or that have no feasible assignment,
+    have Z_a = 0 and are skipped; if all are, ValueError (no feasible assignment).
+    ``mean_field``: each branch's lower bound is also the mean-field bound
+    (`fwcore.marginals.mean_field`) started from the branch's marginals, from their
+    argmax and from uniform, the best of them and the bound's own ``log_z_lower`` kept;
+    with ``max_time`` they get a tenth of each branch's time.
+    """
+    t0 = time.perf_counter()
+    variables = _check_variables(model, variables)
+    deadline = None if max_time is None else t0 + max_time
+    fields, record = _level(model, bound, variables, deadline, mean_field, t0)
+    return ConditionedResult(**fields, time=time.perf_counter() - t0,
+                             method=f"conditioned-k{len(variables)}", trace=Trace([record]))
+
+
+@validate_params({"bound": CALLABLE, "max_time": Interval(0.0, lo_open=True),
+                  "max_vars": Interval(0, integer=True), "mean_field": BOOL},
+                 unchecked=("model",))
+def conditioned_anytime(model: PairwiseMRF | FactorGraph, bound, max_time: float, *,
+                        max_vars: int = _MAX_ANYTIME_VARS,
+                        mean_field: bool = True) -> ConditionedResult:
+    """`conditioned` on k = 0, 1, 2, ... variables (`choose_conditioning`'s order), each
+    level's branches sharing the time left, while ``max_time`` lasts, up to ``max_vars``
+    variables (fewer when the model has fewer, or their joint states pass `MAX_BRANCHES`);
+    a level starts only while the time left is at least what the last level took (each
+    level took 1.5-2.4x the one before on the measured models).
+    Returns the level with the tightest upper bound, with the best lower bound of all
+    levels (each is certified), ``n_iter`` and ``n_oracle_calls`` of all levels and a
+    trace record per level; status ``max_time`` when the time ran out before the last
+    level, else the best level's. ``bound`` is called as ``bound(branch, max_time=seconds)``."""
+    t0 = time.perf_counter()
+    deadline = t0 + max_time
+    order = choose_conditioning(model, min(max_vars, model.card.shape[0])).tolist()
+    levels = [k for k in range(len(order) + 1)
+              if math.prod(int(model.card[v]) for v in order[:k]) <= MAX_BRANCHES]
+    best, records = None, []
+    for k in levels:
+        if records and deadline - time.perf_counter() < records[-1].time - \
+                (records[-2].time if len(records) > 1 else 0.0):
+            break  # less time left than the last level took: the next takes more
+        fields, record = _level(model, bound, tuple(order[:k]), deadline, mean_field, t0)
+        records.append(record)
+        if best is None or fields["log_z_upper"] < best["log_z_upper"]:
+            best = fields
+    fields = dict(best, log_z_lower=max(r.primal for r in records),
+                  n_iter=sum(r.iteration for r in records),
+                  n_oracle_calls=sum(r.n_oracle_calls for r in records))
+    if len(records) < len(levels) or time.perf_counter() >= deadline:
+        fields["status"] = Status.MAX_TIME
+    return ConditionedResult(**fields, time=time.perf_counter() - t0,
+                             method=f"conditioned-k{len(best['variables'])}",
+                             trace=Trace(records))
+
+
+def factor_coupling(scope, table):
+    """How strongly a factor ties its variables: the range of its table once the main
+    effects (the mean over the other axes, per axis) are taken out, 0 for one variable;
+    −inf entries count as the least finite entry minus the finite range (a hard
+    constraint ties at least twice as strongly as the soft part). For a binary spin
+    coupling [w, −w; −w, w]: 2|w|."""
+    table = np.asarray(table, dtype=np.float64)
+    finite = np.isfinite(table)
+    if len(scope) < 2 or not finite.any():
+        return 0.0
+    lo, hi = table[finite].min(), table[finite].max()
+    t = np.where(finite, table, lo - (hi - lo))
+    residual = t - t.mean()
+    for axis in range(t.ndim):
+        others = tuple(a for a in range(t.ndim) if a != axis)
+        residual = residual - (t.mean(axis=others, keepdims=True) - t.mean())
+    return float(residual.max() - residual.min())
+
+
+def choose_conditioning(model: PairwiseMRF | FactorGraph, k: int) -> np.ndarray:
+    """``k`` variables to clamp (int64, in the order chosen), greedily: each time the
+    variable of largest coupling-weighted degree Σ_{f ∋ v} `factor_coupling`(f) over the
+    factors still tying two or more unclamped variables (ties: lowest index).
+
+    Measured with `conditioned` over `fwcore.infer` (exact oracle, defaults) on the ten
+    clique10 θ=2 models (fw-inference/clique10/201-210) and five 6x6 grids
+    (``random_grid(6, coupling=4, seed=0..4)``): the bound gap over Barrier FW's alone,
+    mean at k = 1 / 2 / 3 (time ratio at k = 3)
+
+    ==================================  ==================  ==================
+    score                               cliques             6x6 grids
+    ==================================  ==================  ==================
+    coupling-weighted degree (this)     .40 / .15 / .042    .55 / .30 / .18
+                                        (4.1x)              (9.4x)
+    least min-fill work once clamped    .40 / .15 / .060    .53 / .47 / .36
+    largest TRBP marginal entropy       .38 / .19 / .074    .51 / .32 / .17
+    variable index (no score)           .37 / .16 / .045    .86 / .69 / .60
+    ==================================  ==================  ==================
+
+    The entropy score ties on grids but runs TRBP first (0.1-0.25 s, as long as a clique
+    branch); min-fill gains nothing on cliques (every variable is alike) and little on
+    grids (a 6x6 grid's width barely moves after three clamps)."""
+    if not isinstance(k, Integral) or isinstance(k, bool):
+        raise TypeError(f"k must be an integer; got {type(k).__name__}")
+    n = model.card.shape[0]
+    if not 0 <= k <= n:
+        raise ValueError(f"k must be between 0 and the number of variables {n}; got {k}")
+    factors = [(np.asarray(s, dtype=np.int64), factor_coupling(s, t))
+               for s, t in factors_of(model) if len(s) >= 2]
+    free = np.ones(n, dtype=bool)
+    chosen = []
+    for _ in range(k):
+        degree = np.zeros(n)
+        for scope, w in factors:
+            if free[scope].sum() >= 2:
+                degree[scope] += w
+        degree[~free] = -np.inf
+        v = int(np.argmax(degree))
+        chosen.append(v)
+        free[v] = False
+    return np.array(chosen, dtype=np.int64)

@@ -1,0 +1,209 @@
+"""A certified lower bound on log Z by naive mean field (Wainwright & Jordan 2008, Sec. 5.3).
+
+For any fully factorised q(x) = Π_i q_i(x_i), Gibbs' inequality gives
+
+    log Z ≥ E_q[score(x)] + Σ_i H(q_i) = Σ_f E_q[θ_f] + Σ_i H(q_i) =: L(q),
+
+computed exactly: E_q[θ_f] contracts factor f's table with the marginals of its scope,
+with 0·(−inf) = 0 (an impossible joint state costs nothing when q gives it no mass) and
+E_q[θ_f] = −inf when it does. Coordinate ascent maximises L over one q_i at a time:
+q_i(x_i) ∝ exp(Σ_{f∋i} E_{q_{−i}}[θ_f(x_i, ·)]), the exact maximiser given the others, so
+once L is finite no update lowers it. It works on the factors themselves: a PairwiseMRF's
+unaries and edges, a FactorGraph's ``factors`` (never its pairwise reduction).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from ..checks import Interval, check_model, validate_params
+from ..factor_graph import FactorGraph
+from ..model import PairwiseMRF
+from ..results import Record, Result, Status, Trace
+
+__all__ = ["MeanFieldResult", "mean_field_lower_bound", "factors_of"]
+
+_PARAMS = {"max_iter": Interval(0, integer=True), "tol": Interval(0.0, lo_open=True),
+           "deadline": [Interval(0.0), None]}
+
+
+@dataclass(frozen=True)
+class MeanFieldResult(Result):
+    """A certified lower bound ``log_z_lower`` = L(q) ≤ log Z (−inf when q gives mass to an
+    impossible state) and q's ``node_marginals``; ``n_iter`` sweeps over the variables,
+    ``status`` ``stalled`` at a fixed point of coordinate ascent (a local optimum of a
+    non-convex objective: nothing proves it the best product q; ``converged`` only when
+    the model has no factor over two or more variables, where L = log Z; also ``stalled``
+    when q stops moving while L is −inf: no feasible support found), ``max_iter`` or
+    ``max_time``; ``trace``: L after each sweep (``primal``). The bound is a proof at every
+    stop (``certified``); there is no gap."""
+
+    node_marginals: list
+    log_z_lower: float
+    status: Status
+    n_iter: int
+    time: float
+    method: str = "mean-field"
+    gap: Optional[float] = None
+    certified: bool = True
+    n_oracle_calls: int = 0
+    trace: Trace = Trace()
+
+
+def factors_of(model):
+    """The (scope, table) log-potential factors of ``model``: a FactorGraph's ``factors``;
+    a PairwiseMRF's unaries ((i,), θ_i) and edges ((i, j), θ_ij)."""
+    if isinstance(model, FactorGraph):
+        return model.factors
+    check_model(model)
+    return tuple([((i,), model.unary(i)) for i in range(model.n_vars)] +
+                 [((int(i), int(j)), model.pairwise(e)) for e, (i, j) in enumerate(model.edges)])
+
+
+class _Factor:
+    """A factor prepared for contractions with product marginals: per axis of its scope,
+    the table with that axis first (contiguous) as ``finite`` (−inf as 0) and
+    ``impossible`` (1.0 where the table is −inf; None when nowhere), and the other
+    variables of the scope, last first (the contraction order)."""
+
+    __slots__ = ("scope", "finite", "impossible", "others", "constant")
+
+    def __init__(self, scope, table):
+        self.scope = scope
+        bad = np.isneginf(table)
+        finite = np.where(bad, 0.0, table)
+        self.constant = float(table) if not scope else None
+        axes = range(len(scope))
+        self.finite = [np.ascontiguousarray(np.moveaxis(finite, a, 0)) for a in axes]
+        self.impossible = [np.ascontiguousarray(np.moveaxis(bad, a, 0), dtype=np.float64)
+                           for a in axes] if bad.any() else None
+        self.others = [[scope[k] for k in reversed(axes) if k != a] for a in axes]
+
+    def towards(self, q, axis):
+        """(E_{q_{−v}}[θ_f(x_v, ·)], the mass it puts on impossible states, or None when
+        the table has none) for each state of the variable at position ``axis`` of the
+        scope, the others contracted with their marginals ``q``."""
+        value = self.finite[axis]
+        bad = None if self.impossible is None else self.impossible[axis]
+        for v in self.others[axis]:
+            value = value.dot(q[v])
+            if bad is not None:
+                bad = bad.dot(q[v])
+        return value, bad
+
+    def expectation(self, q):
+        """E_q[θ_f] with 0·(−inf) = 0: −inf when q puts mass on an impossible state."""
+        if not self.scope:
+            return self.constant
+        value, bad = self.towards(q, 0)
+        if bad is not None and bad.dot(q[self.scope[0]]) > 0.0:
+            return -np.inf
+        return float(value.dot(q[self.scope[0]]))
+
+
+def _entropy(p):
+    nz = p[p > 0.0]
+    return float(-(nz * np.log(nz)).sum())
+
+
+def _lower_bound(factors, q):
+    """L(q) = Σ_f E_q[θ_f] + Σ_i H(q_i)."""
+    return sum(f.expectation(q) for f in factors) + sum(_entropy(p) for p in q)
+
+
+def _check_start(start, card):
+    """``start`` as a list of float64 distributions, one per variable."""
+    if len(start) != card.shape[0]:
+        raise ValueError(f"start must hold one distribution per variable ({card.shape[0]}); "
+                         f"got {len(start)}")
+    q = []
+    for i, p in enumerate(start):
+        p = np.array(p, dtype=np.float64).reshape(-1)
+        if p.shape != (card[i],) or not np.isfinite(p).all() or (p < 0).any() or p.sum() <= 0:
+            raise ValueError(f"start[{i}] must be {card[i]} non-negative weights, not all "
+                             f"zero; got {p}")
+        q.append(p / p.sum())
+    return q
+
+
+@validate_params(_PARAMS, unchecked=("model", "start"))
+def mean_field_lower_bound(model: PairwiseMRF | FactorGraph, start=None, max_iter: int = 100,
+                           tol: float = 1e-6, deadline: float | None = None) -> MeanFieldResult:
+    """A certified lower bound on log Z: L(q) for the fully factorised q that coordinate
+    ascent reaches (the module docstring).
+
+    ``start``: node marginals to start from (a sequence of per-variable weights; a
+    labelling as point masses, e.g. ``np.eye(card)[x]`` rows, makes the first bound that
+    labelling's score, and later sweeps only raise it); None: uniform. While L is −inf
+    (some factor gets mass on an impossible state), a variable whose every state is
+    impossible given the others' supports takes a point mass at the state of least
+    impossible mass, best expected score among those (a greedy repair towards a feasible
+    support); the bound is L of the final q, whatever happened before.
+    ``max_iter``: sweeps over the variables (in index order); ``tol``: stop once a sweep
+    raises L by at most ``tol`` (nats), or leaves q as it was; ``deadline``: a `time.perf_counter` time at which
+    to stop after the current sweep (status ``max_time``).
+
+    Measured (one core; log Z minus the bound, sweeps, seconds): on models with −inf
+    tables the start decides. Promedus_17 (evidence clamped): uniform 157.7 (3 sweeps),
+    loopy BP's marginals 122.9, their argmax as point masses 0.44 (2 sweeps, 0.05 s).
+    linkage_12 (1006 variables once `fwcore.marginals.condition.fixed_by_evidence`'s 177
+    are clamped): uniform and BP's argmax no finite bound (the repair does not find a
+    feasible support), BP's marginals 137.9 (100 sweeps, 1.5 s; 135.2 after 241 sweeps),
+    an ILP labelling (20 s, itself 140.2 below) 120.9; 0.015 s per sweep.
+    ObjectDetection_13 / 16: 2.45 / 1.00 from any start (0.02 s). clique10 θ=2 and 6x6
+    grids: uniform 2.24 / 3.85 mean, Barrier FW's marginals 0.47 / 1.56 (a few ms).
+    """
+    t0 = time.perf_counter()
+    factors = [_Factor(s, np.asarray(t, dtype=np.float64)) for s, t in factors_of(model)]
+    card = np.asarray(model.card, dtype=np.int64)
+    n = card.shape[0]
+    q = [np.full(c, 1.0 / c) for c in card] if start is None else _check_start(start, card)
+    touching = [[] for _ in range(n)]  # variable -> (factor, its axis)
+    for f in factors:
+        for axis, v in enumerate(f.scope):
+            touching[v].append((f, axis))
+    exact = all(len(f.scope) <= 1 for f in factors)
+    bound = _lower_bound(factors, q)
+    records = [Record(iteration=0, time=time.perf_counter() - t0, primal=bound)]
+    status, sweeps = Status.MAX_ITER, 0
+    while sweeps < max_iter:
+        if deadline is not None and time.perf_counter() >= deadline:
+            status = Status.MAX_TIME
+            break
+        moved = 0.0
+        for i in range(n):
+            new = _update(touching[i], q, int(card[i]))
+            moved = max(moved, float(np.abs(new - q[i]).max()))
+            q[i] = new
+        sweeps += 1
+        before, bound = bound, _lower_bound(factors, q)
+        records.append(Record(iteration=sweeps, time=time.perf_counter() - t0, primal=bound))
+        if moved == 0.0 or (bound > -np.inf and bound - before <= tol):
+            status = Status.CONVERGED if exact else Status.STALLED
+            break
+    return MeanFieldResult(node_marginals=q, log_z_lower=float(bound), status=status,
+                           n_iter=sweeps, time=time.perf_counter() - t0, trace=Trace(records))
+
+
+def _update(touching, q, k):
+    """The coordinate-ascent update of one variable: q_i ∝ exp(Σ_f E_{q_{−i}}[θ_f(x_i, ·)]),
+    states with impossible mass at zero; when every state has some, the point mass of the
+    docstring's repair."""
+    score, bad = np.zeros(k), np.zeros(k)
+    for f, axis in touching:
+        value, impossible = f.towards(q, axis)
+        score += value
+        if impossible is not None:
+            bad += impossible
+    allowed = bad <= 0.0
+    if not allowed.any():
+        least = np.flatnonzero(bad == bad.min())
+        p = np.zeros(k)
+        p[least[np.argmax(score[least])]] = 1.0
+        return p
+    score = np.where(allowed, score, -np.inf)
+    p = np.exp(score - score.max())
+    return p / p.sum()
