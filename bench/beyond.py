@@ -254,13 +254,13 @@ def cache_key(case, ibound, iterations):
 
 
 def reusable(entry, timeout, memory_gib):
-    """Whether a cached run answers a run with these limits: a success always; a failure
-    only when its limits were at least as generous."""
+    """Whether a cached run answers a run with these limits: a success always, a timeout
+    or running out of memory when that limit was at least as generous, another failure
+    never."""
     if entry is None:
         return False
-    if entry["status"] == "ok":
-        return True
-    return entry["timeout"] >= timeout and entry["memory_gib"] >= memory_gib
+    return {"ok": True, "timeout": entry["timeout"] >= timeout,
+            "out of memory": entry["memory_gib"] >= memory_gib}.get(entry["status"], False)
 
 
 def merlin_rows(binary, case, opts, cache):

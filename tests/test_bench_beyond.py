@@ -91,6 +91,10 @@ def test_cached_failures_are_reused_only_under_limits_as_generous(beyond):
     assert beyond.reusable(timeout, 60, 8)
     assert not beyond.reusable(timeout, 600, 8)
     assert not beyond.reusable(None, 60, 8)
+    out_of_memory = {**timeout, "status": "out of memory", "seconds": 20.0}
+    assert beyond.reusable(out_of_memory, 600, 8)
+    assert not beyond.reusable(out_of_memory, 60, 16)
+    assert not beyond.reusable({**timeout, "status": "failed (exit 1: x)"}, 60, 8)
 
 
 def _row(method, zeta, upper, seconds, certified=True, **extra):
