@@ -97,10 +97,10 @@ def with_answers(paths):
 
 def pr_tolerance(pr_path):
     """Half a unit of the last digit the .PR file prints for log10 Z, in nats: how far a
-    bound may sit below the official log Z from the file's rounding alone."""
+    bound may sit below the official log Z from the file's rounding alone (0 for -inf)."""
     token = Path(pr_path).read_text().split()[-1]
     exponent = Decimal(token).as_tuple().exponent
-    return 0.5 * 10.0 ** exponent * math.log(10.0)
+    return 0.5 * 10.0 ** exponent * math.log(10.0) if isinstance(exponent, int) else 0.0
 
 
 def content_key(path, evidence):
@@ -118,7 +118,7 @@ def load_case(path):
     model = fwcore.read_uai(path)
     if evidence:
         model = apply_evidence(model, evidence)
-    name = path.name[:-len(".uai")] if path.name.endswith(".uai") else path.name
+    name = path.name.removesuffix(".uai")
     return Case(name=name, path=path, model=model, evidence=evidence,
                 marginals=read_mar(f"{path}.MAR"), log_z=read_pr(f"{path}.PR"),
                 log_z_tolerance=pr_tolerance(f"{path}.PR") + MERLIN_PRECISION,
@@ -129,7 +129,8 @@ def load_case(path):
 
 
 def zeta(marginals, reference, excluded=()):
-    """Mean over the variables not in ``excluded`` of ½‖μ_i − p_i‖₁ (nan when none is left)."""
+    """Mean over the variables not in ``excluded`` of ½‖μ_i − p_i‖₁ (nan when none is
+    left)."""
     if len(marginals) != len(reference):
         raise ValueError(f"{len(marginals)} marginals against {len(reference)} reference ones")
     errors = []
@@ -161,8 +162,8 @@ def find_merlin(option):
     """(path of the Merlin binary or None, why not)."""
     path = option or os.environ.get("MERLIN")
     if not path:
-        return None, "no Merlin binary given (--merlin PATH or $MERLIN; build it with " \
-                     "bench/peers/build_merlin.sh)"
+        return None, ("no Merlin binary given (--merlin PATH or $MERLIN; build it with "
+                      "bench/peers/build_merlin.sh)")
     if not (Path(path).is_file() and os.access(path, os.X_OK)):
         return None, f"Merlin binary {path} is not an executable file"
     return path, ""
@@ -216,7 +217,7 @@ def run_merlin(binary, case, ibound, iterations, timeout, memory_gib):
         t0 = time.perf_counter()
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                                  preexec_fn=cap_memory)
+                                  check=False, preexec_fn=cap_memory)
         except subprocess.TimeoutExpired:
             return {**entry, "status": "timeout", "seconds": time.perf_counter() - t0}
         entry["seconds"] = time.perf_counter() - t0
@@ -295,15 +296,15 @@ def ours_solver(spec, max_time):
     # --- fallback until fwcore.infer takes method= (issue 29): delete with --ours ---
     if spec is None:
         try:
-            importable(DEFAULT_OURS)
-            spec = DEFAULT_OURS
+            solve = named_callable(DEFAULT_OURS)
+            return DEFAULT_OURS, lambda m: solve(m, max_time=max_time)
         except ImportError:
             return "infer", lambda m: fwcore.infer(m, max_time=max_time)
-    solve = importable(spec)
+    solve = named_callable(spec)
     return spec, lambda m: solve(m, max_time=max_time)
 
 
-def importable(spec):
+def named_callable(spec):
     """The callable named by "MODULE:FUNC" (ImportError when there is none)."""
     module, _, func = spec.partition(":")
     try:
@@ -317,7 +318,7 @@ def fwcore_row(label, solve, case):
     t0 = time.perf_counter()
     try:
         result = solve(case.model)
-    except Exception as err:  # one failing method must not end a long benchmark run
+    except Exception as err:  # noqa: BLE001 (one failing method must not end a long run)
         return scored({"method": label, "status": f"error: {type(err).__name__}: {err}"[:120],
                        "seconds": time.perf_counter() - t0, "log_z_upper": None,
                        "certified": False, "log_z_lower": None}, None, case)
@@ -347,9 +348,9 @@ def number(x, fmt):
 def model_table(case, rows):
     """The markdown table of one model's rows."""
     note = " (official answers unverified)" if case.unverified else ""
-    lines = [f"### {case.name}{note}", "",
-             f"{len(case.marginals)} variables, {len(case.evidence)} observed (excluded from ζ), "
-             f"log Z = {case.log_z:.6f}", "",
+    about = (f"{len(case.marginals)} variables, {len(case.evidence)} observed (excluded "
+             f"from ζ), log Z = {case.log_z:.6f}")
+    lines = [f"### {case.name}{note}", "", about, "",
              "| method | ζ | bound − log Z | lower − log Z | seconds | status |",
              "|---|---|---|---|---|---|"]
     for r in rows:
@@ -431,7 +432,8 @@ def parse_args(argv):
     p.add_argument("models", nargs="*", help=".uai files or folders (default: uai2014-beyond/)")
     p.add_argument("--held-out", action="store_true",
                    help="add " + ", ".join(s + "/" for s in HELD_OUT_SETS))
-    p.add_argument("--ibounds", default="5,10,15,20", help="Merlin WMB i-bounds (default %(default)s)")
+    p.add_argument("--ibounds", default="5,10,15,20",
+                   help="Merlin WMB i-bounds (default %(default)s)")
     p.add_argument("--merlin", help="Merlin binary (default $MERLIN)")
     p.add_argument("--merlin-timeout", type=float, default=120.0,
                    help="seconds of wall time per Merlin run (default %(default)s)")

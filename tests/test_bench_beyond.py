@@ -85,6 +85,8 @@ def test_pr_tolerance_is_half_the_last_printed_digit_in_nats(beyond, tmp_path):
     (tmp_path / "b.PR").write_text("PR\n1\n1.5e+01\n")
     assert beyond.pr_tolerance(tmp_path / "a.PR") == pytest.approx(0.5e-4 * math.log(10))
     assert beyond.pr_tolerance(tmp_path / "b.PR") == pytest.approx(0.5 * math.log(10))
+    (tmp_path / "c.PR").write_text("PR\n-inf\n")
+    assert beyond.pr_tolerance(tmp_path / "c.PR") == 0.0
 
 
 def test_cached_failures_are_reused_only_under_limits_as_generous(beyond):
