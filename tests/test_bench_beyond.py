@@ -161,7 +161,7 @@ def test_a_run_without_merlin_prints_tables_and_summary(beyond, small_model_with
                                                         tmp_path, capsys):
     beyond.main([str(small_model_with_answers), "--merlin", str(tmp_path / "none"),
                  "--max-time", "2", "--cache", str(tmp_path / "cache.json"),
-                 "--ours", "fwcore:infer"])
+                 "--method", "wmb"])
     out = capsys.readouterr().out
     assert "Merlin rows skipped" in out and "### grid" in out
     assert "| loopy-bp |" in out and "| trbp |" in out and "## Summary" in out
