@@ -15,7 +15,9 @@ from .matching import (MatchingMarginals, bethe_bp, exact_matching_marginals, lo
                        max_weight_perfect_matching, permanent)
 from .map import infer_map
 from .fw import frank_wolfe, block_coordinate_frank_wolfe, FWResult
-from .marginals import (MarginalResult, PerturbResult, infer, infer_many, loopy_bp,
+from .marginals import (ConditionedResult, MarginalResult, MeanFieldResult, PerturbResult,
+                        choose_conditioning, clamp, conditioned, conditioned_anytime,
+                        fixed_by_evidence, infer, infer_many, loopy_bp, mean_field_lower_bound,
                         perturb_and_map, trbp, weighted_mini_bucket)
 from .lp_relax import CardinalityFactor, Factor, LPResult, infer_lp
 from .learn import MLEStruct, SSVM, CRFExample
@@ -38,7 +40,9 @@ __all__ = [
     "permanent",
     "infer_map", "frank_wolfe", "block_coordinate_frank_wolfe", "FWResult",
     "MarginalResult", "PerturbResult", "infer", "infer_many", "loopy_bp", "perturb_and_map",
-    "trbp", "weighted_mini_bucket",
+    "trbp", "weighted_mini_bucket", "clamp", "fixed_by_evidence", "conditioned",
+    "conditioned_anytime", "choose_conditioning", "ConditionedResult", "mean_field_lower_bound",
+    "MeanFieldResult",
     "CardinalityFactor", "Factor", "LPResult", "infer_lp",
     "MLEStruct", "SSVM", "CRFExample",
     "datasets",

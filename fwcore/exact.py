@@ -63,6 +63,10 @@ class ExactResult(Result):
     def log_z_upper(self):
         return self.log_z
 
+    @property
+    def log_z_lower(self):
+        return self.log_z
+
 
 @validate_params(_PARAMS, unchecked=("model",))
 @solves_factor_graphs

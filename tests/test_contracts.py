@@ -144,7 +144,8 @@ SHARED = ("status", "time", "n_iter", "n_oracle_calls", "method", "gap", "certif
 #: maximum score, a minimum); None: an estimate without a bound
 BOUND = {"MarginalResult": "log_z_upper", "ExactResult": "log_z_upper",
          "MatchingMarginals": "log_z_upper", "MapResult": "upper_bound",
-         "LPResult": "upper_bound", "FWResult": "lower_bound", "PerturbResult": None}
+         "LPResult": "upper_bound", "FWResult": "lower_bound", "PerturbResult": None,
+         "ConditionedResult": "log_z_upper", "MeanFieldResult": "log_z_lower"}
 
 
 def small_inputs():
@@ -156,7 +157,8 @@ def small_inputs():
     A, b = rng.normal(size=(6, 4)), rng.normal(size=6)
     return {"model": model, "models": [model, random_grid(2, 2, seed=1)], "W": W + W.T,
             "objective": Quadratic.least_squares(A, b),
-            "domain": ProductDomain([Simplex(2), Simplex(2)])}
+            "domain": ProductDomain([Simplex(2), Simplex(2)]),
+            "bound": fwcore.weighted_mini_bucket, "variables": [0], "max_time": 2.0}
 
 
 def required(func):

@@ -27,7 +27,8 @@ POINTS = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
 SAMPLES = {"model": TINY, "models": [TINY], "spec": "icm", "h": 2, "w": 2, "n": 2,
            "n_left": 1, "n_right": 1, "n_images": 1, "n_examples": 1, "points": POINTS,
            "P": POINTS, "Q": POINTS, "W": np.ones((2, 2)), "assignment": [0, 0],
-           "objective": None, "domain": None, "graph": None, "path": None}
+           "objective": None, "domain": None, "graph": None, "path": None,
+           "bound": fwcore.weighted_mini_bucket, "variables": [0], "max_time": 1.0}
 
 
 def _oracle_classes():

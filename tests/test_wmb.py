@@ -56,13 +56,11 @@ def _node_error(a, b):
 @pytest.mark.parametrize("ibound", [1, 2, 3, None])
 def test_bound_holds_on_factor_graphs(seed, ibound):
     fg = random_factor_graph(seed, n=7, n_factors=9)
-    log_z, nodes, best = brute_force(fg)
+    log_z, nodes, _ = brute_force(fg)
     res = weighted_mini_bucket(fg, ibound=ibound, max_iter=30)
     assert res.certified
     assert res.log_z_upper >= log_z - 1e-9
     assert res.log_z_lower <= log_z + 1e-9
-    if res.status is not Status.CONVERGED:
-        assert res.log_z_lower <= best + 1e-9     # a labelling's score
     assert all(np.isfinite(p).all() and abs(p.sum() - 1) < 1e-9 for p in res.node_marginals)
     if ibound is None:    # memory is ample: the last stage is whole buckets
         assert res.status is Status.CONVERGED

@@ -639,4 +639,4 @@ def _exact_result(model, method, t0):
         rho=None, primal=ex.log_z, gap=0.0, certified_gap=0.0, log_z_upper=ex.log_z,
         certified=True, delta=0.0, n_oracle_calls=0, n_icm_calls=0, status=Status.CONVERGED,
         n_iter=ex.n_iter, n_rho_updates=0, time=time.perf_counter() - t0,
-        method=f"exact/{method}", trace=ex.trace)
+        method=f"exact/{method}", trace=ex.trace, log_z_lower=ex.log_z)

@@ -22,11 +22,9 @@ from dataclasses import dataclass
 from numbers import Integral
 
 import numpy as np
-from scipy.special import logsumexp, softmax
 
 from ..checks import BOOL, CALLABLE, INFEASIBLE, TIME, Interval, check_feasible, check_model, \
     validate_params
-from ..exact import ExactResult
 from ..factor_graph import FactorGraph
 from ..model import PairwiseMRF, concat_ranges
 from ..results import Record, Result, Status, Trace
@@ -234,10 +232,8 @@ def _bound_branch(bound, smaller, budget):
 
 
 def _lower_of(result):
-    """A branch result's certified lower bound on log Z: ``log_z`` for an exact result,
-    its ``log_z_lower`` for a bound that gives one (an optional field), else −inf."""
-    if isinstance(result, ExactResult):
-        return result.log_z
+    """A branch result's certified lower bound on log Z: its ``log_z_lower`` for a bound
+    that gives one (exact results and `fwcore.MarginalResult` have the field), else −inf."""
     lower = getattr(result, "log_z_lower", None)
     return -np.inf if lower is None else float(lower)
 
@@ -256,7 +252,7 @@ def _mean_field_lower(model, marginals, deadline):
 
 def _logsumexp(values):
     """log Σ exp(values), +inf when one is (a branch without a finite bound)."""
-    return math.inf if (values == math.inf).any() else float(logsumexp(values))
+    return math.inf if (values == math.inf).any() else float(np.logaddexp.reduce(values))
 
 
 def _level(model, bound, variables, deadline, mean_field, t0):
@@ -301,7 +297,9 @@ def _level(model, bound, variables, deadline, mean_field, t0):
     if not live.size:
         raise ValueError(INFEASIBLE)
     # weights softmax(z_a); a branch whose bound is +inf (none found in time): its lower
-    weights = softmax(np.where(upper[live] == math.inf, lower[live], upper[live]))
+    z = np.where(upper[live] == math.inf, lower[live], upper[live])
+    weights = np.exp(z - z.max())
+    weights /= weights.sum()
     node = [np.zeros(int(c)) for c in card]
     for w, a in zip(weights, live):
         kept, branch = marginals[a]

@@ -6,7 +6,7 @@ Sec. 4, as Merlin's `wmb` runs it).
 Variables are eliminated in the order of fewest table entries among min-fill orders and
 a bandwidth order. The factors (and messages) of variable v's
 bucket are split into mini-buckets r whose tables hold at most ``max_entries`` entries
-(and, with ``ibound``, at most ``ibound`` variables); each gets a weight w_r > 0 with
+(and, with ``ibound``, at most ``ibound`` + 1 variables); each gets a weight w_r > 0 with
 Σ_r w_r = 1, and sends the message
 
     λ_r(x_{C_r \\ v}) = w_r log Σ_{x_v} exp(f_r(x_{C_r}) / w_r),
@@ -32,25 +32,11 @@ from ..factor_graph import FactorGraph
 from ..loop import Callbacks, Deadline, Stopping, run_loop
 from ..model import PairwiseMRF
 from ..results import Record, Status
+from .condition import fixed_by_evidence
+from .mean_field import factors_of, mean_field_lower_bound
 from .result import MarginalResult
 
-__all__ = ["weighted_mini_bucket", "MiniBuckets", "WeightedMiniBucket", "factor_tables"]
-
-
-def factor_tables(model):
-    """The model as (card, [(scope, table)]) with each scope increasing and tables of
-    log-potentials indexed in scope order: a `PairwiseMRF`'s unaries and edges, a
-    `FactorGraph`'s factors (never its pairwise reduction)."""
-    if isinstance(model, FactorGraph):
-        tables = []
-        for scope, table in model.factors:
-            order = np.argsort(scope, kind="stable")
-            tables.append((tuple(int(scope[i]) for i in order), np.transpose(table, order)))
-        return np.asarray(model.card, dtype=np.int64), tables
-    card = np.asarray(model.card, dtype=np.int64)
-    tables = [((i,), model.unary(i)) for i in range(model.n_vars)]
-    tables += [((int(i), int(j)), model.pairwise(k)) for k, (i, j) in enumerate(model.edges)]
-    return card, tables
+__all__ = ["weighted_mini_bucket", "MiniBuckets", "WeightedMiniBucket"]
 
 
 def _wlse(x, axes, w=1.0):
@@ -77,7 +63,8 @@ def _elimination_order(card, scopes):
     relabellings of the primal graph of ``scopes`` (the same order on every run)."""
     from ..elimination import _bandwidth_order, _eliminate, _min_fill_order
     n = len(card)
-    pairs = np.array(sorted({(a, b) for s in scopes for i, a in enumerate(s) for b in s[i + 1:]}),
+    pairs = np.array(sorted({(min(a, b), max(a, b)) for s in scopes
+                             for i, a in enumerate(s) for b in s[i + 1:]}),
                      dtype=np.int64).reshape(-1, 2)
 
     def primal(label):          # the primal graph with variable v renamed label[v]
@@ -111,7 +98,7 @@ class MiniBuckets:
     ``parent[c]`` (−1: a root, whose message is a number). A scope lists its variables
     latest-eliminated first, so ``var[c]`` is its last axis and every sub-scope is in
     the same order. Each bucket is split first-fit, largest item first, into
-    mini-buckets of at most ``max_entries`` table entries and ``ibound`` variables (an
+    mini-buckets of at most ``max_entries`` table entries and ``ibound`` + 1 variables (an
     item larger than that makes its own)."""
 
     def __init__(self, card, scopes, order, max_entries=math.inf, ibound=None):
@@ -125,20 +112,9 @@ class MiniBuckets:
         self.constants = [k for k, s in enumerate(scopes) if not s]
         self.scope, self.var, self.originals, self.children, self.parent = [], [], [], [], []
         self.bucket = []                             # the clusters of each variable in order
-        max_vars = math.inf if ibound is None else ibound
+        max_vars = math.inf if ibound is None else ibound + 1
         for p, v in enumerate(self.order):
-            groups = []                              # [scope, originals, children]
-            for s, k, c in sorted(buckets[p], key=lambda item: -self.entries_of(item[0])):
-                for g in groups:
-                    union = g[0] | s
-                    if len(union) <= max_vars and self.entries_of(union) <= max_entries:
-                        break
-                else:
-                    g = [frozenset(), [], []]
-                    groups.append(g)
-                    union = s
-                g[0] = union
-                (g[1] if c < 0 else g[2]).append(k if c < 0 else c)
+            groups = self._partition(buckets[p], max_vars, max_entries)
             mine = []
             for s, originals, children in groups:
                 c = len(self.scope)
@@ -154,6 +130,25 @@ class MiniBuckets:
                 if rest:
                     buckets[min(position[u] for u in rest)].append((rest, -1, c))
             self.bucket.append(mine)
+
+    def _partition(self, items, max_vars, max_entries):
+        """A bucket's items as mini-buckets [scope, originals, children]: items from the
+        fewest variables up, each joined to the mini-bucket of fewest variables it fits
+        in (else a new one): small scopes are joined first, as by Merlin's greedy, which
+        merges the fitting pair of fewest variables (its O(R^3) took 42 s on
+        relational_1's 500-item buckets)."""
+        groups = []
+        for s, k, c in sorted(items, key=lambda item: len(item[0])):
+            fits = [g for g in groups if len(g[0] | s) <= max_vars
+                    and self.entries_of(g[0] | s) <= max_entries]
+            if fits:
+                g = min(fits, key=lambda g: len(g[0]))
+                g[0] = g[0] | s
+            else:
+                g = [s, [], []]
+                groups.append(g)
+            (g[1] if c < 0 else g[2]).append(k if c < 0 else c)
+        return groups
 
     def sorted(self, variables):
         """``variables`` latest-eliminated first (the axis order of every table here)."""
@@ -366,13 +361,15 @@ class WeightedMiniBucket:
 #: the first stage's mini-buckets hold at most this many entries; each next stage 4x more
 _FIRST_ENTRIES, _GROWTH = 2**8, 4
 #: a stage stalls when a pass tightens its bound by less than this share of all its passes did
-_STALL = 0.02
+_STALL = 0.05
 #: a stage's memory: 8 bytes per entry of its cluster tables, and temporaries of
 #: `_TEMPORARIES` tables of its largest cluster
 _TEMPORARIES = 4
+#: the share of ``max_time`` left to the mean-field lower bound after the passes
+_MEAN_FIELD_SHARE = 0.05
 #: the next stage starts only if this many of its passes fit in the time left (a pass's
 #: time predicted from the last one's, in proportion to the entries); else the stage goes on
-_STAGE_MARGIN = 1.5
+_STAGE_MARGIN = 1.1
 
 _PARAMS = {
     "ibound": [Interval(1, integer=True), None],
@@ -387,7 +384,7 @@ _PARAMS = {
 
 @validate_params(_PARAMS, unchecked=("model",))
 def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None = None,
-                         memory_limit: float = 2**31, max_iter: int = 1000,
+                         memory_limit: float = 2**32, max_iter: int = 1000,
                          tol: float = 1e-6, max_time: float | None = None, callback=None,
                          verbose: bool = False) -> MarginalResult:
     """A certified interval on log Z and marginals by weighted mini-bucket elimination
@@ -395,22 +392,29 @@ def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None
 
     ibound : None (default): stages of growing mini-buckets (at most 2^8, 2^10, 2^12, ...
         table entries), each run while its iterations tighten the bound, the next
-        started while ``memory_limit`` and ``max_time`` allow (then its three iterations
-        fit in the time left). An int: one stage with mini-buckets of at most ``ibound``
-        variables (the i-bound of the literature; Merlin's ``--ibound``).
+        started while ``memory_limit`` and ``max_time`` allow (then its first pass fits
+        in the time left), the last one run while its passes tighten the bound by more
+        than ``tol``. An int: one stage with mini-buckets of at most ``ibound`` + 1
+        variables (Merlin's ``--ibound``).
     memory_limit : bytes for the cluster tables (8 per entry) and the temporaries.
     The bound is certified at every stop (``log_z_upper``, the least over all passes);
-    ``log_z_lower`` is the best score among the labellings decoded after each pass
-    (log Z ≥ max_x score(x)); ``gap`` = ``certified_gap`` = their difference, so the
+    ``log_z_lower`` is the best of the scores of the labellings decoded after each pass
+    (log Z ≥ max_x score(x)) and the naive mean-field bound started from the best of them
+    and from the marginals (`fwcore.marginals.mean_field`, in the last `_MEAN_FIELD_SHARE`
+    of ``max_time``); ``gap`` = ``certified_gap`` = their difference, so the
     status is ``converged`` when it is at most ``tol`` (or the elimination is exact),
     ``stalled`` when no stage that fits tightens it further. Marginals are the weighted
     beliefs of the largest stage run (exact when its buckets are whole). Variables that
     evidence fixes (one finite unary state) are conditioned on first."""
     t0 = time.perf_counter()
-    run = _Run(model, ibound, memory_limit, tol, Deadline(max_time), t0)
+    passes_time = None if max_time is None else (1 - _MEAN_FIELD_SHARE) * max_time
+    run = _Run(model, ibound, memory_limit, tol, Deadline(passes_time), t0)
     outcome = run_loop(run.measure, run.step, Stopping(max_iter, tol, deadline=run.deadline),
                        Callbacks(callback, verbose=_line if verbose else None),
                        measure_start=run.finished)
+    run.read()
+    if outcome.status is not Status.INTERRUPTED:
+        run.mean_field(None if max_time is None else t0 + max_time)
     status = outcome.status
     if status is Status.CONVERGED and run.gap > tol:
         status = Status.STALLED
@@ -432,12 +436,13 @@ class _Run:
         self.model, self.ibound, self.tol, self.deadline, self.t0 = \
             model, ibound, tol, deadline, t0
         self.memory_limit = memory_limit
-        card, tables = factor_tables(model)
-        self.card, self.fixed, self.tables = _conditioned(card, tables)
+        self.card = card = np.asarray(model.card, dtype=np.int64)
+        self.fixed = fixed_by_evidence(model)
+        self.tables = _conditioned(card, factors_of(model), self.fixed)
         self.upper, self.lower, self.best_x = math.inf, -math.inf, None
         self.cap = _FIRST_ENTRIES if ibound is None else math.inf
         self.marginals, self.pairs, self.pass_time = None, None, 0.0
-        self.n_passes, self.stage_passes, self.last = 0, 0, math.inf
+        self.n_passes, self.stage_passes, self.last, self.previous = 0, 0, math.inf, math.inf
         self.passed = False                         # the last pass ended (beliefs readable)
         self.finished = self.tables is None
         if self.finished:                           # some variable has no finite state
@@ -445,7 +450,7 @@ class _Run:
             return
         scopes = [s for s, _ in self.tables]
         self.order = [v for v in _elimination_order(card, scopes) if v not in self.fixed]
-        self.wmb = WeightedMiniBucket(self._tree(self.cap), self.tables, self.deadline)
+        self._start(self._tree(self.cap))
 
     @property
     def gap(self):
@@ -454,6 +459,11 @@ class _Run:
     def _tree(self, cap):
         return MiniBuckets(self.card, [s for s, _ in self.tables], self.order, cap,
                            self.ibound)
+
+    def _start(self, tree):
+        """A stage on ``tree``; its successor (`_next_tree`) is found now."""
+        self.wmb, self.stage_passes = WeightedMiniBucket(tree, self.tables, self.deadline), 0
+        self.upcoming = self._next_tree()
 
     def _next_tree(self):
         """The next stage's tree, or None when there is none that fits."""
@@ -475,25 +485,27 @@ class _Run:
     def step(self, k):
         """One pass (forward with matching, backward, decoding). Once the stage stalls
         (its last pass tightened the bound by less than `_STALL` of the stage's total),
-        the next stage, if one fits in memory and its pass in the time left; the run is
-        finished when the stage stalls with nothing after it, or converges. The beliefs
-        are read (`_read`) before a pass that may not end in time, and at the end."""
+        the next stage if it fits in memory and its pass in the time left; with no next
+        stage the run goes on while a pass tightens the bound by more than ``tol``, and
+        is finished after (or at once when exact). The beliefs are read (`read`) before a
+        pass that may not end in time, at stage changes and at the end."""
         mb = self.wmb.mb
         left = self.deadline.left()
-        if self.stage_passes and (mb.exact or self.previous - self.last <= max(
+        gain = self.previous - self.last
+        if self.stage_passes and (mb.exact or gain <= max(
                 self.tol, _STALL * (self.stage_first - self.last))):
-            tree = self._next_tree()
-            if tree is None or mb.exact:
+            tree = self.upcoming
+            if mb.exact or (tree is None and gain <= self.tol):
                 self.finished = True
                 return
-            cost = self.pass_time * tree.entries / mb.entries
-            if left is None or left > _STAGE_MARGIN * cost:
-                self._read()
+            cost = math.inf if tree is None else self.pass_time * tree.entries / mb.entries
+            if tree is not None and (left is None or left > _STAGE_MARGIN * cost):
+                self.read()
                 self.passed = False
-                self.wmb = WeightedMiniBucket(tree, self.tables, self.deadline)
-                self.stage_passes, self.pass_time = 0, cost
+                self._start(tree)
+                self.pass_time = cost
         if left is not None and left < _STAGE_MARGIN * self.pass_time:
-            self._read()
+            self.read()
         self._pass()
 
     def _pass(self):
@@ -517,29 +529,50 @@ class _Run:
         if score > self.lower:
             self.lower, self.best_x = score, x
 
-    def _read(self):
+    def read(self):
         """Keep the marginals of the last whole pass (none yet: nothing to read)."""
         if self.passed:
             self.marginals = self.wmb.node_marginals()
             self.pairs = self.wmb.factor_marginals(self.tables)
 
-    def result(self, status, outcome, seconds):
-        """The `MarginalResult` on the user's variables (fixed ones as point masses; edge
-        marginals of the pairwise factors from their clusters' beliefs)."""
-        self._read()
-        model = self.model
-        pairwise = model.skeleton if isinstance(model, FactorGraph) else model
+    def mean_field(self, until):
+        """Raise the lower bound by naive mean field (`fwcore.marginals.mean_field`),
+        started from the best labelling and from the marginals, until ``until`` (a
+        `time.perf_counter` time; None: its own sweep limit)."""
+        if self.tables is None or self.gap == 0.0:
+            return
+        n = len(self.card)
+        starts = [] if self.marginals is None else [self.node_marginals()]
+        if self.best_x is not None:
+            starts.append([np.eye(int(self.card[v]))[self.best_x[v]] for v in range(n)])
+        for start in starts:
+            lower = mean_field_lower_bound(self.model, start=start, deadline=until).log_z_lower
+            self.lower = max(self.lower, lower)
+
+    def node_marginals(self):
+        """The marginals of the last pass read, on every variable (fixed ones as point
+        masses, uniform before any pass)."""
         nodes = []
-        for v in range(pairwise.n_vars):
-            n = int(self.card[v])
+        for v, n in enumerate(self.card.tolist()):
             if v in self.fixed:
                 nodes.append(np.eye(n)[self.fixed[v]])
             elif self.marginals is not None and v in self.marginals:
                 nodes.append(self.marginals[v])
             else:
                 nodes.append(np.full(n, 1.0 / n))
-        by_pair = {self.tables[k][0]: m for k, m in (self.pairs or {}).items()
-                   if len(self.tables[k][0]) == 2}
+        return nodes
+
+    def result(self, status, outcome, seconds):
+        """The `MarginalResult` on the user's variables (fixed ones as point masses; edge
+        marginals of the pairwise factors from their clusters' beliefs)."""
+        model = self.model
+        pairwise = model.skeleton if isinstance(model, FactorGraph) else model
+        nodes = self.node_marginals()
+        by_pair = {}
+        for k, m in (self.pairs or {}).items():
+            if len(self.tables[k][0]) == 2:
+                i, j = self.tables[k][0]
+                by_pair[(i, j)], by_pair[(j, i)] = m, m.T
         edges = [by_pair.get((int(i), int(j)), np.outer(nodes[i], nodes[j]))
                  for i, j in pairwise.edges]
         mu = np.concatenate([np.concatenate(nodes)] + [e.ravel() for e in edges])
@@ -551,21 +584,19 @@ class _Run:
             log_z_lower=self.lower)
 
 
-def _conditioned(card, tables):
-    """(card, fixed, tables): the variables with one finite unary state (evidence, or
-    one state) fixed there, ``{v: state}``, and the tables sliced at them (their scopes
-    without the fixed variables); tables None when some variable has no finite state."""
+def _conditioned(card, tables, fixed):
+    """The tables sliced at the ``fixed`` variables' states (their scopes without them);
+    None when some variable has no state of finite unary score (no feasible labelling)."""
     allowed = [np.ones(int(n), dtype=bool) for n in card]
     for s, t in tables:
         if len(s) == 1:
             allowed[s[0]] &= np.isfinite(t)
     if any(not a.any() for a in allowed):
-        return card, {}, None
-    fixed = {v: int(np.flatnonzero(a)[0]) for v, a in enumerate(allowed) if a.sum() == 1}
+        return None
     out = []
     for s, t in tables:
         if any(v in fixed for v in s):
             t = t[tuple(fixed.get(v, slice(None)) for v in s)]
             s = tuple(v for v in s if v not in fixed)
-        out.append((s, np.asarray(t, dtype=np.float64)))
-    return card, fixed, out
+        out.append((tuple(s), np.asarray(t, dtype=np.float64)))
+    return out
