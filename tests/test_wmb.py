@@ -109,5 +109,7 @@ def test_no_feasible_state():
 def test_arguments_are_checked():
     with pytest.raises(ValueError, match="ibound"):
         weighted_mini_bucket(_pairwise(0), ibound=0)
+    with pytest.raises(ValueError, match="memory_limit"):
+        weighted_mini_bucket(fwcore.random_grid(12, seed=0), ibound=30, memory_limit=2**16)
     with pytest.raises(TypeError, match="model"):
         weighted_mini_bucket("grid.uai")

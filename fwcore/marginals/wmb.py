@@ -450,7 +450,12 @@ class _Run:
             return
         scopes = [s for s, _ in self.tables]
         self.order = [v for v in _elimination_order(card, scopes) if v not in self.fixed]
-        self._start(self._tree(self.cap))
+        tree = self._tree(self.cap)
+        if ibound is not None and tree.memory > memory_limit:
+            raise ValueError(f"ibound={ibound} needs about {tree.memory:.3g} bytes, over "
+                             f"memory_limit={memory_limit:.3g}: give a smaller ibound, a "
+                             "larger memory_limit, or ibound=None (the largest that fits)")
+        self._start(tree)
 
     @property
     def gap(self):
