@@ -164,9 +164,9 @@ def _too_large(need, memory_limit, why):
     """The refusal of a model whose elimination tables exceed ``memory_limit``."""
     return ValueError(
         f"exact inference by variable elimination needs {need}, over memory_limit="
-        f"{memory_limit:.0f} bytes; {why}. Alternatives: fwcore.infer (Barrier Frank-Wolfe: "
-        f"certified bounds on log Z and approximate marginals, with an approximate oracle "
-        f"such as 'trws' or 'portfolio'), fwcore.infer_map for MAP (oracle 'ilp' or "
+        f"{memory_limit:.0f} bytes; {why}. Alternatives: fwcore.infer (past exact reach, "
+        f"weighted mini-bucket elimination: a certified interval on log Z and approximate "
+        f"marginals), fwcore.infer_map for MAP (oracle 'ilp' or "
         f"'toulbar2'), or a larger memory_limit if the machine has the memory")
 
 
