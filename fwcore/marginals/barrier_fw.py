@@ -417,8 +417,9 @@ def infer(model: PairwiseMRF | FactorGraph, *, method: str = "auto", oracle="aut
         of ``max_time``; `fwcore.auto.infer_exact_method`), else "approximate".
         "approximate": the approximate method that measured best past exact reach
         (`fwcore.auto.infer_method`): weighted mini-bucket elimination
-        (`fwcore.weighted_mini_bucket` with ``tol``, ``max_iter`` (passes), ``max_time``,
-        ``callback`` and ``verbose``; ``log_z_lower`` a certified lower bound). "wmb" and
+        (`fwcore.weighted_mini_bucket` with ``max_iter`` (passes), ``max_time``,
+        ``callback`` and ``verbose``, its own ``tol``; ``log_z_lower`` a certified lower
+        bound). "wmb" and
         "barrier-fw" run those. The options below are Barrier FW's; an oracle other than
         "auto" or domain "local" with method "auto" run Barrier FW.
     oracle : Barrier FW's MAP oracle. "auto" (default): the approximate "portfolio"
@@ -482,8 +483,8 @@ def infer(model: PairwiseMRF | FactorGraph, *, method: str = "auto", oracle="aut
     pairwise = model.reduced if isinstance(model, FactorGraph) else check_model(model)
     chosen, exact = infer_method(pairwise, method, oracle, domain, max_time)
     if chosen == "wmb":
-        res = weighted_mini_bucket(model, tol=tol, max_iter=max(max_iter, 1),
-                                   max_time=max_time, callback=callback, verbose=verbose)
+        res = weighted_mini_bucket(model, max_iter=max(max_iter, 1), max_time=max_time,
+                                   callback=callback, verbose=verbose)
         check_bound_feasible(pairwise, res.log_z_upper)
         return res
     return _barrier_fw(model, exact, oracle, domain, delta, delta_init, correction,
