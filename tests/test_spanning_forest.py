@@ -1,29 +1,19 @@
 """`fwcore.marginals.rho.max_spanning_forest` (scipy's minimum spanning tree on ranks) against
 its pure-Python twin, Kruskal's algorithm with a union-find (the former implementation)."""
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from fwcore.marginals.rho import max_spanning_forest
 
-
-def kruskal_forest(n, edges, weights):
-    """Kruskal over all edges by decreasing weight, ties in edge order: the twin."""
-    edges = np.asarray(edges, dtype=np.int64)
-    parent = np.arange(n)
-
-    def find(v):
-        while parent[v] != v:
-            parent[v] = parent[parent[v]]
-            v = parent[v]
-        return v
-
-    chosen = np.zeros(len(edges))
-    for e in np.argsort(-np.asarray(weights), kind="stable"):
-        a, b = find(edges[e, 0]), find(edges[e, 1])
-        if a != b:
-            parent[a] = b
-            chosen[e] = 1.0
-    return chosen
+_SPEC = importlib.util.spec_from_file_location(
+    "startup", Path(__file__).resolve().parents[1] / "bench" / "benchmarks" / "startup.py")
+_STARTUP = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(_STARTUP)
+#: the twin: Kruskal with a union-find (bench/benchmarks/startup.py, the benchmark's reference)
+kruskal_forest = _STARTUP.kruskal_forest
 
 
 def random_graph(seed):

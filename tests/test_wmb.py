@@ -6,15 +6,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fwcore._wmb import weighted_logsumexp_rows
 
 import fwcore
-from fwcore._wmb import weighted_logsumexp_rows
 from fwcore.io.uai import apply_evidence
 from fwcore.marginals.wmb import weighted_mini_bucket
 from fwcore.results import Status
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # --import-mode=importlib
-from test_factor_graph import brute_force, random_factor_graph  # noqa: E402
+from test_factor_graph import brute_force, random_factor_graph
 
 
 def _numpy_rows(x, w):

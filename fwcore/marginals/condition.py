@@ -23,8 +23,16 @@ from numbers import Integral
 
 import numpy as np
 
-from ..checks import BOOL, CALLABLE, INFEASIBLE, TIME, Interval, check_feasible, check_model, \
-    validate_params
+from ..checks import (
+    BOOL,
+    CALLABLE,
+    INFEASIBLE,
+    TIME,
+    Interval,
+    check_feasible,
+    check_model,
+    validate_params,
+)
 from ..factor_graph import FactorGraph
 from ..model import PairwiseMRF, concat_ranges
 from ..results import Record, Result, Status, Trace
