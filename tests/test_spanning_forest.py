@@ -1,6 +1,6 @@
 """`fwcore.marginals.rho.max_spanning_forest` (scipy's minimum spanning tree on ranks) against
 its pure-Python twin, Kruskal's algorithm with a union-find (the former implementation)."""
-import importlib.util
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -8,12 +8,9 @@ import pytest
 
 from fwcore.marginals.rho import max_spanning_forest
 
-_SPEC = importlib.util.spec_from_file_location(
-    "startup", Path(__file__).resolve().parents[1] / "bench" / "benchmarks" / "startup.py")
-_STARTUP = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(_STARTUP)
-#: the twin: Kruskal with a union-find (bench/benchmarks/startup.py, the benchmark's reference)
-kruskal_forest = _STARTUP.kruskal_forest
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for bench/
+#: the twin: Kruskal with a union-find, the benchmark's reference
+from bench.benchmarks.startup import kruskal_forest  # noqa: E402
 
 
 def random_graph(seed):
