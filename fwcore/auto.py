@@ -55,11 +55,16 @@ def infer_method(model, method, oracle, domain, max_time):
     "auto": Barrier FW's own options (an oracle other than "auto", domain "local") name
     Barrier FW; else exact marginals where `infer_exact_method` finds them cheap, else
     "approximate". "approximate": weighted mini-bucket elimination
-    (`fwcore.marginals.wmb`). Measured with max_time=60 on the five UAI 2014 models past
-    exact reach (ObjectDetection_13/16, Promedus_17, linkage_12/13), its certified bound
-    is +0.17 / +0.009 / +0.08 / +14 / +9.9 nats above log Z against Barrier FW's +10 to
-    +770, and its marginal error ζ .010 / .0002 / .005 / .014 / .016 against loopy BP's
-    .022 / .005 / .008 / .041 / .106 and TRBP's .069 / .017 / .123 / .061 / .065.
+    (`fwcore.marginals.wmb`), the best certified bound and marginals measured past exact
+    reach (bench/beyond.py, max_time=60, the five models of uai2014-beyond): bound − log Z
+    +0.11 / +0.014 / 0 (exact) / +10.8 / +6.9 nats on ObjectDetection_13/16, Promedus_17,
+    linkage_12/13, against Barrier FW's +3.4 / +1.0 / +13.5 / +243 / +207 and Merlin's
+    WMB at i-bound 10 (+4.7 / +35 / +32 on the last three); marginal error ζ .004 / .0004 /
+    0 / .015 / .013 against loopy BP's .022 / .005 / .008 / .042 / .105 and TRBP's .069 /
+    .017 / .15 / .077 / .078. Barrier FW's marginals were the worst of these (.15 to .34).
+    Conditioning (`fwcore.marginals.condition`) wrapped around it loosened the bound at
+    equal time on linkage and ObjectDetection (more branches, less time each), so it is
+    not part of the default.
     "barrier-fw" and "wmb" are run as named. A model without variables is answered
     exactly whatever the method."""
     if model.n_vars == 0:
