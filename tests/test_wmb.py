@@ -113,3 +113,14 @@ def test_arguments_are_checked():
         weighted_mini_bucket(fwcore.random_grid(12, seed=0), ibound=30, memory_limit=2**16)
     with pytest.raises(TypeError, match="model"):
         weighted_mini_bucket("grid.uai")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_infer_approximate_runs_it_on_the_factors(seed):
+    fg = random_factor_graph(seed, n=7, n_factors=9)
+    log_z, nodes, _ = brute_force(fg)
+    res = fwcore.infer(fg, method="approximate")
+    assert res.method == "wmb" and len(res.node_marginals) == fg.n_vars
+    assert res.log_z_lower - 1e-9 <= log_z <= res.log_z_upper + 1e-9
+    assert _node_error(res.node_marginals, nodes) < 1e-9      # small enough to be exact
+    assert fwcore.infer(fg).method.startswith("exact/")        # auto: exact where it fits
