@@ -53,15 +53,33 @@ def _wlse(x, axes, w=1.0):
 #: `_elimination_order` tries min-fill under this many random relabellings (ties broken
 #: differently) within `_ORDER_WORK` of min-fill's work: on the UAI 2014 models the best of
 #: 30 needs 16x fewer elimination entries than the first on Promedus_17 (2^24.1 against
-#: 2^28.2), 10x on Pedigree_11, 4x on linkage_12; on grids the bandwidth order wins
-_ORDER_TRIES, _ORDER_WORK = 32, 5e8
+#: 2^28.2), 10x on Pedigree_11, 4x on linkage_12; on grids the bandwidth order wins.
+#: With max_time the search takes at most `_ORDER_SHARE` of it (no new try starts after),
+#: so that the first pass ends within a short max_time
+_ORDER_TRIES, _ORDER_WORK, _ORDER_SHARE = 32, 5e8, 0.1
 
 
-def _elimination_order(card, scopes):
-    """The elimination order of least total clique-table entries among the bandwidth
-    order and min-fill (`fwcore.elimination`) under `_ORDER_TRIES` seeded random
-    relabellings of the primal graph of ``scopes`` (the same order on every run)."""
-    from ..elimination import _bandwidth_order, _eliminate, _min_fill_order
+def _log_entries(model, order):
+    """log of the total clique-table entries of exact elimination along ``order`` (the
+    `eliminate` kernel's separators; in floats: the sizes overflow int64 on large models)."""
+    from .._symbolic import eliminate
+    order = np.ascontiguousarray(order, dtype=np.int64)
+    start, var, _ = eliminate(model.adj_start, model.adj_var, model.card, order,
+                              np.iinfo(np.int64).max)
+    log_card = np.log(model.card.astype(np.float64))
+    log_sep = np.concatenate([[0.0], np.cumsum(log_card[np.asarray(var)])])
+    start = np.asarray(start)
+    log_sizes = log_card[order] + log_sep[start[1:]] - log_sep[start[:-1]]
+    return float(np.logaddexp.reduce(log_sizes)) if log_sizes.size else -math.inf
+
+
+def _elimination_order(card, scopes, deadline):
+    """The elimination order of least total clique-table entries (`_log_entries`) among
+    the bandwidth order and min-fill (`fwcore.elimination`) under `_ORDER_TRIES` seeded
+    random relabellings of the primal graph of ``scopes``, within `_ORDER_WORK` units of
+    min-fill's work, the last try started before ``deadline`` (a `fwcore.loop.Deadline`;
+    without a limit the same order on every run)."""
+    from ..elimination import _bandwidth_order, _min_fill_order
     n = len(card)
     pairs = np.array(sorted({(min(a, b), max(a, b)) for s in scopes
                              for i, a in enumerate(s) for b in s[i + 1:]}),
@@ -76,17 +94,19 @@ def _elimination_order(card, scopes):
 
     model = primal(np.arange(n))
     order = _bandwidth_order(model)
-    best = (sum(_eliminate(model, order)[1]), order)
-    rng, work = np.random.default_rng(0), 0
+    best = (_log_entries(model, order), order)
+    rng, spent = np.random.default_rng(0), 0
     for k in range(_ORDER_TRIES):
+        if deadline.passed():
+            break
         label = np.arange(n) if k == 0 else rng.permutation(n)
         renamed = primal(label)
-        order, spent = _min_fill_order(renamed, budget=_ORDER_WORK - work)
-        work += spent
+        order, used = _min_fill_order(renamed, budget=_ORDER_WORK - spent)
+        spent += used
         if len(order) < n:
             break
         order = np.argsort(label)[order]
-        best = min(best, (sum(_eliminate(model, order)[1]), order), key=lambda c: c[0])
+        best = min(best, (_log_entries(model, order), order), key=lambda c: c[0])
     return [int(v) for v in best[1]]
 
 
@@ -97,14 +117,18 @@ class MiniBuckets:
     ``originals[c]``, receives the messages of ``children[c]`` and sends its own to
     ``parent[c]`` (−1: a root, whose message is a number). A scope lists its variables
     latest-eliminated first, so ``var[c]`` is its last axis and every sub-scope is in
-    the same order. Each bucket is split first-fit, largest item first, into
-    mini-buckets of at most ``max_entries`` table entries and ``ibound`` + 1 variables (an
-    item larger than that makes its own)."""
+    the same order. Each bucket is split (`_partition`) into mini-buckets of at most
+    ``max_entries`` table entries and ``ibound`` + 1 variables (an item larger than that
+    makes its own). Building it checks ``deadline`` (a `fwcore.loop.Deadline`: `TimeUp`
+    when it passes)."""
 
-    def __init__(self, card, scopes, order, max_entries=math.inf, ibound=None):
+    def __init__(self, card, scopes, order, max_entries=math.inf, ibound=None,
+                 deadline=None):
         self.card, self.order = card, list(order)
-        self.position = position = np.empty(len(card), dtype=np.int64)
+        self._card = card.tolist()
+        position = np.full(len(card), -1, dtype=np.int64)
         position[self.order] = np.arange(len(self.order))
+        self.position = position = position.tolist()
         buckets = [[] for _ in self.order]          # items (scope, factor k | -1, cluster | -1)
         for k, s in enumerate(scopes):
             if s:
@@ -113,7 +137,10 @@ class MiniBuckets:
         self.scope, self.var, self.originals, self.children, self.parent = [], [], [], [], []
         self.bucket = []                             # the clusters of each variable in order
         max_vars = math.inf if ibound is None else ibound + 1
+        deadline = Deadline() if deadline is None else deadline
         for p, v in enumerate(self.order):
+            if p % 256 == 0:
+                deadline.left()
             groups = self._partition(buckets[p], max_vars, max_entries)
             mine = []
             for s, originals, children in groups:
@@ -139,10 +166,13 @@ class MiniBuckets:
         relational_1's 500-item buckets)."""
         groups = []
         for s, k, c in sorted(items, key=lambda item: len(item[0])):
-            fits = [g for g in groups if len(g[0] | s) <= max_vars
-                    and self.entries_of(g[0] | s) <= max_entries]
-            if fits:
-                g = min(fits, key=lambda g: len(g[0]))
+            g, fewest = None, math.inf
+            for h in groups:
+                joined = h[0] | s
+                if len(h[0]) < fewest and len(joined) <= max_vars and \
+                        self.entries_of(joined) <= max_entries:
+                    g, fewest = h, len(h[0])
+            if g is not None:
                 g[0] = g[0] | s
             else:
                 g = [s, [], []]
@@ -152,10 +182,12 @@ class MiniBuckets:
 
     def sorted(self, variables):
         """``variables`` latest-eliminated first (the axis order of every table here)."""
-        return tuple(sorted(variables, key=lambda v: -self.position[v]))
+        position = self.position
+        return tuple(sorted(variables, key=lambda v: -position[v]))
 
     def entries_of(self, variables):
-        return math.prod(int(self.card[v]) for v in variables)
+        card = self._card
+        return math.prod([card[v] for v in variables])
 
     @property
     def n_clusters(self):
@@ -212,6 +244,8 @@ class WeightedMiniBucket:
             self.weight[clusters] = 1.0 / len(clusters)
         self.base = []
         for c in range(mb.n_clusters):
+            if c % 256 == 0:
+                self.deadline.left()
             f = np.zeros([int(mb.card[v]) for v in mb.scope[c]])
             for k in mb.originals[c]:
                 f += _aligned(tables[k][1], tables[k][0], mb.scope[c])
@@ -358,6 +392,8 @@ class WeightedMiniBucket:
         return x
 
 
+#: a stage's successor not yet looked for
+_UNKNOWN = object()
 #: the first stage's mini-buckets hold at most this many entries; each next stage 4x more
 _FIRST_ENTRIES, _GROWTH = 2**8, 4
 #: a stage stalls when a pass tightens its bound by less than this share of all its passes did
@@ -408,10 +444,12 @@ def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None
     evidence fixes (one finite unary state) are conditioned on first."""
     t0 = time.perf_counter()
     passes_time = None if max_time is None else (1 - _MEAN_FIELD_SHARE) * max_time
-    run = _Run(model, ibound, memory_limit, tol, Deadline(passes_time), t0)
+    order_time = None if max_time is None else _ORDER_SHARE * max_time
+    run = _Run(model, ibound, memory_limit, tol, Deadline(passes_time), t0,
+               Deadline(order_time))
     outcome = run_loop(run.measure, run.step, Stopping(max_iter, tol, deadline=run.deadline),
                        Callbacks(callback, verbose=_line if verbose else None),
-                       measure_start=run.finished)
+                       start=run.start)
     run.read()
     if outcome.status is not Status.INTERRUPTED:
         run.mean_field(None if max_time is None else t0 + max_time)
@@ -430,31 +468,41 @@ class _Run:
     """The state of a `weighted_mini_bucket` run: the stages' trees, the current
     message passing, the best bounds and the marginals of the last pass."""
 
-    def __init__(self, model, ibound, memory_limit, tol, deadline, t0):
+    def __init__(self, model, ibound, memory_limit, tol, deadline, t0, order_deadline):
         if not isinstance(model, (PairwiseMRF, FactorGraph)):
             check_model(model)
         self.model, self.ibound, self.tol, self.deadline, self.t0 = \
             model, ibound, tol, deadline, t0
-        self.memory_limit = memory_limit
+        self.memory_limit, self.order_deadline = memory_limit, order_deadline
         self.card = card = np.asarray(model.card, dtype=np.int64)
         self.fixed = fixed_by_evidence(model)
         self.tables = _conditioned(card, factors_of(model), self.fixed)
-        self.upper, self.lower, self.best_x = math.inf, -math.inf, None
+        self.lower, self.best_x = -math.inf, None
         self.cap = _FIRST_ENTRIES if ibound is None else math.inf
+        self.wmb, self.upcoming = None, _UNKNOWN
         self.marginals, self.pairs, self.pass_time = None, None, 0.0
         self.n_passes, self.stage_passes, self.last, self.previous = 0, 0, math.inf, math.inf
         self.passed = False                         # the last pass ended (beliefs readable)
         self.finished = self.tables is None
         if self.finished:                           # some variable has no finite state
             self.upper = self.lower = -math.inf
+        else:
+            self.upper = _product_bound(card, self.tables, self.fixed)
+
+    def start(self):
+        """The elimination order and the first stage (a ValueError when ``ibound``'s
+        tables exceed ``memory_limit``)."""
+        if self.finished:
             return
         scopes = [s for s, _ in self.tables]
-        self.order = [v for v in _elimination_order(card, scopes) if v not in self.fixed]
+        self.order = [v for v in _elimination_order(self.card, scopes, self.order_deadline)
+                      if v not in self.fixed]
         tree = self._tree(self.cap)
-        if ibound is not None and tree.memory > memory_limit:
-            raise ValueError(f"ibound={ibound} needs about {tree.memory:.3g} bytes, over "
-                             f"memory_limit={memory_limit:.3g}: give a smaller ibound, a "
-                             "larger memory_limit, or ibound=None (the largest that fits)")
+        if self.ibound is not None and tree.memory > self.memory_limit:
+            raise ValueError(f"ibound={self.ibound} needs about {tree.memory:.3g} bytes, "
+                             f"over memory_limit={self.memory_limit:.3g}: give a smaller "
+                             "ibound, a larger memory_limit, or ibound=None (the largest "
+                             "that fits)")
         self._start(tree)
 
     @property
@@ -463,28 +511,33 @@ class _Run:
 
     def _tree(self, cap):
         return MiniBuckets(self.card, [s for s, _ in self.tables], self.order, cap,
-                           self.ibound)
+                           self.ibound, self.deadline)
 
     def _start(self, tree):
-        """A stage on ``tree``; its successor (`_next_tree`) is found now."""
+        """A stage on ``tree`` (its successor is found when it stalls)."""
         self.wmb, self.stage_passes = WeightedMiniBucket(tree, self.tables, self.deadline), 0
-        self.upcoming = self._next_tree()
+        self.upcoming = _UNKNOWN
 
     def _next_tree(self):
-        """The next stage's tree, or None when there is none that fits."""
-        if self.ibound is not None or self.wmb.mb.exact:
-            return None
-        while True:
-            self.cap *= _GROWTH
-            tree = self._tree(self.cap)
-            if tree.memory > self.memory_limit:
-                return None
-            if tree.entries > self.wmb.mb.entries:
-                return tree
+        """The next stage's tree, or None when there is none that fits (found once per
+        stage)."""
+        if self.upcoming is not _UNKNOWN:
+            return self.upcoming
+        self.upcoming = None
+        if self.ibound is None and not self.wmb.mb.exact:
+            while True:
+                self.cap *= _GROWTH
+                tree = self._tree(self.cap)
+                if tree.memory > self.memory_limit:
+                    break
+                if tree.entries > self.wmb.mb.entries:
+                    self.upcoming = tree
+                    break
+        return self.upcoming
 
     def measure(self, k):
         record = Record(iteration=k, time=time.perf_counter() - self.t0,
-                        primal=self.last, gap=self.gap, bound=self.upper, score=self.lower)
+                        primal=min(self.last, self.upper), gap=self.gap, bound=self.upper, score=self.lower)
         return record, 0.0 if self.finished else self.gap
 
     def step(self, k):
@@ -499,7 +552,7 @@ class _Run:
         gain = self.previous - self.last
         if self.stage_passes and (mb.exact or gain <= max(
                 self.tol, _STALL * (self.stage_first - self.last))):
-            tree = self.upcoming
+            tree = None if mb.exact else self._next_tree()
             if mb.exact or (tree is None and gain <= self.tol):
                 self.finished = True
                 return
@@ -520,15 +573,15 @@ class _Run:
         self.previous = self.last
         self.passed = False
         self.last = w.forward(1.0 / self.stage_passes)
+        self.upper = min(self.upper, self.last)
+        if w.mb.exact:
+            self.lower = self.upper = self.last
         if self.stage_passes == 1:
             self.stage_first = self.last
         w.backward()
         self.passed = True
         self.pass_time = time.perf_counter() - started
         self.n_passes += 1
-        self.upper = min(self.upper, self.last)
-        if w.mb.exact:
-            self.lower = self.upper = self.last
         x = w.decode()
         score = sum(float(t[tuple(x[list(s)])]) for s, t in self.tables)
         if score > self.lower:
@@ -587,6 +640,13 @@ class _Run:
             delta=0.0, n_oracle_calls=0, n_icm_calls=0, status=status, n_iter=self.n_passes,
             n_rho_updates=0, time=seconds, method="wmb", trace=outcome.trace,
             log_z_lower=self.lower)
+
+
+def _product_bound(card, tables, fixed):
+    """log Z ≤ Σ_f max f + Σ_v log |X_v| over the variables not ``fixed``: every labelling
+    counted at every factor's best score (the bound before any pass)."""
+    free = [int(n) for v, n in enumerate(card.tolist()) if v not in fixed]
+    return float(sum(np.max(t) for _, t in tables) + np.log(np.asarray(free, float)).sum())
 
 
 def _conditioned(card, tables, fixed):
