@@ -70,6 +70,15 @@ def test_merlin_output_cut_short_or_foreign_is_an_error(beyond, text):
         beyond.parse_merlin_mar(text)
 
 
+def test_merlin_trajectory_is_read_from_its_pass_lines(beyond):
+    printed = ("[WMB] Begin message passing over join graph ...\n"
+               "  logZ:   806.696638 (inf) \td=8.066966e+02\t time=0.007772\ti=1\n"
+               "  logZ:   -7.5 (5.5e-04) \td=1.2e+00\t time=1.5\ti=2\n"
+               "[WMB] Converged after 2 iterations in 1.6 seconds\n")
+    assert beyond.parse_merlin_trajectory(printed) == [(0.007772, 806.696638), (1.5, -7.5)]
+    assert beyond.parse_merlin_trajectory("") == []
+
+
 def test_merlin_command_passes_the_evidence_file(beyond, tmp_path):
     case = beyond.Case(name="m", path=tmp_path / "m.uai", model=None, evidence={1: 1},
                        marginals=[], log_z=0.0, log_z_tolerance=0.0, unverified=False, key="k")
@@ -109,7 +118,8 @@ def _row(method, zeta, upper, seconds, certified=True, **extra):
 def test_verdicts_and_violations(beyond):
     case = beyond.Case(name="m", path=Path("m.uai"), model=None, evidence={}, marginals=[],
                        log_z=0.0, log_z_tolerance=1e-3, unverified=False, key="k")
-    rows = [_row("merlin-wmb i=5", 0.1, 0.5, 2.0), _row("merlin-wmb i=20", 0.0, 0.0, 90.0),
+    rows = [_row("merlin-wmb i=5", 0.1, 0.5, 2.0, trajectory=[(1.0, 0.7), (2.0, 0.5)]),
+            _row("merlin-wmb i=20", 0.0, 0.0, 90.0, trajectory=[(80.0, 0.1), (90.0, 0.0)]),
             _row("loopy-bp", 0.02, -0.3, 1.0, certified=False),
             _row("trbp", 0.05, 3.0, 5.0, certified=False),
             _row("infer", 0.024, 0.4, 60.0, ours=True)]
@@ -117,6 +127,8 @@ def test_verdicts_and_violations(beyond):
     assert v["ζ ≤ min(BP)+.005"] == "yes" and v["ζ < both BP"] == "no"
     assert v["bound ≥ log Z"] == "yes" and v["bound ≤ TRBP"] == "yes"
     assert v["bound ≤ WMB same time"] == "yes"  # i=20 took longer than ours: not compared
+    assert beyond.merlin_bound_by(rows, 60.0) == 0.5 and beyond.merlin_bound_by(rows, 85) == 0.1
+    assert beyond.merlin_bound_by(rows, 0.5) is None
     assert beyond.bound_violations(case, rows) == []
 
     rows[-1] = _row("infer", 0.024, -0.01, 60.0, ours=True)

@@ -6,34 +6,35 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fwcore._wmb import weighted_logsumexp_rows
 
 import fwcore
 from fwcore.io.uai import apply_evidence
-from fwcore.marginals.wmb import weighted_mini_bucket
+from fwcore.marginals.wmb import _wlse, weighted_mini_bucket
 from fwcore.results import Status
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # --import-mode=importlib
 from test_factor_graph import brute_force, random_factor_graph
 
 
-def _numpy_rows(x, w):
-    """w log Σ_j exp(x[i, j] / w), −inf for an all −inf row."""
-    with np.errstate(divide="ignore"):
-        return np.array([w * np.logaddexp.reduce(r / w) if np.isfinite(r).any() else -np.inf
-                         for r in x])
+def _numpy_wlse(x, axes, w):
+    """w log Σ_axes exp(x / w), −inf where every entry summed is −inf."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        top = np.max(x, axis=axes, keepdims=True)
+        safe = np.where(np.isfinite(top), top, 0.0)
+        out = safe + w * np.log(np.exp((x - safe) / w).sum(axis=axes, keepdims=True))
+    return np.where(np.isneginf(top), -np.inf, out).squeeze(axis=axes)
 
 
 @pytest.mark.parametrize("w", [0.25, 1.0, 3.0])
-def test_kernel_matches_numpy(w):
+@pytest.mark.parametrize("axes", [(3,), (0,), (1, 3), (0, 1, 2), (0, 2), (0, 1, 2, 3), ()])
+def test_kernel_matches_numpy(w, axes):
     rng = np.random.default_rng(1)
-    x = rng.normal(scale=20, size=(50, 7))
+    x = rng.normal(scale=20, size=(3, 4, 2, 5))
     x[rng.random(x.shape) < 0.3] = -np.inf
-    x[3] = -np.inf
-    out = np.empty(50)
-    weighted_logsumexp_rows(x, w, out)
-    np.testing.assert_allclose(out, _numpy_rows(x, w), rtol=1e-12)
-    assert out[3] == -np.inf
+    x[1] = -np.inf
+    out = _wlse(x, axes, w)
+    np.testing.assert_allclose(out, _numpy_wlse(x, axes, w), rtol=1e-12)
+    assert out.shape == tuple(n for a, n in enumerate(x.shape) if a not in axes)
 
 
 def _pairwise(seed, n=3, scale=1.5, zeros=0.0):

@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from .._wmb import weighted_logsumexp_rows
+from .._wmb import weighted_logsumexp
 from ..checks import BOOL, CALLABLE, TIME, Interval, check_model, validate_params
 from ..factor_graph import FactorGraph
 from ..loop import Callbacks, Deadline, Stopping, run_loop
@@ -41,13 +41,19 @@ __all__ = ["weighted_mini_bucket", "MiniBuckets", "WeightedMiniBucket"]
 
 def _wlse(x, axes, w=1.0):
     """w log Σ_axes exp(x / w) (``axes`` a tuple, w > 0) over the other axes in order;
-    −inf (never NaN) where every entry is −inf (`fwcore._wmb.weighted_logsumexp_rows`)."""
-    keep = [a for a in range(x.ndim) if a not in axes]
-    rows = np.ascontiguousarray(np.transpose(x, keep + list(axes)))
-    shape = rows.shape[:len(keep)]
-    out = np.empty(math.prod(shape))
-    weighted_logsumexp_rows(rows.reshape(out.shape[0], -1), w, out)
-    return out.reshape(shape)
+    −inf (never NaN) where every entry is −inf (`fwcore._wmb.weighted_logsumexp`)."""
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    shape = x.shape
+    out_shape = [n for a, n in enumerate(shape) if a not in axes]
+    out_stride = np.zeros(len(shape), dtype=np.intp)
+    size = 1
+    for a in reversed(range(len(shape))):
+        if a not in axes:
+            out_stride[a] = size
+            size *= shape[a]
+    out = np.empty(size)
+    weighted_logsumexp(x.reshape(-1), np.array(shape, dtype=np.intp), out_stride, w, out)
+    return out.reshape(out_shape)
 
 
 #: `_elimination_order` tries min-fill under this many random relabellings (ties broken
@@ -200,10 +206,10 @@ class MiniBuckets:
 
     @property
     def memory(self):
-        """Bytes to run WMB on this tree: its cluster tables and `_TEMPORARIES` tables
-        of its largest cluster."""
-        return 8 * (self.entries + _TEMPORARIES * max(map(self.entries_of, self.scope),
-                                                          default=0))
+        """Bytes to run WMB on this tree: two sets of its cluster tables (the factors and
+        the incoming tables of a pass) and `_TEMPORARIES` tables of its largest cluster."""
+        return 8 * (2 * self.entries + _TEMPORARIES * max(map(self.entries_of, self.scope),
+                                                              default=0))
 
     @property
     def exact(self):
@@ -252,55 +258,59 @@ class WeightedMiniBucket:
             self.base.append(f)
         self.constant = sum(float(tables[k][1]) for k in mb.constants)
         self.repar = [np.zeros(int(mb.card[mb.var[c]])) for c in range(mb.n_clusters)]
+        self.incoming = [None] * mb.n_clusters       # f_c of the last forward pass
         self.forward_msg = [None] * mb.n_clusters    # over scope \ var, embedded in parent
         self.backward_msg = [None] * mb.n_clusters   # over scope \ var, embedded in c
         self.bound = math.inf
 
     def _incoming(self, c):
-        """f_c: its factors, reparameterisation and the children's forward messages."""
-        f = self.base[c] + self.repar[c]
-        for child in self.mb.children[c]:
-            f += self.forward_msg[child]
-        return f
+        """f_c: its factors, reparameterisation and the children's forward messages (the
+        table of the last forward pass, kept until the next one)."""
+        if self.incoming[c] is None:
+            f = self.base[c] + self.repar[c]
+            for child in self.mb.children[c]:
+                f += self.forward_msg[child]
+            self.incoming[c] = f
+        return self.incoming[c]
 
-    def _belief(self, c, f=None):
+    def _belief(self, c):
         """f_c plus its backward message: w_c log of its unnormalised weighted belief."""
-        f = self._incoming(c) if f is None else f
+        f = self._incoming(c)
         return f if self.backward_msg[c] is None else f + self.backward_msg[c]
 
     def _node_log_marginal(self, c, belief):
         """log of the normalised weighted marginal of cluster c on its variable."""
-        rest = tuple(range(belief.ndim - 1))
         w = self.weight[c]
-        m = _wlse(belief, rest, w) / w if rest else belief / w
+        rest = tuple(range(belief.ndim - 1))
+        m = (_wlse(belief, rest, w) if rest else belief) / w
         return m - _wlse(m, (0,))
 
-    def _match(self, clusters, incoming, step):
+    def _match(self, clusters, step):
         """Moment matching of a bucket's mini-buckets on x_v: each reparameterisation
-        moves by step · w_r (log b̄ − log b_r), b̄ = Π_r b_r^{w_r}; they sum to no move."""
-        logs = [self._node_log_marginal(c, self._belief(c, f))
-                for c, f in zip(clusters, incoming)]
-        mean = sum(self.weight[c] * m for c, m in zip(clusters, logs))
-        for c, f, m in zip(clusters, incoming, logs):
-            with np.errstate(invalid="ignore"):
-                move = step * self.weight[c] * (mean - m)
-            move[np.isnan(move)] = 0.0
+        moves by step · w_r (log b̄ − log b_r), b̄ = Π_r b_r^{w_r}; they sum to no move
+        (no move at a state where a marginal is 0)."""
+        logs = np.array([self._node_log_marginal(c, self._belief(c)) for c in clusters])
+        weights = self.weight[clusters][:, None]
+        with np.errstate(invalid="ignore"):
+            moves = step * weights * ((weights * logs).sum(axis=0) - logs)
+        moves[:, ~np.isfinite(moves).all(axis=0)] = 0.0
+        for c, move in zip(clusters, moves):
             self.repar[c] = self.repar[c] + move
-            f += move
+            self.incoming[c] += move
 
     def forward(self, step=1.0):
         """One forward pass (moment matching first where a bucket has several
         mini-buckets); returns the certified bound on log Z."""
         mb = self.mb
         total = self.constant
+        self.incoming = [None] * mb.n_clusters
         for clusters in mb.bucket:
             self.deadline.left()
-            incoming = [self._incoming(c) for c in clusters]
             if len(clusters) > 1 and step > 0:
-                self._match(clusters, incoming, step)
-            for c, f in zip(clusters, incoming):
-                w = self.weight[c]
-                msg = _wlse(f, (f.ndim - 1,), w)
+                self._match(clusters, step)
+            for c in clusters:
+                f = self._incoming(c)
+                msg = _wlse(f, (f.ndim - 1,), self.weight[c])
                 if mb.parent[c] < 0:
                     total += float(msg)
                     continue
@@ -314,27 +324,27 @@ class WeightedMiniBucket:
 
     def backward(self):
         """Backward messages, parents first: b → a is
-        w_a log Σ_{C_b \\ C_a} exp(belief_b / w_b − λ_a / w_a)."""
+        w_a log Σ_{C_b \\ C_a} exp(belief_b / w_b − λ_a / w_a)
+        = w_a log Σ_{C_b \\ C_a} exp(belief_b / w_b) − λ_a (λ_a is constant there)."""
         mb = self.mb
         for clusters in reversed(mb.bucket):
             self.deadline.left()
             for b in clusters:
                 if not mb.children[b]:
                     continue
-                belief = self._belief(b)
+                belief, wb = self._belief(b), self.weight[b]
                 for a in mb.children[b]:
-                    wa = self.weight[a]
-                    with np.errstate(invalid="ignore"):
-                        y = belief * (wa / self.weight[b]) - self.forward_msg[a]
-                    if np.isneginf(self.forward_msg[a]).any():
-                        y[np.isnan(y)] = -np.inf
                     keep = set(mb.scope[a])
                     drop = tuple(i for i, v in enumerate(mb.scope[b]) if v not in keep)
-                    msg = _wlse(y, drop, wa) if drop else y
+                    sums = (_wlse(belief, drop, wb) if drop else belief) * (self.weight[a] / wb)
+                    with np.errstate(invalid="ignore"):
+                        msg = _embed(sums, mb.scope[a][:-1], mb.scope[b]) - self.forward_msg[a]
+                    msg[np.isnan(msg)] = -np.inf
                     top = np.max(msg)
                     if np.isfinite(top):
-                        msg = msg - top
-                    self.backward_msg[a] = _embed(msg, mb.scope[a][:-1], mb.scope[a])
+                        msg -= top
+                    self.backward_msg[a] = msg.reshape(
+                        [n for n, v in zip(msg.shape, mb.scope[b]) if v in keep] + [1])
 
     def _weighted_belief(self, c):
         """The normalised weighted belief of cluster c, ∝ exp(belief_c / w_c)."""
@@ -537,7 +547,7 @@ class _Run:
 
     def measure(self, k):
         record = Record(iteration=k, time=time.perf_counter() - self.t0,
-                        primal=min(self.last, self.upper), gap=self.gap, bound=self.upper, score=self.lower)
+                        primal=self.upper if self.n_passes == 0 else self.last, gap=self.gap, bound=self.upper, score=self.lower)
         return record, 0.0 if self.finished else self.gap
 
     def step(self, k):
