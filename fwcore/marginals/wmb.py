@@ -258,6 +258,29 @@ class MiniBuckets:
         return max((len(s) for s in self.scope), default=0)
 
 
+def _subset_marginals(p, scope, subsets):
+    """{subset: the marginal of the table ``p`` (over ``scope``) on it} for each subset (a
+    tuple of ``scope``'s variables, in its order): variables no subset needs are summed
+    out first, then, recursively, the subsets without the variable that most (but not
+    all) of them hold are found on the table with it summed out, and the rest on the
+    table as it is; a pass over a table per level, not one per subset (a cluster of six
+    21-state variables with its 15 pairwise factors: about 3 passes instead of 15)."""
+    need = set().union(*subsets)
+    drop = tuple(i for i, v in enumerate(scope) if v not in need)
+    if drop:
+        p, scope = p.sum(axis=drop), tuple(v for v in scope if v in need)
+    out = {s: p for s in subsets if len(s) == len(scope)}
+    rest = [s for s in subsets if len(s) < len(scope)]
+    if rest:
+        count = {v: sum(v in s for s in rest) for v in scope}
+        v = max((u for u in scope if count[u] < len(rest)), key=count.get)
+        without = [s for s in rest if v not in s]
+        out.update(_subset_marginals(p.sum(axis=scope.index(v)),
+                                     tuple(u for u in scope if u != v), without))
+        out.update(_subset_marginals(p, scope, [s for s in rest if v in s]))
+    return out
+
+
 def _embed(table, scope, into):
     """``table`` over ``scope`` (a subset of ``into``, in the same order) reshaped to
     broadcast over ``into``'s axes."""
@@ -391,33 +414,28 @@ class WeightedMiniBucket:
         b = np.exp(b - top)
         return b / b.sum()
 
-    def node_marginals(self):
-        """{v: marginal}: the mean of v's mini-buckets' weighted marginals (equal after a
-        full matching step)."""
+    def marginals(self, tables):
+        """({v: node marginal}, {k: marginal over tables[k]'s scope, in its order, for each
+        original factor of arity ≥ 2}) from the clusters' normalised weighted beliefs, each
+        exponentiated once (`_subset_marginals`): v's is the mean of its mini-buckets'
+        (equal after a full matching step), a factor's is from the cluster that holds it."""
         mb = self.mb
-        out = {}
+        nodes, factors = {}, {}
         for v, clusters in zip(mb.order, mb.bucket):
-            p = sum(np.exp(self._node_log_marginal(c, self._belief(c))) for c in clusters)
-            out[v] = p / p.sum()
-        return out
-
-    def factor_marginals(self, tables):
-        """{k: marginal over tables[k]'s scope (in its order)} for each original factor
-        of arity ≥ 2, from the weighted belief of the cluster that holds it."""
-        mb = self.mb
-        out = {}
-        for c in range(mb.n_clusters):
-            big = [k for k in mb.originals[c] if len(tables[k][0]) >= 2]
-            if not big:
-                continue
-            b = self._weighted_belief(c)
-            for k in big:
-                s = tables[k][0]
-                drop = tuple(i for i, v in enumerate(mb.scope[c]) if v not in s)
-                m = b.sum(axis=drop) if drop else b
-                kept = [v for v in mb.scope[c] if v in s]
-                out[k] = np.transpose(m, [kept.index(v) for v in s])
-        return out
+            total = 0.0
+            for c in clusters:
+                scope = mb.scope[c]
+                big = {k: tuple(sorted(tables[k][0], key=scope.index))
+                       for k in mb.originals[c] if len(tables[k][0]) >= 2}
+                found = _subset_marginals(self._weighted_belief(c), scope,
+                                          set(big.values()) | {(v,)})
+                total = total + found[(v,)]
+                for k, subset in big.items():
+                    factors[k] = np.transpose(found[subset],
+                                              [subset.index(u) for u in tables[k][0]])
+            mass = np.sum(total)
+            nodes[v] = total / mass if mass > 0 else np.full(int(mb.card[v]), 1.0 / mb.card[v])
+        return nodes, factors
 
     def decode(self):
         """A labelling: variables from the last eliminated, each at the argmax of its
@@ -442,8 +460,6 @@ class WeightedMiniBucket:
 _UNKNOWN = object()
 #: the first stage's mini-buckets hold at most this many entries; each next stage 4x more
 _FIRST_ENTRIES, _GROWTH = 2**8, 4
-#: a stage stalls when a pass tightens its bound by less than this share of all its passes did
-_STALL = 0.05
 #: a stage's memory: 8 bytes per entry of its cluster tables, and temporaries of
 #: `_TEMPORARIES` tables of its largest cluster
 _TEMPORARIES = 4
@@ -451,8 +467,9 @@ _TEMPORARIES = 4
 _MEAN_FIELD_SHARE = 0.05
 #: the next stage starts only if this many of its passes fit in the time left (a pass's
 #: time predicted from the last one's, in proportion to the entries); else the stage goes
-#: on. Its first passes are looser than the stage before's last (ObjectDetection_13:
-#: +1.11 nats after one pass at 2^20 entries, +0.81 before it; +0.54 after 5 passes)
+#: on. A larger stage's first passes are looser than the one before's last, but it soon
+#: passes it (ObjectDetection_13: 2^16 entries converge to +0.79 nats; 2^20: +1.11 after
+#: one pass, +0.54 after 5; 2^24: +0.23 after one, +0.11 after 5)
 _STAGE_PASSES = 4
 #: the beliefs are read before a pass unless this many passes fit in the time left
 _PASS_MARGIN = 1.1
@@ -477,11 +494,11 @@ def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None
     (module docstring; Liu & Ihler 2011), anytime.
 
     ibound : None (default): stages of growing mini-buckets (at most 2^8, 2^10, 2^12, ...
-        table entries), each run while its iterations tighten the bound, the next
-        started while ``memory_limit`` and ``max_time`` allow (then its first pass fits
-        in the time left), the last one run while its passes tighten the bound by more
-        than ``tol``. An int: one stage with mini-buckets of at most ``ibound`` + 1
-        variables (Merlin's ``--ibound``).
+        table entries), the next started after one pass of the last while
+        ``memory_limit`` allows and 4 of its passes fit in ``max_time`` (predicted from
+        the last pass), the last one run while its passes tighten the bound by more than
+        ``tol``. An int: one stage with mini-buckets of at most ``ibound`` + 1 variables
+        (Merlin's ``--ibound``).
     memory_limit : bytes for the cluster tables (8 per entry) and the temporaries.
     The bound is certified at every stop (``log_z_upper``, the least over all passes);
     ``log_z_lower`` is the best of the scores of the labellings decoded after each pass
@@ -490,7 +507,8 @@ def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None
     of ``max_time``); ``gap`` = ``certified_gap`` = their difference, so the
     status is ``converged`` when it is at most ``tol`` (or the elimination is exact),
     ``stalled`` when no stage that fits tightens it further. Marginals are the weighted
-    beliefs of the largest stage run (exact when its buckets are whole). Variables that
+    beliefs of the pass of tightest bound read (exact when its buckets are whole),
+    within ``max_time``. Variables that
     evidence fixes (one finite unary state) are conditioned on first."""
     t0 = time.perf_counter()
     passes_time = None if max_time is None else (1 - _MEAN_FIELD_SHARE) * max_time
@@ -500,7 +518,7 @@ def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None
     outcome = run_loop(run.measure, run.step, Stopping(max_iter, tol, deadline=run.deadline),
                        Callbacks(callback, verbose=_line if verbose else None),
                        start=run.start)
-    run.read(None if max_time is None else t0 + max_time)
+    run.read(None if max_time is None else t0 + max_time - time.perf_counter())
     if outcome.status is not Status.INTERRUPTED:
         run.mean_field(None if max_time is None else t0 + max_time)
     status = outcome.status
@@ -532,6 +550,7 @@ class _Run:
         self.wmb, self.upcoming = None, _UNKNOWN
         self.marginals, self.pairs, self.pass_time = None, None, 0.0
         self.marginals_bound = math.inf              # the pass bound of the marginals kept
+        self.read_cost = None                         # seconds per entry of the last read
         self.n_passes, self.stage_passes, self.last, self.previous = 0, 0, math.inf, math.inf
         self.passed = False                         # the last pass ended (beliefs readable)
         self.finished = self.tables is None
@@ -592,30 +611,28 @@ class _Run:
         return record, 0.0 if self.finished else self.gap
 
     def step(self, k):
-        """One pass (forward with matching, backward, decoding). Once the stage stalls
-        (its last pass tightened the bound by less than `_STALL` of the stage's total),
-        the next stage if it fits in memory and `_STAGE_PASSES` of its passes in the
-        time left; with no next stage the run goes on while a pass tightens the bound by
-        more than ``tol``, and is finished after (or at once when exact). The beliefs
-        are read (`read`) before a pass that may not end in time, at stage changes and
-        at the end."""
+        """One pass (forward with matching, backward, decoding). After a stage's first
+        pass (whose time predicts the next stage's, in proportion to the entries), the
+        next stage starts when it fits in memory and `_STAGE_PASSES` of its passes fit in
+        the time left; else the stage goes on while a pass tightens the bound by more
+        than ``tol``, and the run is finished after (or at once when exact). The beliefs
+        are read (`read`) before a pass that may not end in time, at stage changes and at
+        the end."""
         mb = self.wmb.mb
         left = self.deadline.left()
-        gain = self.previous - self.last
-        if self.stage_passes and (mb.exact or gain <= max(
-                self.tol, _STALL * (self.stage_first - self.last))):
+        if self.stage_passes:
             tree = None if mb.exact else self._next_tree()
-            if mb.exact or (tree is None and gain <= self.tol):
-                self.finished = True
-                return
             cost = math.inf if tree is None else self.pass_time * tree.entries / mb.entries
             if tree is not None and (left is None or left > _STAGE_PASSES * cost):
-                self.read()
+                self.read(left)
                 self.passed = False
                 self._start(tree)
                 self.pass_time = cost
-        if left is not None and left < _PASS_MARGIN * self.pass_time:
-            self.read()
+            elif mb.exact or (self.stage_passes > 1 and self.previous - self.last <= self.tol):
+                self.finished = True
+                return
+        if left is not None and left < _PASS_MARGIN * self.pass_time + self._read_time():
+            self.read(left)
         self._pass()
 
     def _pass(self):
@@ -628,8 +645,6 @@ class _Run:
         self.upper = min(self.upper, self.last)
         if w.mb.exact:
             self.lower = self.upper = self.last
-        if self.stage_passes == 1:
-            self.stage_first = self.last
         w.backward()
         self.passed = True
         self.pass_time = time.perf_counter() - started
@@ -639,18 +654,26 @@ class _Run:
         if score > self.lower:
             self.lower, self.best_x = score, x
 
-    def read(self, until=None):
+    def read(self, left=None):
         """Keep the marginals of the last whole pass when its bound is the tightest of
         the passes read (a new stage's first passes are looser than the last stage's, and
-        so are their beliefs), and when reading (about a pass's time) ends before
-        ``until`` (a `time.perf_counter` time; None: no limit)."""
+        so are their beliefs), and when reading them fits in ``left`` seconds (None: no
+        limit; `_read_time`)."""
         if not self.passed or self.last > self.marginals_bound:
             return
-        if until is not None and time.perf_counter() + self.pass_time > until:
+        if left is not None and self._read_time() > left:
             return
-        self.marginals = self.wmb.node_marginals()
-        self.pairs = self.wmb.factor_marginals(self.tables)
+        started = time.perf_counter()
+        self.marginals, self.pairs = self.wmb.marginals(self.tables)
         self.marginals_bound = self.last
+        self.read_cost = (time.perf_counter() - started) / self.wmb.mb.entries
+
+    def _read_time(self):
+        """The predicted seconds of a `read` in this stage: the last read's, in proportion
+        to the entries (a pass's time before any read)."""
+        if self.read_cost is None:
+            return self.pass_time
+        return self.read_cost * self.wmb.mb.entries
 
     def mean_field(self, until):
         """Raise the lower bound by naive mean field (`fwcore.marginals.mean_field`),
