@@ -54,6 +54,8 @@ def test_bound_with_exact_oracle_is_above_log_z(make, seed):
     # the bound is TRW + gap, and the TRW value matches the returned marginals and rho
     assert res.primal == pytest.approx(TRWObjective(model, res.rho).trw(res.mu), abs=1e-9)
     assert res.log_z_upper <= res.primal + res.gap + 1e-12
+    # the interval: the best vertex's score and the mean-field bound from mu
+    assert -np.inf < res.log_z_lower <= ex.log_z + 1e-9
     for node in res.node_marginals:
         assert node.min() > 0 and node.sum() == pytest.approx(1.0)
 
