@@ -47,7 +47,7 @@ _PARAMS = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # Result.__repr__: a short summary
 class LPResult(Result):
     """Result of `infer_lp`.
 

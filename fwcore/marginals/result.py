@@ -15,7 +15,7 @@ from ..results import Record, Result, Status, Trace
 __all__ = ["MarginalResult", "Recorder"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # Result.__repr__: a short summary
 class MarginalResult(Result):
     """Approximate marginals and a log Z bound.
 
@@ -53,6 +53,9 @@ class MarginalResult(Result):
     method: str
     trace: Trace = Trace()
     log_z_lower: Optional[float] = None
+
+    def proven_gap(self):
+        return self.certified_gap
 
     @classmethod
     def from_mu(cls, model, mu, **fields):
