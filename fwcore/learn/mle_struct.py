@@ -217,7 +217,7 @@ class MLEStruct(StructuredLearner):
         self.tol, self.max_iter, self.max_time, self.averaging = tol, max_iter, max_time, averaging
         self.seed, self.executor, self.callback, self.model = seed, executor, callback, model
 
-    _parameter_constraints = {**PARAMS, "step": Options("exact", "agnostic")}
+    _param_table = {**PARAMS, "step": Options("exact", "agnostic")}
     _unchecked = ("entropy", "rho")  # by the model family (`fwcore.learn.ModelFamily.rho`)
 
     def _check_params(self):
