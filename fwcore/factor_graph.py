@@ -26,10 +26,18 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import fields, replace
+from typing import TYPE_CHECKING, Callable, cast
 
 import numpy as np
 
 from .model import PairwiseMRF, _check_card, _check_values
+
+if TYPE_CHECKING:  # the decorator keeps the signature it wraps (typing_extensions: Python 3.9)
+    from typing import TypeVar
+
+    from typing_extensions import ParamSpec
+    P = ParamSpec("P")
+    R = TypeVar("R")
 
 __all__ = ["FactorGraph", "model_from_factors"]
 
@@ -160,7 +168,7 @@ def model_from_factors(card: Sequence[int],
     return PairwiseMRF(card, unary, list(pair), list(pair.values()))
 
 
-def solves_factor_graphs(entry):
+def solves_factor_graphs(entry: Callable[P, R]) -> Callable[P, R]:
     """Let the inference function ``entry(model, ...)`` of a `PairwiseMRF` take a
     `FactorGraph`: it runs on the reduction, and the result is restricted to the user's
     variables (`FactorGraph.restrict`)."""
@@ -170,7 +178,7 @@ def solves_factor_graphs(entry):
         if isinstance(model, FactorGraph):
             return model.restrict(entry(model.reduced, *args, **kwargs))
         return entry(model, *args, **kwargs)
-    return run
+    return cast("Callable[P, R]", run)
 
 
 def _check_factor(k, factor, card):

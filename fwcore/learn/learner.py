@@ -8,11 +8,15 @@ scikit-learn, the ``sklearn`` extra, when scikit-learn asks for it), a default `
 and `NotFittedError` before ``fit``; so ``sklearn.base.clone``, ``GridSearchCV`` and
 ``cross_val_score`` take them, with structured X and Y (lists of examples and labellings).
 """
+from __future__ import annotations
+
 import abc
 import functools
 import inspect
 import sys
 import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 import numpy as np
 
@@ -25,8 +29,16 @@ from .base import ModelFamily, run_tasks
 from .crf import CRF
 from .matching_model import Matching
 
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
 __all__ = ["StructuredLearner", "DualSolver", "NotFittedError", "model_family", "MODELS",
-           "PARAMS"]
+           "PARAMS", "Callback", "Family"]
+
+#: the type of the learners' ``callback``: a `fwcore.results.Record` per pass; False stops
+Callback = Callable[[Record], Optional[bool]]
+#: the type of the learners' ``model``: a `ModelFamily` or a shorthand in `MODELS`
+Family = Union[str, ModelFamily]
 
 #: the learners' ``model`` shorthands: each names its family's default object
 MODELS = {"crf": CRF(), "bipartite": Matching("bipartite"), "general": Matching("general")}
@@ -183,7 +195,7 @@ class StructuredLearner(abc.ABC):
         table = self._param_table
         return check_params(table, **{name: vars(self)[name] for name in table})
 
-    def fit(self, X, Y):
+    def fit(self, X: Sequence[Any], Y: Sequence[Any]) -> Self:
         """Learn ``coef_`` from inputs X and labellings Y (see `fwcore.learn.crf` and
         `fwcore.learn.matching_model` for their forms)."""
         t0 = time.perf_counter()
@@ -248,7 +260,7 @@ class StructuredLearner(abc.ABC):
                                       "fit(X, Y) first")
         return self.features_.check(X)
 
-    def score(self, X, Y):
+    def score(self, X: Sequence[Any], Y: Sequence[Any]) -> float:
         """Mean over the examples of the fraction of labels ``predict`` gets right (for
         matchings: of vertices matched to their true mate), 1 − the normalised Hamming loss:
         the default score of ``GridSearchCV`` and ``cross_val_score``."""
@@ -258,11 +270,11 @@ class StructuredLearner(abc.ABC):
         return float(np.mean([np.mean(np.asarray(p) == np.asarray(y))
                               for p, y in zip(predicted, Y)]))
 
-    def decision_scores(self, X):
+    def decision_scores(self, X: Sequence[Any]) -> list[np.ndarray]:
         """Flat log-potentials θ = Φ w of each input under ``coef_``."""
         return [self.features_.scores(ex, self.coef_) for ex in self._check_fitted(X)]
 
-    def predict(self, X):
+    def predict(self, X: Sequence[Any]) -> list[np.ndarray]:
         """MAP labelling (or matching) of each input under ``coef_`` with the model's oracle."""
         examples = self._check_fitted(X)
         thetas = [self.features_.scores(ex, self.coef_) for ex in examples]

@@ -10,10 +10,14 @@ unary scores and calls the same MAP oracle; a fractional vertex μ (the 'lp' ora
 loss 1 − (1/n) Σ_i μ_i(y_mi) and ψ = φ(y_m) − Φᵀμ. The loss is linear in the vertex,
 <a_m, μ(y)> (the model's ``hamming``), so matchings use the same Hungarian / blossom oracle.
 """
+from __future__ import annotations
+
+from concurrent.futures import Executor
+
 import numpy as np
 
 from .base import run_tasks
-from .learner import DualSolver, StructuredLearner
+from .learner import Callback, DualSolver, Family, StructuredLearner
 
 __all__ = ["SSVM"]
 
@@ -114,8 +118,10 @@ class SSVM(StructuredLearner):
     `fwcore.learn.learner.StructuredLearner`).
     """
 
-    def __init__(self, reg=1.0, method="bcfw", tol=1e-3, max_iter=100, max_time=None,
-                 averaging=True, seed=0, executor=None, callback=None, model="crf"):
+    def __init__(self, reg: float = 1.0, method: str = "bcfw", tol: float = 1e-3,
+                 max_iter: int = 100, max_time: float | None = None, averaging: bool = True,
+                 seed: int | None = 0, executor: Executor | None = None,
+                 callback: Callback | None = None, model: Family = "crf") -> None:
         self.reg, self.method, self.tol, self.max_iter = reg, method, tol, max_iter
         self.max_time, self.averaging, self.seed = max_time, averaging, seed
         self.executor, self.callback, self.model = executor, callback, model
