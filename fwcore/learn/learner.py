@@ -24,7 +24,7 @@ import numpy as np
 from ..checks import BOOL, CALLABLE, EXECUTOR, SEED, TIME, Interval, Kind, Options, bind_table, \
     check_params
 from ..loop import Callbacks, Deadline, Guard, Stopping, run_loop
-from ..results import Record, Status, Trace
+from ..results import Record, Status, Trace, gap_text
 from .base import ModelFamily, run_tasks
 from .crf import CRF
 from .matching_model import Matching
@@ -56,6 +56,7 @@ PARAMS = {
     "seed": SEED,
     "executor": [EXECUTOR, None],
     "callback": [CALLABLE, None],
+    "verbose": BOOL,
 }
 
 
@@ -241,7 +242,8 @@ class StructuredLearner(abc.ABC):
         outcome = run_loop(measure, lambda k: solver.step(k, deadline),
                            Stopping(p["max_iter"], p["tol"] * solver.tol_scale,
                                     deadline=deadline),
-                           Callbacks(p["callback"]), proof=solver.exact)
+                           Callbacks(p["callback"], line=_progress_line(solver.exact),
+                                     verbose=p["verbose"]), proof=solver.exact)
         self._set_fitted(fitted)
         last = outcome.last
         self.status_, self.trace_ = outcome.status, outcome.trace
@@ -280,6 +282,15 @@ class StructuredLearner(abc.ABC):
         thetas = [self.features_.scores(ex, self.coef_) for ex in examples]
         decoders = [self.features_.decoder(ex) for ex in examples]
         return run_tasks(self.executor, _assignment, decoders, thetas)
+
+
+def _progress_line(exact):
+    """The progress line of a pass: the objective and the duality gap, proven when every
+    oracle call is ``exact``, else an estimate."""
+    def line(record):
+        gaps = gap_text(record.gap if exact else None, None if exact else record.gap)
+        return f"pass {record.iteration}  {record.time:.1f} s  objective {record.primal:.6g}  {gaps}"
+    return line
 
 
 def _is_default(value, default):

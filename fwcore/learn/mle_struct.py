@@ -200,6 +200,8 @@ class MLEStruct(StructuredLearner):
         batch step and of the gap pass; results equal the serial run.
     callback : ``callback(record) -> bool`` after every pass (a `fwcore.results.Record`);
         False stops the fit with status INTERRUPTED.
+    verbose : a progress line per pass on stderr (the ``fwcore`` logger has them anyway,
+        `fwcore.loop`).
     model : the family, a `fwcore.learn.ModelFamily`: `fwcore.learn.CRF` (X: `CRFExample`
         objects, Y: labellings; its ``n_labels`` and MAP ``oracle``) or
         `fwcore.learn.Matching` (X: features [N, N, F], Y: permutations, Hungarian oracle;
@@ -221,10 +223,12 @@ class MLEStruct(StructuredLearner):
                  method: str = "bcfw", step: str = "exact", tol: float = 1e-3,
                  max_iter: int = 100, max_time: float | None = None, averaging: bool = True,
                  seed: int | None = 0, executor: Executor | None = None,
-                 callback: Callback | None = None, model: Family = "crf") -> None:
+                 callback: Callback | None = None, model: Family = "crf",
+                 verbose: bool = False) -> None:
         self.reg, self.entropy, self.rho, self.method, self.step = reg, entropy, rho, method, step
         self.tol, self.max_iter, self.max_time, self.averaging = tol, max_iter, max_time, averaging
         self.seed, self.executor, self.callback, self.model = seed, executor, callback, model
+        self.verbose = verbose
 
     _param_table = {**PARAMS, "step": Options("exact", "agnostic")}
     _unchecked = ("entropy", "rho")  # by the model family (`fwcore.learn.ModelFamily.rho`)

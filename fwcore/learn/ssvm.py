@@ -110,7 +110,8 @@ class SSVM(StructuredLearner):
     oracle calls of the gap pass and of the batch step; ``callback``
     (``callback(record) -> bool``, False stops with INTERRUPTED); ``model`` the family and
     its oracle, as in `MLEStruct` (`fwcore.learn.CRF`, `fwcore.learn.Matching` or a string
-    naming one).
+    naming one); ``verbose`` a progress line per pass on stderr (the ``fwcore`` logger
+    has them anyway, `fwcore.loop`).
 
     Attributes: ``coef_``, ``primal_`` (the SVM objective P(w) at the last measured
     iterate), ``gap_`` (P − D, >= 0 with an exact oracle), ``dual_objective_`` (D) and the
@@ -121,10 +122,12 @@ class SSVM(StructuredLearner):
     def __init__(self, reg: float = 1.0, method: str = "bcfw", tol: float = 1e-3,
                  max_iter: int = 100, max_time: float | None = None, averaging: bool = True,
                  seed: int | None = 0, executor: Executor | None = None,
-                 callback: Callback | None = None, model: Family = "crf") -> None:
+                 callback: Callback | None = None, model: Family = "crf",
+                 verbose: bool = False) -> None:
         self.reg, self.method, self.tol, self.max_iter = reg, method, tol, max_iter
         self.max_time, self.averaging, self.seed = max_time, averaging, seed
         self.executor, self.callback, self.model = executor, callback, model
+        self.verbose = verbose
 
     def _solver(self, model, examples, labels, decoders, p):
         return _Solver(model, examples, labels, decoders, p)

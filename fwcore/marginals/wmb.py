@@ -410,7 +410,7 @@ def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None
     passes_time = None if max_time is None else (1 - _MEAN_FIELD_SHARE) * max_time
     run = _Run(model, ibound, memory_limit, tol, Deadline(passes_time), t0)
     outcome = run_loop(run.measure, run.step, Stopping(max_iter, tol, deadline=run.deadline),
-                       Callbacks(callback, verbose=_line if verbose else None),
+                       Callbacks(callback, line=_line, verbose=verbose),
                        measure_start=run.finished)
     run.read()
     if outcome.status is not Status.INTERRUPTED:
@@ -422,8 +422,8 @@ def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None
 
 
 def _line(record):
-    return (f"pass {record.iteration:3d}  bound {record.bound:.6f}  lower {record.score:.6f}"
-            f"  gap {record.gap:.4g}  {record.time:.1f} s")
+    return (f"pass {record.iteration}  {record.time:.1f} s  {record.score:.6f} <= log Z <= "
+            f"{record.bound:.6f}  (proven gap {record.gap:.3g})")
 
 
 class _Run:
