@@ -60,7 +60,7 @@ def infer_map(model: PairwiseMRF | FactorGraph, method: str | object = "auto",
     model = check_feasible(check_model(model))
     anytime = options.pop("anytime", time_limit is not None)  # as seed: for those taking it
     oracle = resolve_oracle(method, model, seed=seed, anytime=anytime, **options)
-    oracle.observer = Callbacks(callback, trace=False, line=_progress_line, verbose=verbose)
+    oracle.observer = Callbacks(callback, trace=False, line=progress_line, verbose=verbose)
     if time_limit is not None:  # the checks and the oracle's construction count towards it
         time_limit = max(time_limit - (time.perf_counter() - start), 1e-2)
     # Ctrl-C: the oracle's best labelling so far (an oracle that keeps none: the best node
@@ -84,7 +84,7 @@ def infer_map(model: PairwiseMRF | FactorGraph, method: str | object = "auto",
                      info={"requested": method})
 
 
-def _progress_line(record):
+def progress_line(record):
     """A progress record's line: the best score and bound so far."""
     bound = "" if record.bound is None else \
         f"  bound {record.bound:.6f}  ({gap_text(record.bound - record.score)})"

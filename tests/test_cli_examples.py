@@ -155,11 +155,64 @@ def test_cli_version_and_help(capsys):
     assert stop.value.code == 2
 
 
-def test_progress_bar_fills_and_waits_for_valid_arguments(capsys):
-    pytest.importorskip("tqdm")
+def test_progress_bar_counts_seconds_and_waits_for_valid_arguments(capsys):
+    pytest.importorskip("tqdm", reason="tqdm is not installed (pip install 'fwcore[progress]')")
     model = str(DATA / "clique10.uai")
     assert main(["infer", model, "--oracle", "exact", "--rho-updates", "2", "--tol", "-1"]) == 2
     assert capsys.readouterr().err == "fwcore infer: error: tol must be a number > 0; got -1.0\n"
-    assert main(["infer", model, "--oracle", "exact", "--rho-updates", "2"]) == 0
+    assert main(["infer", model, "--oracle", "exact", "--rho-updates", "2", "--max-time",
+                 "30"]) == 0
     last = capsys.readouterr().err.split("\r")[-1]
-    assert "FW runs: 100%" in last and "3/3" in last
+    assert last.startswith("fwcore: ") and "/30 s, rho 2" in last and "proven gap" in last
+
+
+def test_progress_lines_without_tqdm_and_none_when_quiet(tmp_path, capsys, monkeypatch):
+    import fwcore.cli
+    monkeypatch.setattr(fwcore.cli, "_tqdm", lambda: None)
+    model = str(DATA / "clique10.uai")
+    assert main(["infer", model, "--oracle", "exact", "--rho-updates", "1"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("fwcore: rho 0 it 0") and err[-1].startswith("fwcore: rho 1 ")
+    assert "-" not in "".join(line.split("gap")[1][:3] for line in err if "gap" in line)
+    grid = str(tmp_path / "grid.uai")  # too large for exact elimination in 0.5 s
+    fwcore.write_uai(fwcore.random_grid(30, 30, coupling=2.0, seed=0), grid)
+    assert main(["map", grid, "--method", "portfolio", "--max-time", "0.5"]) == 0
+    assert capsys.readouterr().err.startswith("fwcore: ")
+    assert main(["infer", model, "--quiet"]) == 0 and capsys.readouterr().err == ""
+    monkeypatch.setattr(fwcore.cli, "_HINT_AFTER", 0.0)  # a run without --max-time says it
+    assert main(["infer", model, "--oracle", "exact", "--rho-updates", "1"]) == 0
+    assert "--max-time SECONDS bounds a run" in capsys.readouterr().err
+
+
+def _help_examples():
+    """Every example command of `fwcore --help` and of each command's help, as argv."""
+    import contextlib
+    import io
+    import re
+    import shlex
+    commands = []
+    for argv in (["--help"], ["exact", "--help"], ["infer", "--help"], ["map", "--help"]):
+        text = io.StringIO()
+        with contextlib.redirect_stdout(text), pytest.raises(SystemExit):
+            main(argv)
+        examples = text.getvalue().split("\nexamples:\n")[1].split("\n\n")[0]
+        commands += [shlex.split(re.split(r"\s{2,}", line.strip())[0])
+                     for line in examples.splitlines()]
+    return commands
+
+
+def test_every_help_example_runs(tmp_path, monkeypatch, capsys):
+    examples = _help_examples()
+    assert len(examples) >= 10 and all(argv[0] == "fwcore" for argv in examples)
+    monkeypatch.chdir(tmp_path)  # the examples' model.uai, model.uai.gz, model.uai.evid
+    model = fwcore.random_grid(6, 6, coupling=2.0, seed=0)
+    fwcore.write_uai(model, "model.uai")
+    fwcore.write_uai(model, "model.uai.gz")
+    fwcore.write_evid("model.uai.evid", {0: 1})
+    for argv in examples:
+        assert main(argv[1:]) == 0, (argv, capsys.readouterr().err)
+        out = capsys.readouterr().out
+        if argv[-2:] == ["--out", "-"]:  # the answer file on stdout, nothing else
+            assert out.startswith(("MAP\n", "MAR\n")) and "score" not in out
+    assert fwcore.read_map("model.uai.MAP").shape == (36,)  # --out alone: the model's name
+    assert len(fwcore.read_mar("res.MAR")) == 36

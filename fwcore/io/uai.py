@@ -56,6 +56,8 @@ PathArg = Union[str, "os.PathLike[str]"]
 STDIO = "-"
 #: compressed files: suffix -> (first bytes, the module that opens and decompresses them)
 COMPRESSED = {".gz": (b"\x1f\x8b", gzip), ".xz": (b"\xfd7zXZ\x00", lzma), ".bz2": (b"BZh", bz2)}
+#: how far outside [0, 1] a marginal written to a .MAR file may be (round-off): clipped
+_ROUND_OFF = 1e-9
 #: a BAYES file's CPT entries over the child must sum to 1 within this (files print few
 #: digits)
 CPT_TOL = 1e-3
@@ -395,15 +397,17 @@ def _parse_mar(t):
 
 
 def write_mar(path: PathArg, node_marginals: Sequence[ArrayLike]) -> None:
-    """Write node marginals (a sequence of 1-D arrays) as a ``.MAR`` file."""
+    """Write node marginals (a sequence of 1-D arrays) as a ``.MAR`` file; entries within
+    1e-9 of [0, 1] (round-off) are clipped to it."""
     blocks = []
     for i, p in enumerate(node_marginals):
         p = np.asarray(p, dtype=np.float64)
         if p.ndim != 1 or p.size < 1:
             raise ValueError(f"node_marginals[{i}] must be a non-empty 1-D array; got shape "
                              f"{p.shape}")
-        if not np.isfinite(p).all() or (p < 0).any() or (p > 1).any():
+        if not np.isfinite(p).all() or (p < -_ROUND_OFF).any() or (p > 1 + _ROUND_OFF).any():
             raise ValueError(f"node_marginals[{i}] must hold probabilities in [0, 1]")
+        p = np.clip(p, 0.0, 1.0)  # round-off, e.g. 1.0000000000000002 from a normalisation
         blocks.append(f"{p.size} " + " ".join("%.17g" % v for v in p))
     _write(path, ["MAR", " ".join([str(len(blocks))] + blocks)])
 

@@ -65,13 +65,16 @@ class MarginalResult(Result):
 
 
 def progress_line(record):
-    """The progress line of a marginal-inference record (`fwcore.loop.ProgressLog`): the
-    gap proven by the record's bound on log Z, else the FW gap as an estimate (never
-    negative, `fwcore.results.gap_text`)."""
+    """The progress line of a marginal-inference record (`fwcore.loop.ProgressLog`): a
+    weighted mini-bucket pass (``outer`` None) gives its certified interval; a Barrier
+    FW or BP record the gap proven by its bound on log Z, else the FW gap as an estimate
+    (never negative, `fwcore.results.gap_text`)."""
+    if record.outer is None:
+        return (f"pass {record.iteration}  {record.time:.1f} s  {record.score:.6f} <= log Z "
+                f"<= {record.bound:.6f}  ({gap_text(record.bound - record.score)})")
     proven = None if record.bound is None else record.bound - record.primal
-    gaps = gap_text(proven, record.gap if proven is None else None)
     parts = [f"rho {record.outer} it {record.iteration}", f"{record.time:.1f} s",
-             f"TRW {record.primal:.6f}", gaps]
+             f"TRW {record.primal:.6f}", gap_text(proven, record.gap if proven is None else None)]
     if record.delta is not None:
         parts.append(f"delta {record.delta:.2g}")
     if record.n_active is not None:

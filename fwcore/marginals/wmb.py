@@ -34,7 +34,7 @@ from ..model import PairwiseMRF
 from ..results import Record, Status
 from .condition import fixed_by_evidence
 from .mean_field import factors_of, mean_field_lower_bound
-from .result import MarginalResult
+from .result import MarginalResult, progress_line
 
 __all__ = ["weighted_mini_bucket", "MiniBuckets", "WeightedMiniBucket"]
 
@@ -410,7 +410,7 @@ def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None
     passes_time = None if max_time is None else (1 - _MEAN_FIELD_SHARE) * max_time
     run = _Run(model, ibound, memory_limit, tol, Deadline(passes_time), t0)
     outcome = run_loop(run.measure, run.step, Stopping(max_iter, tol, deadline=run.deadline),
-                       Callbacks(callback, line=_line, verbose=verbose),
+                       Callbacks(callback, line=progress_line, verbose=verbose),
                        measure_start=run.finished)
     run.read()
     if outcome.status is not Status.INTERRUPTED:
@@ -419,11 +419,6 @@ def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None
     if status is Status.CONVERGED and run.gap > tol:
         status = Status.STALLED
     return run.result(status, outcome, time.perf_counter() - t0)
-
-
-def _line(record):
-    return (f"pass {record.iteration}  {record.time:.1f} s  {record.score:.6f} <= log Z <= "
-            f"{record.bound:.6f}  (proven gap {record.gap:.3g})")
 
 
 class _Run:
