@@ -6,6 +6,12 @@ line (as pyAgrum writes them). A model file holds potentials, not logs, so
 θ = log(table) and zero entries become −inf. Answer files: ``.MAR`` (node marginals),
 ``.PR`` (log10 Z), ``.MAP``/``.MPE`` (an assignment); ``.evid`` (clamped variables).
 
+Tables are read in the format's order, the last variable of a scope fastest, as toulbar2
+and Merlin read them. pyAgrum 3.3.1 writes another order for a CPT of two or more parents
+(its parents reversed) and for MARKOV factors (that of its own tensors): its files read
+without error (the CPTs stay normalised) but as other tables; convert the pyAgrum object
+with `fwcore.from_pyagrum` instead.
+
 Every reader takes a path or ``-`` (standard input) and reads gzip, xz and bzip2 files
 (recognised by their first bytes, whatever the suffix); every writer takes a path or
 ``-`` (standard output) and compresses by the suffix ``.gz``, ``.xz`` or ``.bz2``.
@@ -37,7 +43,7 @@ import sys
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from numbers import Integral
-from typing import Union
+from typing import Any, Union
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -518,7 +524,7 @@ def write_evid(path: PathArg, evidence: Mapping[int, int]) -> None:
 
 
 def apply_evidence(model: PairwiseMRF | FactorGraph,
-                   evidence: Mapping[Hashable, Hashable]) -> PairwiseMRF | FactorGraph:
+                   evidence: Mapping[Any, Any]) -> PairwiseMRF | FactorGraph:
     """Clamp variables: a new model of the same kind, same variables and names, in which
     each observed variable's other states are impossible (θ_i = −inf; a `FactorGraph`
     gets a unary factor per observed variable, and its reduction conditions on it).
