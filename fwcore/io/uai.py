@@ -41,7 +41,7 @@ import os
 import re
 import sys
 import warnings
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from numbers import Integral
 from typing import Any, Union
 
