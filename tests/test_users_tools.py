@@ -78,10 +78,13 @@ def _mypy(tmp_path, code, *flags):
     """(exit code, output) of mypy on ``code`` against the fwcore these tests import."""
     pytest.importorskip("mypy", reason="mypy is not installed (pip install mypy)")
     (tmp_path / "user.py").write_text(textwrap.dedent(code))
+    env = dict(os.environ)
+    if (Path(IMPORTED) / "fwcore" / "_kernels.pyx").is_file():  # a checkout, not installed
+        env["MYPYPATH"] = IMPORTED  # (mypy finds an installed fwcore by itself)
     run = subprocess.run(
         [sys.executable, "-m", "mypy", *flags, "--follow-imports=silent", "--cache-dir",
          str(tmp_path / "cache"), "user.py"], capture_output=True, text=True, cwd=tmp_path,
-        env={**os.environ, "MYPYPATH": IMPORTED})
+        env=env)
     return run.returncode, run.stdout + run.stderr
 
 
