@@ -1,12 +1,20 @@
 """Sphinx configuration: the API reference is built from fwcore's docstrings, and the
 gallery runs the ``python/`` examples to draw its figures
 (``python -m sphinx -W -b html docs docs/_build``)."""
+import importlib.machinery
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-import fwcore
+DOCS = Path(__file__).resolve().parent
+# ``python -m sphinx`` in a checkout puts the checkout first on sys.path; unless its
+# kernels are built in place, document the installed fwcore (pip install ".[docs]")
+if not any(p.name.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+           for p in (DOCS.parent / "fwcore").glob("_kernels.*")):
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != DOCS.parent]
+
+import fwcore  # noqa: E402
 
 project = "fwcore"
 version = release = fwcore.__version__
@@ -19,7 +27,6 @@ nitpicky = False
 exclude_patterns = ["_build", "_gallery"]
 html_theme = "alabaster"
 
-DOCS = Path(__file__).resolve().parent
 EXAMPLES = DOCS.parent / "python"
 #: gallery example -> the arguments its figure is drawn with (small sizes: seconds each)
 GALLERY = {

@@ -1,5 +1,16 @@
 """fwcore: inference and learning in discrete graphical models through MAP solvers,
 built on Frank-Wolfe."""
+try:
+    from . import _kernels  # noqa: F401  (the compiled core: missing in an unbuilt source tree)
+except ImportError as _missing:
+    from pathlib import Path as _Path
+    _here = _Path(__file__).resolve().parent
+    if (_here / "_kernels.pyx").is_file():
+        raise ImportError(
+            f"fwcore is being imported from its source tree ({_here.parent}), whose compiled "
+            "extensions are not built: run Python from another folder to use the installed "
+            "fwcore, or build them here with 'python setup.py build_ext --inplace'") from _missing
+    raise
 from .model import PairwiseMRF
 from .factor_graph import FactorGraph
 from .io import (read_model, read_uai, write_uai, read_mar, write_mar, read_pr, write_pr,

@@ -9,17 +9,27 @@ Also here: the one model check, the seed check, the one finite penalty for impos
 states, and the feasibility checks (the one message for a model with no feasible
 assignment: `INFEASIBLE`).
 """
+from __future__ import annotations
+
 import functools
 import inspect
 import math
 import numbers
 import weakref
 from concurrent.futures import Executor
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 import numpy as np
 
 from .factor_graph import FactorGraph
 from .model import PairwiseMRF, concat_ranges
+
+if TYPE_CHECKING:  # the decorators keep the signature they wrap (typing_extensions: Python 3.9)
+    from typing import TypeVar
+
+    from typing_extensions import ParamSpec
+    P = ParamSpec("P")
+    R = TypeVar("R")
 
 __all__ = ["Interval", "Options", "Kind", "validate_params", "bind_table", "check_params", "check_model",
            "check_seed", "finite_penalty", "check_feasible", "check_bound_feasible",
@@ -164,7 +174,8 @@ def check_params(table, **values):
     return out
 
 
-def validate_params(table, unchecked=()):
+def validate_params(table: Mapping[str, object], unchecked: Iterable[str] = ()
+                    ) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Decorator binding the constraint ``table`` to an entry point's signature.
 
     Every named parameter of the function (all but a method's ``self`` and ``*args`` /
@@ -179,11 +190,11 @@ def validate_params(table, unchecked=()):
     so its body reads plain argument names. The wrapper keeps the function's name, doc
     and signature, and exposes the table as ``__fwcore_params__``; it composes with
     `fwcore.factor_graph.solves_factor_graphs` in either order (fwcore puts it outside)."""
-    def bind(entry):
+    def bind(entry: Callable[P, R]) -> Callable[P, R]:
         signature = bind_table(entry, table, unchecked)
 
         @functools.wraps(entry)
-        def checked(*args, **kwargs):
+        def checked(*args: P.args, **kwargs: P.kwargs) -> R:
             try:
                 call = signature.bind(*args, **kwargs)
             except TypeError as err:  # worded as Python words a call that does not fit
@@ -192,7 +203,7 @@ def validate_params(table, unchecked=()):
             call.arguments.update(check_params(table, **{name: call.arguments[name]
                                                          for name in table}))
             return entry(*call.args, **call.kwargs)
-        checked.__fwcore_params__ = table
+        checked.__fwcore_params__ = table  # type: ignore[attr-defined]
         return checked
     return bind
 

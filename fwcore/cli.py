@@ -1,6 +1,6 @@
 """Command line: ``fwcore COMMAND MODEL.uai`` or ``fwcore COMMAND --example NAME`` (also
 ``python -m fwcore``); the epilog of ``fwcore --help`` (`_EPILOG`) says what it prints and
-writes, and its exit codes.
+writes, and its exit codes. Every example in a help text runs (a test runs them).
 
 Ctrl-C during ``infer`` or ``map`` prints the best result so far (status interrupted),
 writes what ``--out`` asks for, and exits with status 130; before there is a result, and
@@ -30,13 +30,17 @@ examples:
   fwcore infer --example grid5x5 --oracle exact   a shipped example model (see below)
   fwcore infer model.uai --max-time 60 --out res  marginals and a log Z bound, files res.*
   fwcore exact model.uai --evid model.uai.evid    exact answers with evidence clamped
-  fwcore map model.uai --method ilp --time-limit 10 --out res
+  fwcore map model.uai.gz --max-time 5 --out -    a MAP assignment, written to stdout
+  fwcore map model.uai --method ilp --max-time 10 --out
 
-example models (--example NAME, or fwcore.datasets in Python): {examples}
+models: UAI files, MARKOV or BAYES networks with factors of any arity, plain or gzip, xz or
+bzip2 compressed; '-' reads one from stdin. Example models (--example NAME, or
+fwcore.datasets in Python): {examples}
 
 output: a summary and the node marginals on stdout (the first {shown} unless --all), progress
-on stderr (infer; --quiet for none; a tqdm bar with the 'progress' extra). With
---out PREFIX, in the UAI competition's formats:
+on stderr (infer, map; --quiet for none; a bar of the time spent with the 'progress' extra,
+else a line a second). With --out PREFIX, in the UAI competition's formats (--out alone:
+PREFIX is the model file's name; --out -: to stdout, the summary then on stderr):
   PREFIX.MAR  node marginals (exact, infer)
   PREFIX.PR   log10 of Z (exact) or of the upper bound on Z (infer); not written when
               Ctrl-C came before any bound was measured
@@ -52,14 +56,42 @@ exit status:
 Run 'fwcore COMMAND --help' for the options of a command."""
 
 
+#: seconds after which a run without --max-time says that the option exists
+_HINT_AFTER = 10.0
+
+
 def _load(args):
     from .io import apply_evidence, read_evid, read_model
     if args.example:
         args.model = str(datasets.path(args.example))
+    args.out = _out_prefix(args)
     model = read_model(args.model)
     if args.evid:
-        model = apply_evidence(model, read_evid(args.evid))
+        model = apply_evidence(model, read_evid(args.evid, case=args.evid_case))
     return model
+
+
+def _out_prefix(args):
+    """--out's PREFIX: as given, '-' (stdout), or for --out alone the model file's name
+    without a compression suffix, in the current folder."""
+    from .io import COMPRESSED, STDIO
+    if args.out is not _MODEL_NAME:
+        return args.out
+    if args.model == STDIO:
+        raise ValueError("--out needs a PREFIX when the model comes from stdin")
+    name = os.path.basename(args.model)
+    stem, suffix = os.path.splitext(name)
+    return stem if suffix.lower() in COMPRESSED else name
+
+
+def _named(prefix, suffix):
+    """How the summary names the file ``prefix + suffix`` ('-': stdout)."""
+    return f"the {suffix} file to stdout" if prefix == "-" else prefix + suffix
+
+
+def _summary_stream(args):
+    """Where the summary goes: stderr when --out - writes the answer files to stdout."""
+    return sys.stderr if args.out == "-" else sys.stdout
 
 
 def _describe(model):
@@ -94,88 +126,98 @@ def _cmd_exact(args):
 
 def _report(args, model, lines, node_marginals, log_z):
     """With --out write PREFIX.MAR and PREFIX.PR (first: a reader of stdout that goes away,
-    as ``| head`` does, cannot stop them), then print a summary and the marginals."""
-    from .io.uai import write_mar, write_pr
+    as ``| head`` does, cannot stop them; --out -: both to stdout), then print a summary
+    and the marginals."""
+    from .io.uai import STDIO, write_mar, write_pr
     wrote = None
     if args.out:
-        write_mar(args.out + ".MAR", node_marginals)
+        to = STDIO if args.out == STDIO else args.out
+        write_mar(to if to == STDIO else f"{to}.MAR", node_marginals)
         if log_z == math.inf:  # interrupted before any bound was measured
-            wrote = f"wrote {args.out}.MAR (no bound on log Z yet: no {args.out}.PR)"
+            wrote = f"wrote {_named(to, '.MAR')} (no bound on log Z yet: no {_named(to, '.PR')})"
         else:
-            write_pr(args.out + ".PR", log_z)
-            wrote = f"wrote {args.out}.MAR and {args.out}.PR"
-    print(f"{args.model}: {_describe(model)}")
+            write_pr(to if to == STDIO else f"{to}.PR", log_z)
+            wrote = f"wrote {_named(to, '.MAR')} and {_named(to, '.PR')}"
+    out = _summary_stream(args)
+    print(f"{args.model}: {_describe(model)}", file=out)
     for line in lines:
-        print(line)
-    print("node marginals P(x_i = 0), P(x_i = 1), ...:")
-    _print_marginals(node_marginals, None if args.all else _SHOWN, sys.stdout)
+        print(line, file=out)
+    print("node marginals P(x_i = 0), P(x_i = 1), ...:", file=out)
+    _print_marginals(node_marginals, None if args.all else _SHOWN, out)
     if wrote:
-        print(wrote)
+        print(wrote, file=out)
 
 
 class _Progress:
-    """One progress line on stderr per marginal-inference record: a tqdm bar over the
-    Barrier FW runs (one per ρ, ``total`` = rho updates + 1) when tqdm is installed (the
-    ``progress`` extra), a plain carriage-return line otherwise. Nothing is drawn before
-    the first record, so an argument error or an exact answer shows no bar."""
+    """A run's progress on stderr, nothing with --quiet: with the ``progress`` extra
+    (tqdm) a bar of the seconds spent (out of --max-time when given) showing the last
+    record's ``line``, else the run's own progress lines (``verbose``: one a second,
+    `fwcore.loop`); a run past `_HINT_AFTER` seconds without --max-time says that the
+    option exists. Nothing is drawn before the first record, so an argument error or
+    an exact answer shows no bar."""
 
-    def __init__(self, total, enabled):
-        self.total, self.enabled = total, enabled
-        self.bar, self.started, self.last = None, False, 0.0
+    def __init__(self, args, line):
+        self.max_time, self.line, self.hinted = args.max_time, line, False
+        self.tqdm = None if args.quiet else _tqdm()
+        self.quiet, self.bar = args.quiet, None
+        #: the entry point prints its progress lines itself (no bar to draw them in)
+        self.verbose = not self.quiet and self.tqdm is None
 
     def __call__(self, rec):
-        if not self.enabled:
+        if self.quiet:
             return True
-        if not self.started:
-            self.started = True
-            try:
-                from tqdm import tqdm
-                self.bar = tqdm(total=self.total, desc="FW runs", unit="run", file=sys.stderr)
-            except ImportError:
-                pass
-        if rec.outer is None:  # a weighted mini-bucket pass
-            text = f"log Z in [{rec.score:.6f}, {rec.bound:.6f}]"
-        else:
-            text = (f"TRW {rec.primal:.6f} gap {rec.gap:.3g} delta {rec.delta:.2g} "
-                    f"MAP calls {rec.n_oracle_calls}")
-        if self.bar is not None:
-            self.bar.update((rec.outer or 0) - self.bar.n)  # runs finished before this one
-            self.bar.set_postfix_str(text, refresh=False)
-        else:  # one line rewritten in place on a terminal, a line a second in a log
-            tty = sys.stderr.isatty()
-            if time.perf_counter() - self.last > (0.1 if tty else 1.0):
-                self.last = time.perf_counter()
-                where = f"pass {rec.iteration}" if rec.outer is None else \
-                    f"rho {rec.outer} it {rec.iteration}"
-                print(f"{chr(13) if tty else ''}{where} {text}", end="   " if tty else "\n",
-                      file=sys.stderr, flush=True)
+        if self.max_time is None and not self.hinted and rec.time > _HINT_AFTER:
+            self.hinted = True
+            self._write(f"fwcore: {rec.time:.0f} s so far; --max-time SECONDS bounds a run "
+                        "(Ctrl-C stops it with the best result so far)")
+        if self.tqdm is not None:
+            if self.bar is None:
+                self.bar = self.tqdm(total=self.max_time, unit="s", file=sys.stderr,
+                                     desc="fwcore", bar_format=_BAR if self.max_time else
+                                     "{desc}: {n:.1f} s{postfix}")
+            self.bar.update(max(rec.time - self.bar.n, 0.0))
+            self.bar.set_postfix_str(self.line(rec), refresh=True)
         return True
 
-    def close(self, finished=False):
-        """``finished``: every run ended (no max_time, no Ctrl-C), so the bar is full."""
+    def _write(self, text):
+        if self.tqdm is not None:
+            self.tqdm.write(text, file=sys.stderr)
+        else:
+            print(text, file=sys.stderr, flush=True)
+
+    def close(self):
         if self.bar is not None:
-            if finished:
-                self.bar.update(self.total - self.bar.n)
             self.bar.close()
-        elif self.started and sys.stderr.isatty():
-            print(file=sys.stderr)
+
+
+#: the bar of a run with --max-time: seconds spent out of it
+_BAR = "{desc}: {percentage:3.0f}%|{bar}| {n:.1f}/{total:.0f} s{postfix}"
+
+
+def _tqdm():
+    """tqdm's bar class, or None without the ``progress`` extra."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm
 
 
 def _cmd_infer(args):
     from .marginals.barrier_fw import infer
+    from .marginals.result import progress_line
     model = _load(args)
     oracle = args.oracle if not args.oracle_options else \
         (args.oracle, _options(args.oracle_options))
-    progress = _Progress(args.rho_updates + 1, not args.quiet)
-    res = None
+    progress = _Progress(args, progress_line)
     try:
         res = infer(model, method=args.method, oracle=oracle, domain=args.domain, rho=args.rho,
                     rho_updates=args.rho_updates, rho_step=args.rho_step, tol=args.tol,
                     rho_tol=args.rho_tol, local_search=args.local_search,
-                    max_time=args.max_time, seed=args.seed, callback=progress)
+                    max_time=args.max_time, seed=args.seed, callback=progress,
+                    verbose=progress.verbose)
     finally:
-        progress.close(finished=res is not None and res.status not in (
-            Status.MAX_TIME, Status.INTERRUPTED))
+        progress.close()
     _report(args, model, _infer_summary(res, args), res.node_marginals, res.log_z_upper)
     return _exit_code(res.status)
 
@@ -187,18 +229,15 @@ def _infer_summary(res, args):
         return [f"exact marginals by {how} in {res.time:.3f} s (the model is small or "
                 "simple enough: cheaper than Barrier FW)", f"log Z = {res.log_z_upper:.10g}"]
     if res.method == "wmb":
-        return [f"weighted mini-bucket elimination: {res.time:.3f} s, {res.n_iter} passes, "
-                f"status {res.status.value}",
+        return [f"weighted mini-bucket elimination: {res.time:.3f} s, {res.n_iter} passes",
+                f"status {res.message}",
                 f"{res.log_z_lower:.10g} <= log Z <= {res.log_z_upper:.10g}  (certified)"]
     lines = [f"Barrier FW over the {args.domain} polytope, oracle {args.oracle}: "
              f"{res.time:.3f} s, {res.n_oracle_calls} MAP calls, {res.n_rho_updates} rho "
-             f"updates, status {res.status.value}",
-             f"TRW objective = {res.primal:.10g}, FW gap = {res.gap:.3g}"
-             + ("" if res.certified_gap is None else f", proven gap = {res.certified_gap:.3g}")]
+             f"updates", f"status {res.message}", f"TRW objective = {res.primal:.10g}"]
     if res.status is Status.STALLED:
-        lines.append("stalled: the MAP oracle found no better vertex, but its bound does not "
-                     "prove the answer optimal (an approximate oracle; try --oracle exact "
-                     "on small models)")
+        lines.append("(an approximate MAP oracle proves nothing: try --oracle exact on small "
+                     "models)")
     lines.append(f"log Z <= {res.log_z_upper:.10g}  (certified)" if res.certified else
                  f"log Z ~ {res.log_z_upper:.10g}  (an estimate, not a bound: the oracle "
                  "proves nothing)")
@@ -206,30 +245,38 @@ def _infer_summary(res, args):
 
 
 def _cmd_map(args):
-    from .map import infer_map
-    from .io.uai import write_map
+    from .map import infer_map, progress_line
+    from .io.uai import STDIO, write_map
     options = _options(args.oracle_options)
     for key in sorted(options.keys() & _MAP_ARGUMENTS.keys()):
         raise ValueError(f"--option {key}=...: map takes it as {_MAP_ARGUMENTS[key]}")
     model = _load(args)
-    res = infer_map(model, method=args.method, time_limit=args.time_limit, seed=args.seed,
-                    **options)
+    progress = _Progress(args, progress_line)
+    try:
+        res = infer_map(model, method=args.method, time_limit=args.max_time, seed=args.seed,
+                        callback=progress, verbose=progress.verbose, **options)
+    finally:
+        progress.close()
     if args.out:  # before printing, as in _report
-        write_map(args.out + ".MAP", res.assignment)
-    print(f"{args.model}: {_describe(model)}")
-    print(f"MAP by {res.method}: {res.time:.3f} s, status {res.status.value}")
+        write_map(STDIO if args.out == STDIO else f"{args.out}.MAP", res.assignment)
+    out = _summary_stream(args)
+    print(f"{args.model}: {_describe(model)}", file=out)
+    print(f"MAP by {res.method}: {res.time:.3f} s", file=out)
+    print(f"status {res.message}", file=out)
     bound = "none" if res.upper_bound is None else f"{res.upper_bound:.10g}"
-    print(f"score = {res.score:.10g}, upper bound = {bound}")
+    print(f"score = {res.score:.10g}, upper bound = {bound}", file=out)
     if args.out:
-        print(f"wrote {args.out}.MAP")
+        print(f"wrote {_named(args.out, '.MAP')}", file=out)
     else:
-        print("assignment:", " ".join(map(str, res.assignment)))
+        print("assignment:", " ".join(map(str, res.assignment)), file=out)
     return _exit_code(res.status)
 
 
 #: `fwcore.infer_map`'s own arguments, which ``map`` takes as these, never as --option
 _MAP_ARGUMENTS = {"model": "its MODEL argument", "method": "--method",
-                  "time_limit": "--time-limit SECONDS", "seed": "--seed"}
+                  "time_limit": "--max-time SECONDS", "seed": "--seed",
+                  "callback": "none (the progress on stderr; --quiet for none)",
+                  "verbose": "none (the progress on stderr; --quiet for none)"}
 
 
 def _exit_code(status):
@@ -258,11 +305,14 @@ def _options(pairs):
 def _common(sub):
     which = sub.add_mutually_exclusive_group(required=True)
     which.add_argument("model", nargs="?",
-                       help="model file in UAI MARKOV format (unary and pairwise factors)")
+                       help="model file in UAI format: a MARKOV or BAYES network, factors of "
+                            "any arity, plain or .gz/.xz/.bz2; - for stdin")
     which.add_argument("--example", choices=datasets.names(), metavar="NAME",
                        help="a model shipped with fwcore instead of a file: "
                             + ", ".join(datasets.names()))
     sub.add_argument("--evid", help="evidence file (UAI .evid) clamping some variables")
+    sub.add_argument("--evid-case", type=int, metavar="K",
+                     help="the case (from 0) of an evidence file of several (UAI 2010 form)")
 
 
 def _defaults(entry):
@@ -270,8 +320,22 @@ def _defaults(entry):
     return {name: p.default for name, p in inspect.signature(entry).parameters.items()}
 
 
+#: --out given without a PREFIX: the model file's name (`_out_prefix`)
+_MODEL_NAME = object()
+
+
+def _out(sub, files):
+    sub.add_argument("--out", nargs="?", const=_MODEL_NAME, metavar="PREFIX",
+                     help=f"write {files} (- : to stdout, the summary then on stderr; --out "
+                          "alone: PREFIX is the model file's name)")
+
+
+def _quiet(sub):
+    sub.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
 def _marginal_outputs(sub):
-    sub.add_argument("--out", metavar="PREFIX", help="write PREFIX.MAR and PREFIX.PR")
+    _out(sub, "PREFIX.MAR and PREFIX.PR")
     sub.add_argument("--all", action="store_true",
                      help=f"print every marginal, not the first {_SHOWN}")
 
@@ -292,10 +356,11 @@ _SOLVERS = ("MAP solver: exact (the cheapest exact one: tree, bruteforce, elimin
 def _parser():
     p = argparse.ArgumentParser(
         prog="fwcore",
-        description="Inference in discrete pairwise graphical models read from UAI files "
-                    "(MARKOV format). Start with: fwcore infer MODEL.uai",
+        description="Inference in discrete graphical models read from UAI files (MARKOV "
+                    "or BAYES networks, factors of any arity). Start with: fwcore infer "
+                    "MODEL.uai",
         epilog=_EPILOG.format(examples=", ".join(datasets.names()), shown=_SHOWN),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        formatter_class=_Formatter)
     p.add_argument("--version", action="version", version=f"fwcore {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_exact(sub)
@@ -309,13 +374,30 @@ def _solvers():
     return _SOLVERS + ", ".join(available_oracles())
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter, keeping an epilog of examples as written (line by line)."""
+
+    def _fill_text(self, text, width, indent):
+        if text.startswith("examples:"):
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+def _examples(*commands):
+    """A command's help epilog: its examples, one a line (a test runs them)."""
+    return "examples:\n" + "\n".join(f"  {c}" for c in commands)
+
+
 def _add_exact(sub):
     from .exact import exact_inference
     ex = sub.add_parser(
         "exact", help="exact log Z and marginals (variable elimination; small treewidth only)",
         description="Exact log partition function and node marginals by brute force or "
                     "variable elimination. Fails with a clear message when the model's "
-                    "treewidth needs more memory than --memory-limit.")
+                    "treewidth needs more memory than --memory-limit.",
+        epilog=_examples("fwcore exact model.uai",
+                         "fwcore exact model.uai --evid model.uai.evid --out -"),
+        formatter_class=_Formatter)
     _common(ex)
     _marginal_outputs(ex)
     memory_limit = _defaults(exact_inference)["memory_limit"] / 2**20
@@ -337,7 +419,11 @@ def _add_infer(sub):
                     "optimised over the marginal polytope with MAP calls (Krishnan et al. "
                     "2015), whose bound is certified with an exact MAP oracle or one that "
                     "proves a bound (qpbo, trws, portfolio); icm and maxproduct give an "
-                    "estimate.")
+                    "estimate.",
+        epilog=_examples("fwcore infer model.uai --max-time 60 --out res",
+                         "fwcore infer model.uai --oracle trws --option max_iter=50 --max-time 10",
+                         "fwcore infer --example clique10 --method barrier-fw --oracle exact"),
+        formatter_class=_Formatter)
     _common(inf)
     inf.add_argument("--method", choices=table["method"].values, default=defaults["method"],
                      help="auto (default): exact when cheap, else approximate = weighted "
@@ -369,27 +455,37 @@ def _add_infer(sub):
                           f"(default {defaults['rho_tol']:g})")
     inf.add_argument("--no-local-search", dest="local_search", action="store_false",
                      help="no ICM-driven FW steps between MAP calls (more MAP calls)")
-    inf.add_argument("--max-time", type=float, metavar="SECONDS",
-                     help="stop after this long and return the best result so far")
+    _max_time(inf)
     _marginal_outputs(inf)
-    inf.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    _quiet(inf)
     inf.set_defaults(run=_cmd_infer)
+
+
+def _max_time(sub, more=""):
+    sub.add_argument("--max-time", "--time-limit", type=float, metavar="SECONDS",
+                     help="stop after this long and return the best result so far (default: "
+                          f"none, the run goes on until it converges; after {_HINT_AFTER:g} "
+                          f"s the progress says so){more}; --time-limit is the same option")
 
 
 def _add_map(sub):
     from .map import infer_map
     mp = sub.add_parser("map", help="a most probable assignment (MAP / MPE)",
                         description="Maximise the log-score of an assignment with the chosen "
-                                    "solver; exact solvers also prove optimality.")
+                                    "solver; exact solvers also prove optimality.",
+                        epilog=_examples("fwcore map model.uai.gz --max-time 5 --out -",
+                                         "fwcore map model.uai --method trws --option max_iter=50",
+                                         "fwcore map model.uai --method ilp --max-time 10 --out"),
+                        formatter_class=_Formatter)
     _common(mp)
     method = _defaults(infer_map)["method"]
     mp.add_argument("--method", default=method, help=_solvers() + f" (default {method})")
     _solver_options(mp)
-    mp.add_argument("--time-limit", type=float, metavar="SECONDS",
-                    help="time limit for the solver; the anytime solvers (portfolio, anneal) "
-                         "use all of it to improve the answer unless their bound proves it "
-                         "optimal first (--option anytime=false: their fixed effort)")
-    mp.add_argument("--out", metavar="PREFIX", help="write PREFIX.MAP")
+    _max_time(mp, "; the anytime solvers (portfolio, anneal) use all of it to improve the "
+                  "answer unless their bound proves it optimal first (--option "
+                  "anytime=false: their fixed effort)")
+    _out(mp, "PREFIX.MAP")
+    _quiet(mp)
     mp.set_defaults(run=_cmd_map)
 
 

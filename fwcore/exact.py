@@ -36,7 +36,7 @@ _MAP_PARAMS = {"method": Options("auto", "bruteforce", "elimination"),
                "memory_limit": _PARAMS["memory_limit"]}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # Result.__repr__: a short summary
 class ExactResult(Result):
     """Exact marginal inference: natural ``log_z``, ``node_marginals`` (1-D arrays),
     ``edge_marginals`` (card_i × card_j tables, edge order of the model), the same

@@ -24,17 +24,25 @@ factor trees.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import fields, replace
+from typing import TYPE_CHECKING, Callable, cast
 
 import numpy as np
 
-from .model import PairwiseMRF, _check_card, _check_values
+from .model import Named, PairwiseMRF, _check_card, _check_values, check_names
+
+if TYPE_CHECKING:  # the decorator keeps the signature it wraps (typing_extensions: Python 3.9)
+    from typing import TypeVar
+
+    from typing_extensions import ParamSpec
+    P = ParamSpec("P")
+    R = TypeVar("R")
 
 __all__ = ["FactorGraph", "model_from_factors"]
 
 
-class FactorGraph:
+class FactorGraph(Named):
     """A Markov random field with factors of any arity, scores maximised.
 
     Parameters
@@ -46,6 +54,8 @@ class FactorGraph:
         ``table`` the log-potentials θ_f, an array of shape ``[card[v] for v in scope]``
         indexed in scope order. ``-inf`` marks impossible joint states; NaN and ``+inf``
         are rejected.
+    names, states : optional variable names and per-variable state names
+        (`fwcore.model.Named`).
 
     Notes
     -----
@@ -61,11 +71,14 @@ class FactorGraph:
     the edge marginal of (``scope[0]``, ``n_vars + a``): run on ``reduced`` to read it.
     """
 
-    __slots__ = ("card", "factors", "reduced", "skeleton", "aux_factors")
+    __slots__ = ("card", "factors", "reduced", "skeleton", "aux_factors", "names", "states")
 
-    def __init__(self, card: Sequence[int], factors: Sequence[tuple]):
+    def __init__(self, card: Sequence[int], factors: Sequence[tuple], *,
+                 names: Sequence[Hashable] | None = None,
+                 states: Sequence[Sequence[Hashable]] | None = None):
         card = _check_card(card)
         self.card = card
+        self.names, self.states = check_names(names, states, card)
         self.factors = tuple(_check_factor(k, f, card) for k, f in enumerate(factors))
         self.reduced, self.aux_factors = _reduce(card, self.factors)
         red = self.reduced
@@ -137,14 +150,17 @@ class FactorGraph:
         return replace(result, **cut)
 
 
-def model_from_factors(card: Sequence[int],
-                       factors: Sequence[tuple]) -> PairwiseMRF | FactorGraph:
+def model_from_factors(card: Sequence[int], factors: Sequence[tuple],
+                       names: Sequence[Hashable] | None = None,
+                       states: Sequence[Sequence[Hashable]] | None = None
+                       ) -> PairwiseMRF | FactorGraph:
     """The model of log-potential ``factors`` (scope, table) over variables of ``card``
     states: a `PairwiseMRF` when every factor has arity 1 or 2 (factors on the same scope
     summed, a scope (j, i) with j > i transposed, arity-1 factors added to the unary,
-    edges in the order of their first factor), else a `FactorGraph`."""
+    edges in the order of their first factor), else a `FactorGraph`; with the variables'
+    ``names`` and ``states`` when given."""
     if any(len(scope) not in (1, 2) for scope, _ in factors):
-        return FactorGraph(card, factors)
+        return FactorGraph(card, factors, names=names, states=states)
     unary = [None] * len(card)
     pair = {}  # (i, j), i < j -> summed table; dicts keep first-appearance order
     for scope, table in factors:
@@ -157,10 +173,11 @@ def model_from_factors(card: Sequence[int],
         if i > j:
             i, j, table = j, i, table.T
         pair[i, j] = pair[i, j] + table if (i, j) in pair else table
-    return PairwiseMRF(card, unary, list(pair), list(pair.values()))
+    return PairwiseMRF(card, unary, list(pair), list(pair.values()), names=names,
+                       states=states)
 
 
-def solves_factor_graphs(entry):
+def solves_factor_graphs(entry: Callable[P, R]) -> Callable[P, R]:
     """Let the inference function ``entry(model, ...)`` of a `PairwiseMRF` take a
     `FactorGraph`: it runs on the reduction, and the result is restricted to the user's
     variables (`FactorGraph.restrict`)."""
@@ -170,7 +187,7 @@ def solves_factor_graphs(entry):
         if isinstance(model, FactorGraph):
             return model.restrict(entry(model.reduced, *args, **kwargs))
         return entry(model, *args, **kwargs)
-    return run
+    return cast("Callable[P, R]", run)
 
 
 def _check_factor(k, factor, card):

@@ -15,10 +15,17 @@ ladder, first match wins:
   in the run; the task returns its best iterate so far.
 
 A task keeps its own state (its best iterate) and builds its result from the loop's
-`Outcome`. `Guard` turns Ctrl-C into a flag at the boundary of a step a task runs
+`Outcome`.
+
+Progress: every run that has a progress line logs it (`ProgressLog`) on the ``fwcore``
+logger (`LOGGER`) at INFO, for its first record, then at most one a second, and its last:
+shown wherever the user's logging configuration shows INFO from ``fwcore``. With
+``verbose=True`` the lines also go to stderr when logging would show them nowhere (so a
+configured logger never shows them twice); by default nothing is printed. `Guard` turns Ctrl-C into a flag at the boundary of a step a task runs
 outside the loop (the rho loop of `fwcore.infer`, one oracle call of `fwcore.infer_map`)
 or inside a phase whose partial work it keeps (BP sweeps).
 """
+import logging
 import sys
 import time
 from contextlib import contextmanager
@@ -27,8 +34,13 @@ from typing import Optional
 
 from .results import Record, Status, Trace, finite_certificate
 
+#: the logger of every fwcore run's progress (children: none; configure this one)
+LOGGER = logging.getLogger("fwcore")
+#: seconds between two progress lines of a run
+PROGRESS_EVERY = 1.0
+
 __all__ = ["run_loop", "Stopping", "Deadline", "TimeUp", "Callbacks", "TraceRecorder",
-           "ProgressPrinter", "Outcome", "Guard", "Interrupted", "keeping_best",
+           "ProgressLog", "LOGGER", "PROGRESS_EVERY", "Outcome", "Guard", "Interrupted", "keeping_best",
            "best_on_interrupt", "budget_status", "stopped_on_budget"]
 
 
@@ -133,27 +145,65 @@ class TraceRecorder:
         return Trace(self.records)
 
 
-class ProgressPrinter:
-    """A callback printing ``line(record)`` to stderr (a task's ``verbose``)."""
+class ProgressLog:
+    """A callback logging ``line(record)`` on `LOGGER` at INFO: the first record, then at
+    most one every `PROGRESS_EVERY` seconds, and the last one (`close`). With ``verbose``
+    the line also goes to stderr when no handler would show it (module docstring). The
+    line is made only when someone will read it."""
 
-    def __init__(self, line):
-        self.line = line
+    def __init__(self, line, verbose=False):
+        self.line, self.verbose = line, verbose
+        self.last, self.pending = None, None
 
     def __call__(self, record):
-        print(self.line(record), file=sys.stderr)
+        now = time.monotonic()
+        if self.last is not None and now - self.last < PROGRESS_EVERY:
+            self.pending = record
+            return
+        self.last, self.pending = now, None
+        self._emit(record)
+
+    def close(self):
+        """Log the last record, if the rate held it back."""
+        if self.pending is not None:
+            self._emit(self.pending)
+            self.pending = None
+
+    def _emit(self, record):
+        shown = _shown_at_info()
+        if not (shown or self.verbose):
+            return
+        text = self.line(record)
+        if shown:
+            LOGGER.info(text)
+        else:
+            print(f"fwcore: {text}", file=sys.stderr, flush=True)
+
+
+def _shown_at_info():
+    """Whether some handler shows `LOGGER`'s INFO records (Python's last-resort handler,
+    which shows warnings only, does not count)."""
+    if not LOGGER.isEnabledFor(logging.INFO):
+        return False
+    logger = LOGGER
+    while logger is not None:
+        if any(h.level <= logging.INFO for h in logger.handlers):
+            return True
+        logger = logger.parent if logger.propagate else None
+    return False
 
 
 class Callbacks:
     """The callbacks of one run, called in order with each record: a `TraceRecorder`
-    (unless ``trace`` is False), a `ProgressPrinter` of ``verbose`` (a function giving a
-    record's line; None: quiet), then the user's ``callback``. Returns whether the run may
-    go on: False when the callback returned False (``stopped``)."""
+    (unless ``trace`` is False), a `ProgressLog` of ``line`` (a function giving a
+    record's progress line; None: none) with ``verbose``, then the user's ``callback``.
+    Returns whether the run may go on: False when the callback returned False
+    (``stopped``). `close` at the end of the run logs its last line."""
 
-    def __init__(self, callback=None, *, trace=True, verbose=None):
+    def __init__(self, callback=None, *, trace=True, line=None, verbose=False):
         self.recorder = TraceRecorder() if trace else None
-        self.observers = [c for c in (self.recorder,
-                                      None if verbose is None else ProgressPrinter(verbose))
-                          if c is not None]
+        self.progress = None if line is None else ProgressLog(line, verbose)
+        self.observers = [c for c in (self.recorder, self.progress) if c is not None]
         self.callback = callback
         self.stopped = False
 
@@ -162,6 +212,10 @@ class Callbacks:
             observe(record)
         self.stopped = self.callback is not None and self.callback(record) is False
         return not self.stopped
+
+    def close(self):
+        if self.progress is not None:
+            self.progress.close()
 
     def trace(self):
         return Trace() if self.recorder is None else self.recorder.trace()
@@ -216,6 +270,7 @@ def run_loop(measure, step, stopping, callbacks, *, start=None, measure_start=Tr
         status = Status.INTERRUPTED
     if guard.interrupted:
         status = Status.INTERRUPTED
+    callbacks.close()
     return Outcome(status, k, last, callbacks.trace())
 
 

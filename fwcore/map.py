@@ -5,24 +5,25 @@ import time
 
 import numpy as np
 
-from .checks import SEED, TIME, check_bound_feasible, check_feasible, check_model, \
-    validate_params
-from .loop import best_on_interrupt
+from .checks import BOOL, CALLABLE, SEED, TIME, check_bound_feasible, check_feasible, \
+    check_model, validate_params
+from .loop import Callbacks, best_on_interrupt
 from .oracles._common import node_argmax
 from .oracles.base import resolve_oracle
-from .results import MapResult, Record, Status, Trace
+from .results import MapResult, Record, Status, Trace, gap_text
 from .factor_graph import FactorGraph, solves_factor_graphs
 from .model import PairwiseMRF
 
 __all__ = ["infer_map"]
 
-_PARAMS = {"time_limit": TIME, "seed": SEED}
+_PARAMS = {"time_limit": TIME, "seed": SEED, "callback": [CALLABLE, None], "verbose": BOOL}
 
 
 @validate_params(_PARAMS, unchecked=("model", "method"))
 @solves_factor_graphs
-def infer_map(model: PairwiseMRF | FactorGraph, method="auto", time_limit: float | None = None,
-              seed: int | None = None, **options) -> MapResult:
+def infer_map(model: PairwiseMRF | FactorGraph, method: str | object = "auto",
+              time_limit: float | None = None, seed: int | None = None, callback=None,
+              verbose: bool = False, **options) -> MapResult:
     """MAP assignment of ``model`` (argmax of <θ, μ(x)>) by the oracle named ``method``.
 
     method : "exact" (the cheapest exact oracle: tree, bruteforce, elimination, cover,
@@ -36,6 +37,10 @@ def infer_map(model: PairwiseMRF | FactorGraph, method="auto", time_limit: float
         all of it unless their bound proves optimality first (``anytime=False`` among the
         options keeps them to their fixed effort; like ``seed``, it goes only to the
         oracles that take it). seed : for the oracles that take one.
+    callback : ``callback(record)`` with each progress record of an anytime oracle (time,
+        score, bound) as it is made; False stops the call as Ctrl-C does (status
+        ``interrupted``, the best labelling so far). verbose : those records' progress
+        lines on stderr (the ``fwcore`` logger has them anyway, `fwcore.loop`).
         Other keyword ``options`` go to the oracle's constructor (one it does not take:
         TypeError naming the options it takes).
 
@@ -55,6 +60,7 @@ def infer_map(model: PairwiseMRF | FactorGraph, method="auto", time_limit: float
     model = check_feasible(check_model(model))
     anytime = options.pop("anytime", time_limit is not None)  # as seed: for those taking it
     oracle = resolve_oracle(method, model, seed=seed, anytime=anytime, **options)
+    oracle.observer = Callbacks(callback, trace=False, line=progress_line, verbose=verbose)
     if time_limit is not None:  # the checks and the oracle's construction count towards it
         time_limit = max(time_limit - (time.perf_counter() - start), 1e-2)
     # Ctrl-C: the oracle's best labelling so far (an oracle that keeps none: the best node
@@ -62,6 +68,7 @@ def infer_map(model: PairwiseMRF | FactorGraph, method="auto", time_limit: float
     x, interrupted = best_on_interrupt(
         lambda: oracle.argmax(model.theta, time_limit=time_limit),
         lambda: node_argmax(model, model.theta))
+    oracle.observer.close()
     bound, status = (None, Status.INTERRUPTED) if interrupted else \
         (oracle.upper_bound(), oracle.status)
     elapsed = time.perf_counter() - start
@@ -75,3 +82,10 @@ def infer_map(model: PairwiseMRF | FactorGraph, method="auto", time_limit: float
     return MapResult(assignment=x, score=score, upper_bound=bound, status=status,
                      time=elapsed, method=oracle.name, n_iter=1, n_oracle_calls=1, trace=trace,
                      info={"requested": method})
+
+
+def progress_line(record):
+    """A progress record's line: the best score and bound so far."""
+    bound = "" if record.bound is None else \
+        f"  bound {record.bound:.6f}  ({gap_text(record.bound - record.score)})"
+    return f"{record.time:.1f} s  score {record.score:.6f}{bound}"

@@ -6,11 +6,13 @@ Log-potentials live in one flat float64 vector ``theta``: node blocks first (``n
 then one row-major card[i] × card[j] block per edge (``edge_off``, x_i major). A marginal
 vector μ has the same layout. Every array is read-only after construction.
 """
+from collections.abc import Hashable
+
 import numpy as np
 
 from ._graph import Graph
 
-__all__ = ["PairwiseMRF", "binary_cover"]
+__all__ = ["PairwiseMRF", "Named", "check_names", "binary_cover"]
 
 
 def _readonly(a):
@@ -18,7 +20,97 @@ def _readonly(a):
     return a
 
 
-class PairwiseMRF:
+class Named:
+    """Variable and state names of a model (`PairwiseMRF`, `FactorGraph`): ``names`` (a
+    tuple of distinct hashable names, one per variable; None: unnamed) and ``states`` (per
+    variable a tuple of its state names; None: unnamed), kept from the library a model was
+    converted from (`fwcore.from_pgmpy`, `from_pyagrum`, `from_networkx`). Evidence
+    (`fwcore.apply_evidence`) takes them, and `named` reads answers by name."""
+
+    __slots__ = ()
+
+    def var_index(self, variable):
+        """The index of ``variable``: one of ``names``, or an int index 0..n-1 (an int that
+        is also a name means that name's variable)."""
+        names = self.names or ()
+        if isinstance(variable, Hashable) and variable in names:
+            return names.index(variable)
+        if isinstance(variable, (int, np.integer)) and not isinstance(variable, bool) \
+                and 0 <= variable < self.card.shape[0]:
+            return int(variable)
+        shown = f"one of {_listed(names)}, or " if names else ""
+        raise ValueError(f"variable {variable!r} is not in the model: give {shown}an index "
+                         f"0..{self.card.shape[0] - 1}")
+
+    def state_index(self, i, state):
+        """The index of ``state`` of variable i: one of ``states[i]``, or an int index
+        0..card[i]-1 (an int that is also a state name means that state)."""
+        names = self.states[i] if self.states is not None else ()
+        if isinstance(state, Hashable) and state in names:
+            return names.index(state)
+        if isinstance(state, (int, np.integer)) and not isinstance(state, bool) \
+                and 0 <= state < self.card[i]:
+            return int(state)
+        shown = f"one of {_listed(names)}, or " if names else ""
+        label = f"variable {self.names[i]!r}" if self.names else f"variable {i}"
+        raise ValueError(f"{label} has no state {state!r}: give {shown}an index "
+                         f"0..{self.card[i] - 1}")
+
+    def named(self, values):
+        """``{name: values[i]}`` over the variables (names, or indices when unnamed), for
+        any per-variable answer: node marginals, or an assignment, whose states are then
+        given by name when the model has state names."""
+        if len(values) != self.card.shape[0]:
+            raise ValueError(f"values has {len(values)} entries; the model has "
+                             f"{self.card.shape[0]} variables")
+        keys = self.names if self.names is not None else range(len(values))
+        if self.states is not None and isinstance(values, np.ndarray) and \
+                values.ndim == 1 and values.dtype.kind in "iu":
+            return {k: self.states[i][s] for i, (k, s) in enumerate(zip(keys, values))}
+        return dict(zip(keys, values))
+
+
+def check_names(names, states, card):
+    """(names, states) as tuples, validated against ``card`` (see `Named`); None stays
+    None."""
+    n = card.shape[0]
+    if names is not None:
+        names = tuple(names)
+        if len(names) != n:
+            raise ValueError(f"names has {len(names)} entries; the model has {n} variables")
+        for k, v in enumerate(names):
+            if not isinstance(v, Hashable):
+                raise TypeError(f"names[{k}] must be hashable; got {type(v).__name__}")
+        if len(set(names)) != n:
+            raise ValueError(f"names must be distinct; {_first_repeat(names)!r} repeats")
+    if states is not None:
+        states = tuple(tuple(s) for s in states)
+        if len(states) != n:
+            raise ValueError(f"states has {len(states)} entries; the model has {n} variables")
+        for i, s in enumerate(states):
+            if len(s) != card[i]:
+                raise ValueError(f"states[{i}] names {len(s)} states; variable {i} has "
+                                 f"{card[i]}")
+            if not all(isinstance(v, Hashable) for v in s) or len(set(s)) != len(s):
+                raise ValueError(f"states[{i}] must be distinct hashable state names")
+    return names, states
+
+
+def _first_repeat(values):
+    seen = set()
+    for v in values:
+        if v in seen:
+            return v
+        seen.add(v)
+
+
+def _listed(values, most=8):
+    """``values`` as a short comma-separated list of reprs."""
+    shown = ", ".join(map(repr, values[:most]))
+    return shown + (f", ... ({len(values)} in all)" if len(values) > most else "")
+
+
+class PairwiseMRF(Named):
     """A pairwise Markov random field over discrete variables, scores maximised.
 
     Parameters
@@ -34,13 +126,17 @@ class PairwiseMRF:
         Edge log-potentials θ_ij, table ``[x_i, x_j]`` for the pair as given in ``edges``.
         ``None`` means all zero.
 
+    names, states : optional variable names and per-variable state names (`Named`).
+
+    Notes
+    -----
     Log-potentials may be ``-inf`` (impossible states); NaN and ``+inf`` are rejected.
     """
 
-    __slots__ = ("card", "edges", "node_off", "edge_off", "theta",
+    __slots__ = ("card", "edges", "node_off", "edge_off", "theta", "names", "states",
                  "adj_start", "adj_var", "adj_edge", "adj_first", "graph", "__weakref__")
 
-    def __init__(self, card, unary=None, edges=(), pairwise=None):
+    def __init__(self, card, unary=None, edges=(), pairwise=None, *, names=None, states=None):
         card = _check_card(card)
         n = card.shape[0]
         edges = _int_array("edges", edges if len(edges) else np.empty((0, 2)))
@@ -65,14 +161,14 @@ class PairwiseMRF:
                 tables[e] = np.asarray(tables[e]).T
         pair = _check_blocks("pairwise", tables, shapes)
         theta = np.concatenate(unary + pair) if (unary or pair) else np.zeros(0)
-        self._set_flat(card, canonical, theta)
+        self._set_flat(card, canonical, theta, names, states)
 
     # -- construction from flat arrays (the fast path used inside the library) ---------
 
     @classmethod
-    def from_flat(cls, card, edges, theta):
+    def from_flat(cls, card, edges, theta, names=None, states=None):
         """Build from the flat layout: ``card`` (n,), canonical ``edges`` (E, 2) with
-        i < j, and ``theta`` of length ``dim``."""
+        i < j, and ``theta`` of length ``dim``; optional ``names`` and ``states``."""
         self = cls.__new__(cls)
         card = _check_card(card)
         edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
@@ -81,14 +177,15 @@ class PairwiseMRF:
         if edges.size and (edges.min() < 0 or edges.max() >= card.shape[0]):
             raise ValueError(f"edges must index variables 0..{card.shape[0] - 1}")
         theta = np.asarray(theta, dtype=np.float64)
-        self._set_flat(card, edges, theta)
+        self._set_flat(card, edges, theta, names, states)
         return self
 
     def with_theta(self, theta):
-        """The same graph and cardinalities with other log-potentials (flat layout)."""
-        return PairwiseMRF.from_flat(self.card, self.edges, theta)
+        """The same graph, cardinalities and names with other log-potentials (flat
+        layout)."""
+        return PairwiseMRF.from_flat(self.card, self.edges, theta, self.names, self.states)
 
-    def _set_flat(self, card, edges, theta):
+    def _set_flat(self, card, edges, theta, names=None, states=None):
         n = card.shape[0]
         n_edges = edges.shape[0]
         if n_edges:
@@ -112,6 +209,7 @@ class PairwiseMRF:
             raise ValueError(f"theta must be a 1-D array of length {edge_off[-1]} (the flat "
                              f"layout's dim); got shape {theta.shape}")
         _check_values("theta", theta)
+        names, states = check_names(names, states, card)
         # CSR adjacency: for variable v, slots adj_start[v]:adj_start[v+1] list each incident
         # edge once, with the neighbour, the edge id, and 1 when v is the edge's first end.
         ends = np.concatenate([edges[:, 0], edges[:, 1]])
@@ -126,6 +224,7 @@ class PairwiseMRF:
         self.node_off = _readonly(node_off)
         self.edge_off = _readonly(edge_off)
         self.theta = _readonly(np.array(theta, dtype=np.float64, order="C"))
+        self.names, self.states = names, states
         self.adj_start = _readonly(adj_start)
         self.adj_var = _readonly(other.astype(np.int32))
         self.adj_edge = _readonly(eid.astype(np.int32))

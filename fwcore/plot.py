@@ -47,20 +47,23 @@ def plot_trace(result, ax=None) -> matplotlib.axes.Axes:
     if np.isfinite(t["bound"]).any():
         ax.plot(t["time"], t["bound"], label="certified bound")
     ax.set_xlabel("seconds")
+    ax.set_ylabel("objective (nats)")
     ax.legend()
     return ax
 
 
 def plot_map_trace(result, ax=None) -> matplotlib.axes.Axes:
     """Best score and certified bound of a MAP run (`fwcore.infer_map`, `infer_lp`)
-    against seconds, as steps."""
+    against seconds, as steps with a marker at each record (so a one-record trace shows
+    a point)."""
     t = _trace(result)
     ax = _axes(ax)
     score = t["score"] if np.isfinite(t["score"]).any() else t["primal"]
-    ax.step(t["time"], score, where="post", label="score")
+    ax.step(t["time"], score, where="post", marker="o", markersize=3, label="score")
     if np.isfinite(t["bound"]).any():
-        ax.step(t["time"], t["bound"], where="post", label="bound")
+        ax.step(t["time"], t["bound"], where="post", marker="o", markersize=3, label="bound")
     ax.set_xlabel("seconds")
+    ax.set_ylabel("log-score")
     ax.legend()
     return ax
 
@@ -82,4 +85,6 @@ def plot_marginals(result, shape: tuple[int, int], state: int = 1,
     image = ax.imshow(np.array([p[state] for p in nodes]).reshape(rows, cols), vmin=0.0,
                       vmax=1.0, cmap="viridis")
     ax.figure.colorbar(image, ax=ax, label=f"P(x = {state})")
+    ax.set_xlabel("column")
+    ax.set_ylabel("row")
     return ax

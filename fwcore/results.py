@@ -5,8 +5,10 @@ Each task returns one frozen dataclass (scipy.optimize's ``OptimizeResult`` habi
 ``n_oracle_calls``, ``method``, ``gap`` (the optimality certificate, None without one),
 ``certified`` (the bound is a proof), the bound (``log_z_upper`` for log Z,
 ``upper_bound`` for a maximum score) and ``trace``: a `Trace` of `Record`s, one per
-iteration, whose ``columns()`` gives a dict of arrays for plotting. Learners carry the
-same as fitted attributes (``status_``, ``n_iter_``, ``n_oracle_calls_``, ``trace_``).
+iteration, whose ``columns()`` gives a dict of arrays for plotting; ``success`` and
+``message`` say in a word and in a sentence how the run ended, and the repr is a short
+summary (arrays by shape, the trace by its length). Learners carry the same as fitted
+attributes (``status_``, ``n_iter_``, ``n_oracle_calls_``, ``trace_``).
 """
 import dataclasses
 import enum
@@ -16,7 +18,7 @@ from typing import Optional, Protocol, runtime_checkable
 import numpy as np
 
 __all__ = ["Status", "StepType", "Record", "Trace", "Result", "MapResult", "proves_optimal",
-           "finite_certificate"]
+           "finite_certificate", "gap_text"]
 
 
 class Status(str, enum.Enum):
@@ -113,7 +115,92 @@ class Result(Protocol):
 
     @property
     def converged(self):
+        """A certificate proves the answer within the tolerance (status ``converged``)."""
         return self.status is Status.CONVERGED
+
+    @property
+    def success(self):
+        """The run ended by its own criterion (``converged``, or ``stalled``: nothing
+        better found, not proven), not on a budget (``max_iter``, ``max_time``) or an
+        interruption, as scipy's ``OptimizeResult.success``; `message` says which."""
+        return self.status in (Status.CONVERGED, Status.STALLED)
+
+    def proven_gap(self):
+        """The gap a certificate proves at the answer (None: none proven)."""
+        return self.gap if self.certified else None
+
+    @property
+    def message(self):
+        """How the run ended, in a sentence (what the command line prints)."""
+        proven = self.proven_gap()
+        gaps = gap_text(proven, None if proven is not None else self.gap)
+        if self.status is Status.CONVERGED:
+            why = "exact" if proven == 0.0 else f"{gaps} within the tolerance"
+            return f"converged: {why}"
+        why = {Status.STALLED: "the solver stopped improving, but nothing proves its answer "
+                               "optimal",
+               Status.MAX_ITER: f"stopped after {self.n_iter} iterations before converging: "
+                                "the best answer so far",
+               Status.MAX_TIME: f"stopped at the time limit after {self.time:.3g} s: the best "
+                                "answer so far",
+               Status.INTERRUPTED: "Ctrl-C, or the callback returned False: the best answer "
+                                   "so far"}[self.status]
+        why = f"{self.status.value}: {why}"
+        return why + (f"; {gaps}" if gaps else "")
+
+    def __repr__(self):
+        """A short summary, as scipy's ``OptimizeResult`` prints: one line per field,
+        arrays by dtype and shape, lists by length, the trace by its number of records."""
+        rows = [("status", self.status.value), ("success", self.success),
+                ("message", self.message)]
+        rows += [(f.name, f"{self.time:.3g} s" if f.name == "time" else
+                  _summary(getattr(self, f.name)))
+                 for f in dataclasses.fields(self) if f.name != "status"]
+        width = max(len(name) for name, _ in rows)
+        return "\n".join([type(self).__name__] +
+                         [f"{name.rjust(width + 1)}: {value}" for name, value in rows])
+
+
+def gap_text(proven, estimate=None):
+    """'proven gap G' and/or 'est. gap G' ('' when both are None): an estimate (from an
+    approximate oracle, whose vertex may score below the iterate) is shown as 0 when it
+    is negative, so no gap ever reads negative."""
+    parts = []
+    if proven is not None:
+        parts.append(f"proven gap {proven:.3g}")
+    if estimate is not None:
+        parts.append(f"est. gap {max(estimate, 0.0):.3g}")
+    return ", ".join(parts)
+
+
+#: arrays of at most this many entries are shown in a result's repr
+_SHOWN_ENTRIES = 6
+
+
+def _summary(value):
+    """A result field in a few characters (`Result.__repr__`)."""
+    if isinstance(value, enum.Enum):
+        return str(value.value)
+    if isinstance(value, Trace):
+        return f"{len(value)} record{'' if len(value) == 1 else 's'} (.trace.columns() for arrays)"
+    if isinstance(value, (float, np.floating)):
+        return f"{float(value):.10g}"
+    if isinstance(value, np.ndarray):
+        if value.size <= _SHOWN_ENTRIES and value.ndim <= 1:
+            return np.array2string(value, precision=6, separator=", ")
+        return f"{value.dtype} array of shape {value.shape}"
+    if isinstance(value, (list, tuple)):
+        if len(value) <= _SHOWN_ENTRIES and all(isinstance(v, (int, float, str)) for v in value):
+            return repr(value)
+        kinds = {"array" if isinstance(v, np.ndarray) else type(v).__name__ for v in value}
+        what = f" {kinds.pop()}s" if len(kinds) == 1 else ""
+        return f"{type(value).__name__} of {len(value)}{what}"
+    if isinstance(value, dict):
+        keys = ", ".join(map(str, value))
+        return f"dict of {len(value)}" + (f" ({keys[:60]}{'...' if len(keys) > 60 else ''})"
+                                           if value else "")
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def proves_optimal(score, bound):
@@ -124,7 +211,7 @@ def proves_optimal(score, bound):
     return bound - score <= 1e-9 * max(1.0, abs(score))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # Result.__repr__: a short summary
 class MapResult(Result):
     """A MAP answer: ``assignment`` maximising the log-score, its ``score``, a certified
     ``upper_bound`` on the maximum score (None when the method has none), ``gap`` =

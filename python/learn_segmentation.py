@@ -34,11 +34,12 @@ def save_images(path, x, y, learners):
                    learners["MLEStruct"].predict_marginals([x])[0][:, 1]))
     fig, axes = plt.subplots(1, len(panels), figsize=(2.6 * len(panels), 2.9))
     for ax, (title, image) in zip(axes, panels):
-        ax.imshow(np.reshape(image, (SIZE, SIZE)).astype(float), cmap="gray", vmin=0.0,
-                  vmax=1.0, interpolation="nearest")
+        shown = ax.imshow(np.reshape(image, (SIZE, SIZE)).astype(float), cmap="gray",
+                          vmin=0.0, vmax=1.0, interpolation="nearest")
         ax.set_title(title, fontsize=9)
         ax.axis("off")
     fig.tight_layout()
+    fig.colorbar(shown, ax=axes, shrink=0.8, label="evidence, label or P(foreground)")
     fig.savefig(path, dpi=90)
 
 

@@ -49,9 +49,10 @@ def save_images(path, rows):
         for ax in ax_row:
             ax.axis("off")
         for ax, (title, image) in zip(ax_row, row):
-            ax.imshow(image, cmap="gray", vmin=0.0, vmax=1.0, interpolation="nearest")
+            shown = ax.imshow(image, cmap="gray", vmin=0.0, vmax=1.0, interpolation="nearest")
             ax.set_title(title, fontsize=10)
     fig.tight_layout()
+    fig.colorbar(shown, ax=axes, shrink=0.8, label="P(x_i = 1); labels 0 / 1")
     fig.savefig(path, dpi=90)
 
 

@@ -104,6 +104,13 @@ def test_readme_python_blocks_run():
         exec(compile(block, "README.md", "exec"), namespace)
 
 
+def test_readme_has_no_relative_links():
+    """PyPI shows the README away from the repository: a relative link or image breaks."""
+    import re
+    text = (ROOT / "README.md").read_text()
+    assert re.findall(r"\]\((?!https?://)([^)]*)\)", text) == []
+
+
 def test_cli_writes_its_files_and_exits_quietly_when_stdout_closes(tmp_path):
     # a 6000-variable chain (exact marginals at once): --all prints over the 64 KiB a pipe
     # holds, so `head -1` closes it while the marginals are printed
@@ -155,11 +162,31 @@ def test_cli_version_and_help(capsys):
     assert stop.value.code == 2
 
 
-def test_progress_bar_fills_and_waits_for_valid_arguments(capsys):
-    pytest.importorskip("tqdm")
+def test_progress_bar_counts_seconds_and_waits_for_valid_arguments(capsys):
+    pytest.importorskip("tqdm", reason="tqdm is not installed (pip install 'fwcore[progress]')")
     model = str(DATA / "clique10.uai")
     assert main(["infer", model, "--oracle", "exact", "--rho-updates", "2", "--tol", "-1"]) == 2
     assert capsys.readouterr().err == "fwcore infer: error: tol must be a number > 0; got -1.0\n"
-    assert main(["infer", model, "--oracle", "exact", "--rho-updates", "2"]) == 0
+    assert main(["infer", model, "--oracle", "exact", "--rho-updates", "2", "--max-time",
+                 "30"]) == 0
     last = capsys.readouterr().err.split("\r")[-1]
-    assert "FW runs: 100%" in last and "3/3" in last
+    assert last.startswith("fwcore: ") and "/30 s, rho 2" in last and "proven gap" in last
+
+
+def test_progress_lines_without_tqdm_and_none_when_quiet(tmp_path, capsys, monkeypatch):
+    import fwcore.cli
+    monkeypatch.setattr(fwcore.cli, "_tqdm", lambda: None)
+    model = str(DATA / "clique10.uai")
+    assert main(["infer", model, "--oracle", "exact", "--rho-updates", "1"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("fwcore: rho 0 it 0") and err[-1].startswith("fwcore: rho 1 ")
+    assert "-" not in "".join(line.split("gap")[1][:3] for line in err if "gap" in line)
+    grid = str(tmp_path / "grid.uai")  # too large for exact elimination in 0.5 s
+    fwcore.write_uai(fwcore.random_grid(30, 30, coupling=2.0, seed=0), grid)
+    assert main(["map", grid, "--method", "portfolio", "--max-time", "0.5"]) == 0
+    assert capsys.readouterr().err.startswith("fwcore: ")
+    assert main(["infer", model, "--quiet"]) == 0 and capsys.readouterr().err == ""
+    monkeypatch.setattr(fwcore.cli, "_HINT_AFTER", 0.0)  # a run without --max-time says it
+    assert main(["infer", model, "--oracle", "exact", "--rho-updates", "1"]) == 0
+    assert "--max-time SECONDS bounds a run" in capsys.readouterr().err
+

@@ -38,7 +38,7 @@ def test_unknown_option_names_the_solver_and_its_options(command, flag, capsys):
                          "--option", "colour=blue"], capsys)
     assert code == 2 and len(err.splitlines()) == 1
     if command == "map":  # infer_map's own argument
-        assert "--option time_limit=...: map takes it as --time-limit" in err
+        assert "--option time_limit=...: map takes it as --max-time SECONDS" in err
     else:  # auto chose an oracle the user did not name; the message names both
         assert "unknown options colour, time_limit for oracle" in err
         assert "(chosen for 'auto'); its options: " in err

@@ -234,6 +234,11 @@ def test_every_result_carries_the_shared_fields(name, answers):
             assert hasattr(res, bound), f"{type(res).__name__} lacks {bound}"
         assert isinstance(res.status, Status) and isinstance(res.certified, bool)
         assert res.converged is (res.status is Status.CONVERGED)
+        assert res.success is (res.status in (Status.CONVERGED, Status.STALLED))
+        assert res.message.startswith(f"{res.status.value}: ")
+        text = repr(res)  # a summary: no array's entries, the trace as a count
+        assert text.startswith(type(res).__name__) and len(text) < 1024
+        assert "Record(" not in text and f"{len(res.trace)} record" in text
         assert isinstance(res.method, str) and res.time >= 0
         assert isinstance(res.n_iter, int) and res.n_iter >= 0
         assert isinstance(res.n_oracle_calls, int) and res.n_oracle_calls >= 0

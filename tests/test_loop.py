@@ -1,5 +1,7 @@
 """The one run loop (`fwcore.loop`): its stopping ladder, callbacks, Ctrl-C and deadlines on
 a toy task whose criterion halves at every step."""
+import logging
+
 import pytest
 
 from fwcore.loop import (Callbacks, Deadline, Guard, Stopping, TimeUp, budget_status,
@@ -80,12 +82,24 @@ def test_without_a_measure_of_the_start_point_the_first_step_comes_first():
     assert out.status is Status.MAX_ITER and out.n_iter == 3
 
 
-def test_callbacks_compose_the_trace_the_verbose_line_and_the_user(capsys):
+def test_callbacks_compose_the_trace_the_progress_line_and_the_user(capsys):
     seen = []
-    callbacks = Callbacks(seen.append, trace=False, verbose=lambda r: f"it {r.iteration}")
-    _, out = run(stopping=Stopping(1), callbacks=callbacks)
-    assert len(out.trace) == 0 and [r.iteration for r in seen] == [0, 1]
-    assert capsys.readouterr().err == "it 0\nit 1\n" and not callbacks.stopped
+    callbacks = Callbacks(seen.append, trace=False, line=lambda r: f"it {r.iteration}",
+                          verbose=True)
+    _, out = run(stopping=Stopping(3), callbacks=callbacks)
+    assert len(out.trace) == 0 and [r.iteration for r in seen] == [0, 1, 2, 3]
+    # the first line, then at most one a second, and the last
+    assert capsys.readouterr().err == "fwcore: it 0\nfwcore: it 3\n" and not callbacks.stopped
+
+
+def test_progress_goes_to_the_fwcore_logger_and_to_stderr_only_when_asked(capsys, caplog):
+    line = lambda r: f"it {r.iteration}"  # noqa: E731
+    run(stopping=Stopping(1), callbacks=Callbacks(line=line))
+    assert capsys.readouterr().err == ""  # not asked: nothing printed
+    with caplog.at_level(logging.INFO, logger="fwcore"):
+        run(stopping=Stopping(1), callbacks=Callbacks(line=line, verbose=True))
+    assert [r.getMessage() for r in caplog.records] == ["it 0", "it 1"]
+    assert capsys.readouterr().err == ""  # logging shows it: not printed twice
 
 
 def test_deadline_and_budget_helpers():

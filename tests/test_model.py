@@ -173,3 +173,21 @@ def test_padded_tables_match_a_loop():
     empty = PairwiseMRF([3, 2])
     node, pair, _, _ = empty.padded_tables()
     assert node.shape == (2, 3) and pair.shape == (0, 3, 3)
+
+
+def test_names_and_states_are_checked_kept_and_read():
+    m = PairwiseMRF([2, 3], edges=[(0, 1)], names=["rain", "grass"],
+                    states=[["no", "yes"], ["dry", "damp", "wet"]])
+    assert m.with_theta(m.theta).names == ("rain", "grass")
+    assert (m.var_index("grass"), m.var_index(0), m.state_index(1, "wet"), m.state_index(1, 1)) \
+        == (1, 0, 2, 1)
+    assert m.named(np.array([1, 2])) == {"rain": "yes", "grass": "wet"}
+    assert list(m.named([np.ones(2), np.ones(3)])) == ["rain", "grass"]
+    for kwargs, error in [({"names": ["a"]}, "names has 1 entries; the model has 2"),
+                          ({"names": ["a", "a"]}, "names must be distinct; 'a' repeats"),
+                          ({"states": [["x", "y"], ["z"]]}, r"states\[1\] names 1 states")]:
+        with pytest.raises(ValueError, match=error):
+            PairwiseMRF([2, 3], **kwargs)
+    with pytest.raises(ValueError, match="variable 'snow' is not in the model: give one of "
+                                         "'rain', 'grass', or an index 0..1"):
+        m.var_index("snow")

@@ -22,6 +22,15 @@ def test_trace_marginals_and_map_figures():
     best = fwcore.infer_map(model, method="portfolio", time_limit=0.5)
     ax = plot_map_trace(best)
     assert ax.get_lines()[0].get_label() == "score"
+    for ax in (plot_trace(res), plot_marginals(res, (4, 5)), plot_map_trace(best)):
+        assert ax.get_xlabel() and ax.get_ylabel()  # every axis says what it shows
+
+
+def test_a_one_record_map_trace_shows_its_point():
+    best = fwcore.infer_map(fwcore.random_grid(3, 3, seed=0), method="icm")
+    assert len(best.trace) == 1
+    line = plot_map_trace(best).get_lines()[0]
+    assert line.get_marker() == "o" and line.get_ydata()[0] == best.score
 
 
 def test_bad_arguments():

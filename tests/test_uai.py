@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import fwcore
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -230,9 +231,59 @@ def test_evidence_files(tmp_path):
     assert read_evid(_file(tmp_path, "0")) == {}
     assert read_evid(_file(tmp_path, "1 0 1")) == {0: 1}
     with pytest.raises(ValueError, match="twice"):
-        read_evid(_file(tmp_path, "2 0 1 0 1"))
+        read_evid(_file(tmp_path, "2 1 1 1 1"))
     with pytest.raises(TypeError, match="mapping"):
         write_evid(tmp_path / "e.evid", [(0, 1)])
+
+
+def test_multi_case_evidence_files(tmp_path):
+    path = _file(tmp_path, "3\n1 0 1\n2 0 0 2 1\n0\n")   # the UAI 2010 form: 3 cases
+    assert [read_evid(path, case=k) for k in range(3)] == [{0: 1}, {0: 0, 2: 1}, {}]
+    with pytest.raises(ValueError, match="holds 3 evidence cases .*pass case=0..2"):
+        read_evid(path)
+    with pytest.raises(ValueError, match="case 3 asked for; the file holds cases 0..2"):
+        read_evid(path, case=3)
+    with pytest.raises(ValueError, match="case 1 asked for, but the file holds one"):
+        read_evid(_file(tmp_path, "1 0 1"), case=1)
+
+
+def test_comments_compression_and_standard_streams(tmp_path, monkeypatch, capsys):
+    import io
+    m = _mixed_model()
+    for suffix in ("", ".gz", ".xz", ".bz2"):  # written by suffix, read by content
+        path = tmp_path / f"m.uai{suffix}"
+        write_uai(m, path)
+        np.testing.assert_allclose(fwcore.read_model(path).theta, m.theta, rtol=1e-15)
+        plain = tmp_path / "plain"  # a compressed file needs no suffix to be read
+        plain.write_bytes(path.read_bytes())
+        np.testing.assert_allclose(read_uai(plain).theta, m.theta, rtol=1e-15)
+    commented = "\n".join(f"{line}  # a comment" for line in
+                          (tmp_path / "m.uai").read_text().splitlines())
+    np.testing.assert_allclose(read_uai(_file(tmp_path, "# pyAgrum\n" + commented)).theta,
+                               m.theta, rtol=1e-15)
+    text = (tmp_path / "m.uai").read_bytes()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(text)))
+    np.testing.assert_allclose(fwcore.read_model("-").theta, m.theta, rtol=1e-15)
+    write_map("-", [0, 1, 2])
+    assert capsys.readouterr().out == "MAP\n3 0 1 2\n"
+    (tmp_path / "bad.uai.gz").write_bytes(b"\x1f\x8b not gzip")
+    with pytest.raises(ValueError, match="bad.uai.gz: not a readable .gz file"):
+        read_uai(tmp_path / "bad.uai.gz")
+
+
+def test_bayes_tables_must_be_conditional_distributions(tmp_path):
+    lines = ["BAYES", "2", "2 2", "2", "1 0", "2 0 1", "", "2", "0.3 0.7", "", "4",
+             "0.5 0.9 0.5 0.1"]  # P(x1 | x0) written child-major: rows sum to 1.4, 0.6
+    path = _file(tmp_path, "\n".join(lines))
+    with pytest.raises(ValueError, match=r"line 12.*factor 1 \(scope 0 1, declared at line 6\) "
+                       r"is not a conditional probability table of its child x1.*x0 = 0 "
+                       r"sum to 1.4.*unnormalized='warn'"):
+        read_uai(path)
+    with pytest.warns(UserWarning, match="factor 1"):
+        fg = read_uai(path, unnormalized="warn")
+    assert fwcore.exact_inference(fg).log_z == pytest.approx(np.log(0.3 * 1.4 + 0.7 * 0.6))
+    with pytest.raises(ValueError, match="unnormalized must be one of 'error', 'warn'"):
+        read_uai(path, unnormalized="ignore")
 
 
 def test_apply_evidence_is_the_conditional(tmp_path):
@@ -244,8 +295,10 @@ def test_apply_evidence_is_the_conditional(tmp_path):
     np.testing.assert_array_equal(c.score(xs)[consistent], m.score(xs)[consistent])
     assert np.isneginf(c.score(xs)[~consistent]).all()
     np.testing.assert_array_equal(c.edges, m.edges)
-    for bad, msg in [({5: 0}, "variable 5"), ({1: 1}, "state 1"), ({-1: 0}, "negative"),
-                     ({0: 0.5}, "integer")]:
+    for bad, msg in [({5: 0}, "variable 5 is not in the model: give an index 0..4"),
+                     ({1: 1}, "variable 1 has no state 1: give an index 0..0"),
+                     ({-1: 0}, "variable -1 is not in the model"),
+                     ({0: 0.5}, "variable 0 has no state 0.5")]:
         with pytest.raises((ValueError, TypeError), match=msg):
             apply_evidence(m, bad)
 

@@ -10,7 +10,7 @@ from ..results import Result, Status, Trace
 __all__ = ["FWResult"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # Result.__repr__: a short summary
 class FWResult(Result):
     """Answer of a Frank-Wolfe run.
 

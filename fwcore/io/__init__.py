@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..factor_graph import FactorGraph
+from ..model import PairwiseMRF
 from .convert import from_networkx, from_pgmpy, from_pyagrum
-from .uai import (apply_evidence, read_evid, read_map, read_mar, read_pr, read_uai,
-                  write_evid, write_map, write_mar, write_pr, write_uai)
+from .uai import (COMPRESSED, STDIO, PathArg, apply_evidence, read_evid, read_map, read_mar,
+                  read_pr, read_uai, write_evid, write_map, write_mar, write_pr, write_uai)
 
 __all__ = ["read_model", "read_uai", "write_uai", "read_mar", "write_mar", "read_pr",
            "write_pr", "read_map", "write_map", "read_evid", "write_evid", "apply_evidence",
@@ -17,12 +19,20 @@ __all__ = ["read_model", "read_uai", "write_uai", "read_mar", "write_mar", "read
 MODEL_READERS = {".uai": read_uai}
 
 
-def read_model(path: str | os.PathLike):
+def read_model(path: PathArg) -> PairwiseMRF | FactorGraph:
     """The model in the file ``path``, read by the reader its suffix names
-    (`MODEL_READERS`: ``.uai``, the UAI competitions' MARKOV and BAYES formats)."""
+    (`MODEL_READERS`: ``.uai``, the UAI competitions' MARKOV and BAYES formats), after a
+    compression suffix (``.gz``, ``.xz``, ``.bz2``); ``-``: a UAI model on standard
+    input."""
     if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a file path (str or os.PathLike); got {type(path).__name__}")
-    suffix = Path(path).suffix.lower()
+        raise TypeError(f"path must be a file path (str or os.PathLike) or {STDIO!r} for "
+                        f"standard input; got {type(path).__name__}")
+    if os.fspath(path) == STDIO:
+        return read_uai(path)
+    name = Path(path)
+    if name.suffix.lower() in COMPRESSED:
+        name = name.with_suffix("")
+    suffix = name.suffix.lower()
     if suffix not in MODEL_READERS:
         raise ValueError(f"path {os.fspath(path)!r}: no model reader for suffix {suffix!r}; "
                          f"supported: {', '.join(sorted(MODEL_READERS))}")

@@ -1,12 +1,14 @@
 """Models from other libraries: pgmpy and pyAgrum networks (Markov and Bayesian), and
 networkx graphs carrying log-potentials.
 
-Each converter returns ``(model, names)``: a `PairwiseMRF` when every factor has arity 1
-or 2, else a `FactorGraph` (`fwcore.factor_graph.model_from_factors`), and the other
-library's variable names in fwcore's index order, so ``names[i]`` is variable i. Tables
-of potentials (pgmpy, pyAgrum) become log-potentials; zeros are impossible states (−inf),
-negative or non-finite entries are refused. The libraries are optional extras, never
-imported here: the converters read the objects they are given.
+Each converter returns the model: a `PairwiseMRF` when every factor has arity 1 or 2,
+else a `FactorGraph` (`fwcore.factor_graph.model_from_factors`), with the other library's
+variable names as ``model.names`` (``names[i]`` is variable i) and, from pgmpy and
+pyAgrum, its state names as ``model.states``, so evidence and answers go by name
+(`fwcore.apply_evidence`, `fwcore.model.Named.named`). Tables of potentials (pgmpy,
+pyAgrum) become log-potentials; zeros are impossible states (−inf), negative or
+non-finite entries are refused. The libraries are optional extras, never imported here:
+the converters read the objects they are given.
 """
 from __future__ import annotations
 
@@ -23,11 +25,12 @@ __all__ = ["from_pgmpy", "from_pyagrum", "from_networkx"]
 _ATTRIBUTE = Kind(lambda key: isinstance(key, Hashable), "a networkx attribute name (hashable)")
 
 
-def from_pgmpy(network) -> tuple[PairwiseMRF | FactorGraph, list]:
+def from_pgmpy(network) -> PairwiseMRF | FactorGraph:
     """A pgmpy network as a fwcore model: a ``DiscreteBayesianNetwork`` (its CPDs, whose
     product is the joint: log Z = 0), a ``DiscreteMarkovNetwork`` or a pgmpy
     ``FactorGraph`` (their factors). Variables are numbered in order of first appearance
-    in the CPDs or factors; states in pgmpy's order (``state_names``)."""
+    in the CPDs or factors and named as in pgmpy; states in pgmpy's order, named by its
+    ``state_names``."""
     if hasattr(network, "get_cpds"):
         factors = network.get_cpds()
         if not factors:
@@ -40,12 +43,16 @@ def from_pgmpy(network) -> tuple[PairwiseMRF | FactorGraph, list]:
         raise TypeError(f"network must be a pgmpy DiscreteBayesianNetwork, DiscreteMarkovNetwork "
                         f"or FactorGraph; got {type(network).__name__}")
     tables = [(list(f.variables), np.asarray(f.values, dtype=np.float64)) for f in factors]
-    return _model(tables)
+    states = {}
+    for f in factors:
+        states.update(f.state_names)
+    return _model(tables, states=states)
 
 
-def from_pyagrum(network) -> tuple[PairwiseMRF | FactorGraph, list]:
+def from_pyagrum(network) -> PairwiseMRF | FactorGraph:
     """A pyAgrum ``BayesNet`` (its CPTs) or ``MarkovRandomField`` (its factors) as a
-    fwcore model; variables in the order of pyAgrum's node ids."""
+    fwcore model; variables in the order of pyAgrum's node ids, named as in pyAgrum, with
+    their labels as state names."""
     if hasattr(network, "cpt"):
         tensors = [network.cpt(v) for v in sorted(network.nodes())]
     elif hasattr(network, "factor") and hasattr(network, "factors"):
@@ -53,21 +60,23 @@ def from_pyagrum(network) -> tuple[PairwiseMRF | FactorGraph, list]:
     else:
         raise TypeError(f"network must be a pyAgrum BayesNet or MarkovRandomField; got "
                         f"{type(network).__name__}")
-    order = [network.variable(v).name() for v in sorted(network.nodes())]
+    variables = [network.variable(v) for v in sorted(network.nodes())]
+    order = [v.name() for v in variables]
     # a pyAgrum tensor's array has its axes in the reverse order of its variable names
     tables = [(list(t.names), np.asarray(t.toarray(), dtype=np.float64).T) for t in tensors]
-    return _model(tables, order)
+    return _model(tables, order, {v.name(): v.labels() for v in variables})
 
 
 @validate_params({"card": _ATTRIBUTE, "unary": _ATTRIBUTE, "pairwise": _ATTRIBUTE},
                  unchecked=("graph",))
 def from_networkx(graph, card: str = "card", unary: str = "unary",
-                  pairwise: str = "pairwise") -> tuple[PairwiseMRF, list]:
+                  pairwise: str = "pairwise") -> PairwiseMRF:
     """A pairwise model from a networkx graph: node attribute ``card`` (the number of
     states; else the length of the node's ``unary``), optional node attribute ``unary``
     (log-potentials θ_i) and edge attribute ``pairwise`` (the log-potential table
     θ_ij[x_a, x_b], a the edge's end that comes first in ``graph.nodes``); missing
-    log-potentials are 0. Variables in the order of ``graph.nodes``."""
+    log-potentials are 0. Variables in the order of ``graph.nodes``, named by their
+    nodes."""
     if not hasattr(graph, "nodes") or not hasattr(graph, "edges"):
         raise TypeError(f"graph must be a networkx graph; got {type(graph).__name__}")
     if graph.is_directed() or graph.is_multigraph():
@@ -92,12 +101,13 @@ def from_networkx(graph, card: str = "card", unary: str = "unary",
         if table is None:
             table = np.zeros((int(cards[i]), int(cards[j])))
         factors.append(((i, j) if i < j else (j, i), table))
-    return model_from_factors(cards, factors), names
+    return model_from_factors(cards, factors, names)
 
 
-def _model(tables, order=None):
-    """(model, names) from (variable names, potential table) pairs; ``order`` fixes the
-    variable order (default: first appearance)."""
+def _model(tables, order=None, states=None):
+    """The model of (variable names, potential table) pairs, named; ``order`` fixes the
+    variable order (default: first appearance); ``states``: {variable: its state names}
+    (None: unnamed states)."""
     names = list(order) if order is not None else []
     known = set(names)
     for scope, _ in tables:
@@ -124,4 +134,5 @@ def _model(tables, order=None):
     if 0 in card:
         v = names[card.index(0)]
         raise ValueError(f"variable {v!r} is in no factor, so its number of states is unknown")
-    return model_from_factors(card, factors), names
+    return model_from_factors(card, factors, names,
+                              None if states is None else [states[v] for v in names])

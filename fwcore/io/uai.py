@@ -1,9 +1,20 @@
 """UAI competition file formats: MARKOV models, evidence and answer files.
 
 The formats are those of the UAI inference competitions (2008-2014): whitespace-separated
-tokens, line breaks carry no meaning. A model file holds potentials, not logs, so
+tokens, line breaks carry no meaning; ``#`` starts a comment that runs to the end of its
+line (as pyAgrum writes them). A model file holds potentials, not logs, so
 θ = log(table) and zero entries become −inf. Answer files: ``.MAR`` (node marginals),
 ``.PR`` (log10 Z), ``.MAP``/``.MPE`` (an assignment); ``.evid`` (clamped variables).
+
+Tables are read in the format's order, the last variable of a scope fastest, as toulbar2
+and Merlin read them. pyAgrum 3.3.1 writes another order for a CPT of two or more parents
+(its parents reversed) and for MARKOV factors (that of its own tensors): its files read
+without error (the CPTs stay normalised) but as other tables; convert the pyAgrum object
+with `fwcore.from_pyagrum` instead.
+
+Every reader takes a path or ``-`` (standard input) and reads gzip, xz and bzip2 files
+(recognised by their first bytes, whatever the suffix); every writer takes a path or
+``-`` (standard output) and compresses by the suffix ``.gz``, ``.xz`` or ``.bz2``.
 
 Every reader raises ValueError naming the file, the line and the token where it broke;
 nothing is ever read silently wrong (trailing tokens, wrong counts, negative
@@ -16,26 +27,46 @@ is an error however small (``-1e-400`` too). In answer files a probability or lo
 below the smallest double reads as 0, and one whose value (ln Z for ``.PR``) overflows a
 double is an error.
 
-Memory stays in proportion to the file: every table must be in the file before it is
-stored, and the variables that appear in no factor (which cost θ entries but no file
+Memory stays in proportion to the file (uncompressed): every table must be in the file
+before it is stored, and the variables that appear in no factor (which cost θ entries but no file
 tokens) may declare at most `MAX_UNUSED_STATES` states in total.
 """
 from __future__ import annotations
 
+import bz2
+import gzip
+import lzma
 import math
 import os
 import re
-from collections.abc import Mapping
+import sys
+import warnings
+from collections.abc import Mapping, Sequence
 from numbers import Integral
+from typing import Any, Union
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from ..checks import Options, check_model, validate_params
+from ..checks import Interval, Options, check_model, validate_params
 from ..factor_graph import FactorGraph, model_from_factors
 from ..model import PairwiseMRF
 
 __all__ = ["read_uai", "write_uai", "read_mar", "write_mar", "read_pr", "write_pr",
-           "read_map", "write_map", "read_evid", "write_evid", "apply_evidence"]
+           "read_map", "write_map", "read_evid", "write_evid", "apply_evidence", "STDIO",
+           "COMPRESSED", "CPT_TOL", "PathArg"]
+
+#: a file path, or `STDIO`
+PathArg = Union[str, "os.PathLike[str]"]
+#: the path that means standard input (readers) or standard output (writers)
+STDIO = "-"
+#: compressed files: suffix -> (first bytes, the module that opens and decompresses them)
+COMPRESSED = {".gz": (b"\x1f\x8b", gzip), ".xz": (b"\xfd7zXZ\x00", lzma), ".bz2": (b"BZh", bz2)}
+#: how far outside [0, 1] a marginal written to a .MAR file may be (round-off): clipped
+_ROUND_OFF = 1e-9
+#: a BAYES file's CPT entries over the child must sum to 1 within this (files print few
+#: digits)
+CPT_TOL = 1e-3
 
 # Tokens are ASCII: digits are [0-9] only (Python's int/float would also take "1_0" or
 # Arabic-Indic digits), and no nan/inf except where a reader allows -inf explicitly.
@@ -59,16 +90,36 @@ _LOG_TINY = math.log(np.finfo(np.float64).tiny)
 _TINY, _MAX = np.finfo(np.float64).tiny, np.finfo(np.float64).max
 
 
-class _Tokens:
-    """Whitespace tokens of a file with their line numbers, and a cursor over them."""
-
-    def __init__(self, path):
-        self.path = os.fspath(path)
+def _read_bytes(path):
+    """(the name to show in messages, the bytes of the file ``path``, decompressed when
+    it starts as a gzip, xz or bzip2 file does; `STDIO`: standard input)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a file path (str or os.PathLike) or {STDIO!r} for "
+                        f"standard input; got {type(path).__name__}")
+    name = os.fspath(path)
+    if name == STDIO:
+        name, data = "<stdin>", sys.stdin.buffer.read()
+    else:
         with open(path, "rb") as f:
             data = f.read()
+    for suffix, (magic, module) in COMPRESSED.items():
+        if data.startswith(magic):
+            try:
+                return name, module.decompress(data)
+            except (OSError, EOFError, lzma.LZMAError) as err:
+                raise ValueError(f"{name}: not a readable {suffix} file: {err}") from None
+    return name, data
+
+
+class _Tokens:
+    """Whitespace tokens of a file with their line numbers (``#`` comments dropped), and a
+    cursor over them."""
+
+    def __init__(self, path):
+        self.path, data = _read_bytes(path)
         self.toks, self.lines = [], []
         for ln, line in enumerate(data.split(b"\n"), 1):
-            words = line.split()
+            words = line.partition(b"#")[0].split()
             self.toks += words
             self.lines += [ln] * len(words)
         self.pos = 0
@@ -184,18 +235,25 @@ def _ln_decimal(tok):
 # -- model files --------------------------------------------------------------------
 
 
-def read_uai(path: str | os.PathLike) -> PairwiseMRF | FactorGraph:
+@validate_params({"unnormalized": Options("error", "warn")}, unchecked=("path",))
+def read_uai(path: PathArg, *, unnormalized: str = "error") -> PairwiseMRF | FactorGraph:
     """Read a UAI MARKOV or BAYES network: a `PairwiseMRF` when every factor has arity 1
     or 2, else a `FactorGraph` (factors of any arity, constants).
 
     θ = log(table), taken from the decimal text where a double cannot hold the entry;
     only zero entries give −inf, negative entries and nan/inf tokens are errors. A BAYES
     network's conditional probability tables are read as factors (their product is the
-    joint distribution, log Z = 0 before evidence). The model is assembled by
+    joint distribution, log Z = 0 before evidence); each must be one: its entries for
+    every state of the parents sum to 1 (within `CPT_TOL`) over the child, the last
+    variable of its scope. One that does not is an error naming the factor
+    (``unnormalized="error"``, the default: such a file, e.g. one whose tables are
+    written in another order than its scopes, is not the network it was meant to be),
+    or with ``unnormalized="warn"`` a warning, the tables then read as they are (a
+    Markov network: log Z is no longer 0). The model is assembled by
     `fwcore.factor_graph.model_from_factors`.
     """
     t = _Tokens(path)
-    t.header(("MARKOV", "BAYES"), "a UAI model file")
+    bayes = t.header(("MARKOV", "BAYES"), "a UAI model file") == "BAYES"
     n = t.int("the number of variables")
     if n > t.left():
         raise t.error(f"the file declares {n} variables but has only {t.left()} tokens "
@@ -224,11 +282,38 @@ def read_uai(path: str | os.PathLike) -> PairwiseMRF | FactorGraph:
             raise t.error(f"factor {f} (scope {' '.join(map(str, scope))}, declared at "
                           f"line {t.lines[scope_pos[f]]}) needs {size} table entries; the "
                           f"file says {count}", t.pos - 1)
+        start = t.pos
         tables.append(t.floats(count, f"the table of factor {f}", log=True,
                                nonneg="tables hold potentials (>= 0), not log-potentials")
                       .reshape([card[v] for v in scope]))
+        if bayes:
+            _check_cpt(t, f, scope, tables[-1], start, t.lines[scope_pos[f]], unnormalized)
     t.end()
     return model_from_factors(card, list(zip(scopes, tables)))
+
+
+def _check_cpt(t, f, scope, theta, start, line, unnormalized):
+    """Refuse (or with ``unnormalized="warn"`` warn about) BAYES factor ``f`` whose
+    entries do not sum to 1 over its child (the last variable of its ``scope``) for some
+    state of its parents; ``theta`` its log table, read from token ``start`` on."""
+    if not scope:
+        return
+    sums = np.exp(theta).sum(axis=-1)
+    bad = np.abs(sums - 1.0) > CPT_TOL
+    if not bad.any():
+        return
+    parents = np.unravel_index(int(np.flatnonzero(bad)[0]), sums.shape)
+    where = ", ".join(f"x{v} = {int(s)}" for v, s in zip(scope[:-1], parents)) or "its only row"
+    message = (f"factor {f} (scope {' '.join(map(str, scope))}, declared at line {line}) is "
+               f"not a conditional probability table of its child x{scope[-1]} (the last "
+               f"variable of its scope): its entries for {where} sum to "
+               f"{float(sums[parents]):.6g}, not 1 ({int(bad.sum())} of {bad.size} parent "
+               "states are off); the file's tables may be written in another order than its "
+               "scopes. read_uai(path, unnormalized='warn') reads the tables as they are (a "
+               "Markov network, log Z no longer 0)")
+    if unnormalized == "error":
+        raise t.error(message, start)
+    warnings.warn(f"{t.path}: {message}", stacklevel=4)
 
 
 def _check_unused_states(t, card, scopes, first):
@@ -247,7 +332,7 @@ def _check_unused_states(t, card, scopes, first):
                       first + v)
 
 
-def write_uai(model: PairwiseMRF | FactorGraph, path: str | os.PathLike) -> None:
+def write_uai(model: PairwiseMRF | FactorGraph, path: PathArg) -> None:
     """Write ``model`` (a `PairwiseMRF` or a `FactorGraph`) as a UAI MARKOV file: for a
     PairwiseMRF one factor per variable, then one per edge; for a FactorGraph its factors
     as given. Each table = exp(θ) printed with 17 significant digits, so `read_uai`
@@ -284,7 +369,7 @@ def write_uai(model: PairwiseMRF | FactorGraph, path: str | os.PathLike) -> None
 # -- answer and evidence files ----------------------------------------------------------
 
 
-def read_mar(path):
+def read_mar(path: PathArg) -> list[np.ndarray]:
     """Node marginals from a ``.MAR`` file: a list of 1-D float arrays.
 
     Format: ``MAR``, n, then per variable its cardinality and that many probabilities.
@@ -317,21 +402,23 @@ def _parse_mar(t):
     return out
 
 
-def write_mar(path, node_marginals):
-    """Write node marginals (a sequence of 1-D arrays) as a ``.MAR`` file."""
+def write_mar(path: PathArg, node_marginals: Sequence[ArrayLike]) -> None:
+    """Write node marginals (a sequence of 1-D arrays) as a ``.MAR`` file; entries within
+    1e-9 of [0, 1] (round-off) are clipped to it."""
     blocks = []
     for i, p in enumerate(node_marginals):
         p = np.asarray(p, dtype=np.float64)
         if p.ndim != 1 or p.size < 1:
             raise ValueError(f"node_marginals[{i}] must be a non-empty 1-D array; got shape "
                              f"{p.shape}")
-        if not np.isfinite(p).all() or (p < 0).any() or (p > 1).any():
+        if not np.isfinite(p).all() or (p < -_ROUND_OFF).any() or (p > 1 + _ROUND_OFF).any():
             raise ValueError(f"node_marginals[{i}] must hold probabilities in [0, 1]")
+        p = np.clip(p, 0.0, 1.0)  # round-off, e.g. 1.0000000000000002 from a normalisation
         blocks.append(f"{p.size} " + " ".join("%.17g" % v for v in p))
     _write(path, ["MAR", " ".join([str(len(blocks))] + blocks)])
 
 
-def read_pr(path):
+def read_pr(path: PathArg) -> float:
     """Natural log Z from a ``.PR`` file (which holds log10 Z; ln Z = value · ln 10).
     A value of -inf (Z = 0) is accepted; so is the older form with a leading count 1.
     A value whose ln Z a double cannot hold (|log10 Z| > 7.8e307) is an error."""
@@ -349,7 +436,7 @@ def _parse_pr(t):
     return v * _LN10
 
 
-def write_pr(path, log_z):
+def write_pr(path: PathArg, log_z: float) -> None:
     """Write the natural log Z ``log_z`` as a ``.PR`` file (log10 Z, 17 digits)."""
     log_z = float(log_z)
     if math.isnan(log_z) or log_z == math.inf:
@@ -357,7 +444,7 @@ def write_pr(path, log_z):
     _write(path, ["PR", "-inf" if log_z == -math.inf else "%.17g" % (log_z / _LN10)])
 
 
-def read_map(path):
+def read_map(path: PathArg) -> np.ndarray:
     """An assignment (int64 array) from a ``.MAP`` or ``.MPE`` file: the header, n, then
     n states. The older form with a leading solution count of 1 is accepted."""
     t = _Tokens(path)
@@ -376,21 +463,44 @@ def _parse_map(t):
 
 
 @validate_params({"header": Options("MAP", "MPE")}, unchecked=("path", "assignment"))
-def write_map(path, assignment, header="MAP"):
+def write_map(path: PathArg, assignment: ArrayLike, header: str = "MAP") -> None:
     """Write an assignment as a ``.MAP`` (or, with ``header="MPE"``, ``.MPE``) file."""
     x = _int_array("assignment", assignment)
     _write(path, [header, " ".join(map(str, [x.size, *x]))])
 
 
-def read_evid(path: str | os.PathLike) -> dict:
+@validate_params({"case": [Interval(0, integer=True), None]}, unchecked=("path",))
+def read_evid(path: PathArg, case: int | None = None) -> dict[int, int]:
     """Evidence ``{variable: state}`` from a UAI ``.evid`` file: the number of observed
-    variables, then (variable, state) pairs. The older form with a leading sample count
-    of 1 is accepted; a variable given twice is an error."""
+    variables, then (variable, state) pairs; a variable given twice is an error.
+
+    The UAI 2010 form holds several cases: their number, then each case as above (a
+    file of one case, ``1 k v s ...``, is read as that case). Pass ``case`` (0-based) to
+    read one case of such a file; without it a file of more than one case is an error
+    naming their number. Where a file reads both ways, the single case wins."""
     t = _Tokens(path)
-    return _optional_count(t, lambda: _parse_evid(t))
+    try:
+        evid = _parse_evid(t)
+        if case not in (None, 0):
+            raise t.error(f"case {case} asked for, but the file holds one evidence case", 0)
+        return evid
+    except ValueError as err:
+        t.pos = 0
+        try:
+            cases = [_parse_evid(t, last=False) for _ in range(t.int("the number of cases"))]
+            t.end()
+        except ValueError:
+            raise err from None
+    if case is None and len(cases) != 1:
+        raise t.error(f"the file holds {len(cases)} evidence cases (the UAI 2010 form); pass "
+                      f"case=0..{len(cases) - 1} to read one", 0)
+    if case is not None and case >= len(cases):
+        raise t.error(f"case {case} asked for; the file holds cases 0..{len(cases) - 1}", 0)
+    return cases[case or 0]
 
 
-def _parse_evid(t):
+def _parse_evid(t, last=True):
+    """One evidence case from the cursor; ``last``: nothing may follow it."""
     k = t.int("the number of evidence variables")
     if 2 * k > t.left():
         raise t.error(f"the file declares {k} evidence variables but has only {t.left()} "
@@ -402,35 +512,44 @@ def _parse_evid(t):
         if v in evid:
             raise t.error(f"variable {v} is given evidence twice", t.pos - 2)
         evid[v] = s
-    t.end()
+    if last:
+        t.end()
     return evid
 
 
-def write_evid(path, evidence):
+def write_evid(path: PathArg, evidence: Mapping[int, int]) -> None:
     """Write ``{variable: state}`` as a UAI ``.evid`` file (one line)."""
     pairs = _evidence_pairs(evidence)
     _write(path, [" ".join(map(str, [len(pairs), *(a for p in pairs for a in p)]))])
 
 
 def apply_evidence(model: PairwiseMRF | FactorGraph,
-                   evidence: Mapping[int, int]) -> PairwiseMRF | FactorGraph:
-    """Clamp variables: a new model of the same kind, same variable indices, in which each
-    observed variable's other states are impossible (θ_i = −inf; a `FactorGraph` gets a
-    unary factor per observed variable, and its reduction conditions on it)."""
-    pairs = _evidence_pairs(evidence)
-    card = model.card if isinstance(model, FactorGraph) else check_model(model).card
-    for v, s in pairs:
-        if v >= len(card):
-            raise ValueError(f"evidence names variable {v}; the model has variables "
-                             f"0..{len(card) - 1}")
-        if s >= card[v]:
-            raise ValueError(f"evidence sets variable {v} to state {s}; it has states "
-                             f"0..{card[v] - 1}")
+                   evidence: Mapping[Any, Any]) -> PairwiseMRF | FactorGraph:
+    """Clamp variables: a new model of the same kind, same variables and names, in which
+    each observed variable's other states are impossible (θ_i = −inf; a `FactorGraph`
+    gets a unary factor per observed variable, and its reduction conditions on it).
+
+    ``evidence`` maps variables to states: a variable is one of ``model.names`` or an
+    index, a state one of its ``model.states`` or an index (`fwcore.model.Named`), so
+    ``{"WetGrass": 1}`` on a converted network, ``read_evid(path)`` on a file's model."""
+    if not isinstance(evidence, Mapping):
+        raise TypeError(f"evidence must be a mapping {{variable: state}}; got "
+                        f"{type(evidence).__name__}")
+    if not isinstance(model, FactorGraph):
+        check_model(model)
+    pairs = {}
+    for v, s in evidence.items():
+        i = model.var_index(v)
+        if i in pairs:
+            raise ValueError(f"evidence gives variable {v!r} twice (as a name and an index)")
+        pairs[i] = model.state_index(i, s)
     if isinstance(model, FactorGraph):
-        clamps = [((v,), np.where(np.arange(card[v]) == s, 0.0, -np.inf)) for v, s in pairs]
-        return FactorGraph(card, list(model.factors) + clamps)
+        clamps = [((v,), np.where(np.arange(model.card[v]) == s, 0.0, -np.inf))
+                  for v, s in pairs.items()]
+        return FactorGraph(model.card, list(model.factors) + clamps, names=model.names,
+                           states=model.states)
     theta = model.theta.copy()
-    for v, s in pairs:
+    for v, s in pairs.items():
         block = theta[model.node_off[v]:model.node_off[v + 1]]
         keep = block[s]
         block[:] = -np.inf
@@ -485,5 +604,17 @@ def _int_array(name, x):
 
 
 def _write(path, lines):
-    with open(path, "w", encoding="ascii") as f:
-        f.write("\n".join(lines) + "\n")
+    """Write ``lines`` to the file ``path`` (compressed by its suffix, `COMPRESSED`) or,
+    for `STDIO`, to standard output."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a file path (str or os.PathLike) or {STDIO!r} for "
+                        f"standard output; got {type(path).__name__}")
+    text = "\n".join(lines) + "\n"
+    if os.fspath(path) == STDIO:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    compressed = COMPRESSED.get(os.path.splitext(os.fspath(path))[1].lower())
+    opener = open if compressed is None else compressed[1].open
+    with opener(path, "wt", encoding="ascii") as f:
+        f.write(text)

@@ -1,20 +1,44 @@
-"""The scikit-learn-style base of the learners: one parameter table, the choice of model,
-and their pass loop on `fwcore.loop.run_loop` (stopping rules, trace, callback, Ctrl-C;
-DESIGN.md "Contracts every task shares"); each learner supplies a `DualSolver`."""
+"""The scikit-learn estimator base of the learners: one parameter table, the choice of
+model, and their pass loop on `fwcore.loop.run_loop` (stopping rules, trace, callback,
+Ctrl-C; DESIGN.md "Contracts every task shares"); each learner supplies a `DualSolver`.
+
+The learners are scikit-learn estimators without fwcore importing scikit-learn:
+``get_params`` / ``set_params``, a parameter repr, ``__sklearn_tags__`` (which imports
+scikit-learn, the ``sklearn`` extra, when scikit-learn asks for it), a default ``score``
+and `NotFittedError` before ``fit``; so ``sklearn.base.clone``, ``GridSearchCV`` and
+``cross_val_score`` take them, with structured X and Y (lists of examples and labellings).
+"""
+from __future__ import annotations
+
 import abc
+import functools
 import inspect
+import sys
 import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
+
+import numpy as np
 
 
 from ..checks import BOOL, CALLABLE, EXECUTOR, SEED, TIME, Interval, Kind, Options, bind_table, \
     check_params
 from ..loop import Callbacks, Deadline, Guard, Stopping, run_loop
-from ..results import Record, Status, Trace
+from ..results import Record, Status, Trace, gap_text
 from .base import ModelFamily, run_tasks
 from .crf import CRF
 from .matching_model import Matching
 
-__all__ = ["StructuredLearner", "DualSolver", "model_family", "MODELS", "PARAMS"]
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = ["StructuredLearner", "DualSolver", "NotFittedError", "model_family", "MODELS",
+           "PARAMS", "Callback", "Family"]
+
+#: the type of the learners' ``callback``: a `fwcore.results.Record` per pass; False stops
+Callback = Callable[[Record], Optional[bool]]
+#: the type of the learners' ``model``: a `ModelFamily` or a shorthand in `MODELS`
+Family = Union[str, ModelFamily]
 
 #: the learners' ``model`` shorthands: each names its family's default object
 MODELS = {"crf": CRF(), "bipartite": Matching("bipartite"), "general": Matching("general")}
@@ -32,6 +56,7 @@ PARAMS = {
     "seed": SEED,
     "executor": [EXECUTOR, None],
     "callback": [CALLABLE, None],
+    "verbose": BOOL,
 }
 
 
@@ -69,10 +94,27 @@ class DualSolver(abc.ABC):
         """{fitted attribute: value} of the current iterate (copies)."""
 
 
+class NotFittedError(ValueError, AttributeError):
+    """A learner was asked to predict before ``fit``. When scikit-learn is loaded (code
+    that catches its ``NotFittedError`` has imported it) the error raised is also an
+    instance of scikit-learn's."""
+
+
+@functools.lru_cache(maxsize=None)
+def _with_sklearn(sklearn_error):
+    return type("NotFittedError", (NotFittedError, sklearn_error), {"__module__": __name__})
+
+
+def _not_fitted_error():
+    """The NotFittedError class to raise (`NotFittedError`'s docstring)."""
+    sklearn = sys.modules.get("sklearn.exceptions")
+    return NotFittedError if sklearn is None else _with_sklearn(sklearn.NotFittedError)
+
+
 class StructuredLearner(abc.ABC):
     """scikit-learn conventions: ``__init__`` stores parameters, ``fit`` validates them and
     the data once. Subclasses declare the table of their constructor's parameters,
-    ``_parameter_constraints`` (bound to ``__init__``'s signature when the class is made:
+    ``_param_table`` (bound to ``__init__``'s signature when the class is made:
     `fwcore.checks.bind_table`; ``_unchecked`` names those checked elsewhere), and build
     their `DualSolver` in ``_solver``.
 
@@ -116,19 +158,45 @@ class StructuredLearner(abc.ABC):
             setattr(self, name, value)
         return self
 
-    _parameter_constraints = PARAMS
+    def __repr__(self):
+        """The class and the parameters that differ from their defaults, as scikit-learn
+        prints an estimator: ``SSVM(max_iter=20, reg=0.1)``."""
+        defaults = {name: p.default
+                    for name, p in inspect.signature(type(self).__init__).parameters.items()}
+        changed = [f"{name}={value!r}" for name, value in self.get_params().items()
+                   if not _is_default(value, defaults[name])]
+        return f"{type(self).__name__}({', '.join(changed)})"
+
+    def __sklearn_tags__(self):
+        """scikit-learn's tags: a supervised estimator (Y required) whose X and Y are lists
+        of structured examples and labellings, neither a classifier (no stratified folds)
+        nor a regressor."""
+        try:
+            from sklearn.utils import InputTags, Tags, TargetTags
+        except ImportError as err:
+            raise ImportError("scikit-learn is not installed: pip install 'fwcore[sklearn]'"
+                              ) from err
+        return Tags(estimator_type=None,
+                    target_tags=TargetTags(required=True, one_d_labels=False,
+                                           single_output=False),
+                    input_tags=InputTags(two_d_array=False), non_deterministic=False)
+
+    def __sklearn_is_fitted__(self):
+        return "coef_" in vars(self)
+
+    _param_table = PARAMS
     _unchecked = ()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        bind_table(cls.__init__, cls._parameter_constraints, cls._unchecked)
-        cls.__init__.__fwcore_params__ = cls._parameter_constraints
+        bind_table(cls.__init__, cls._param_table, cls._unchecked)
+        cls.__init__.__fwcore_params__ = cls._param_table
 
     def _check_params(self):
-        table = self._parameter_constraints
+        table = self._param_table
         return check_params(table, **{name: vars(self)[name] for name in table})
 
-    def fit(self, X, Y):
+    def fit(self, X: Sequence[Any], Y: Sequence[Any]) -> Self:
         """Learn ``coef_`` from inputs X and labellings Y (see `fwcore.learn.crf` and
         `fwcore.learn.matching_model` for their forms)."""
         t0 = time.perf_counter()
@@ -174,7 +242,8 @@ class StructuredLearner(abc.ABC):
         outcome = run_loop(measure, lambda k: solver.step(k, deadline),
                            Stopping(p["max_iter"], p["tol"] * solver.tol_scale,
                                     deadline=deadline),
-                           Callbacks(p["callback"]), proof=solver.exact)
+                           Callbacks(p["callback"], line=_progress_line(solver.exact),
+                                     verbose=p["verbose"]), proof=solver.exact)
         self._set_fitted(fitted)
         last = outcome.last
         self.status_, self.trace_ = outcome.status, outcome.trace
@@ -188,20 +257,47 @@ class StructuredLearner(abc.ABC):
             setattr(self, name, value)
 
     def _check_fitted(self, X):
-        if "coef_" not in vars(self):
-            raise ValueError(f"this {type(self).__name__} is not fitted yet; call fit(X, Y) first")
+        if not self.__sklearn_is_fitted__():
+            raise _not_fitted_error()(f"this {type(self).__name__} is not fitted yet; call "
+                                      "fit(X, Y) first")
         return self.features_.check(X)
 
-    def decision_scores(self, X):
+    def score(self, X: Sequence[Any], Y: Sequence[Any]) -> float:
+        """Mean over the examples of the fraction of labels ``predict`` gets right (for
+        matchings: of vertices matched to their true mate), 1 − the normalised Hamming loss:
+        the default score of ``GridSearchCV`` and ``cross_val_score``."""
+        predicted = self.predict(X)
+        if len(Y) != len(predicted):
+            raise ValueError(f"Y has {len(Y)} labellings for {len(predicted)} inputs in X")
+        return float(np.mean([np.mean(np.asarray(p) == np.asarray(y))
+                              for p, y in zip(predicted, Y)]))
+
+    def decision_scores(self, X: Sequence[Any]) -> list[np.ndarray]:
         """Flat log-potentials θ = Φ w of each input under ``coef_``."""
         return [self.features_.scores(ex, self.coef_) for ex in self._check_fitted(X)]
 
-    def predict(self, X):
+    def predict(self, X: Sequence[Any]) -> list[np.ndarray]:
         """MAP labelling (or matching) of each input under ``coef_`` with the model's oracle."""
         examples = self._check_fitted(X)
         thetas = [self.features_.scores(ex, self.coef_) for ex in examples]
         decoders = [self.features_.decoder(ex) for ex in examples]
         return run_tasks(self.executor, _assignment, decoders, thetas)
+
+
+def _progress_line(exact):
+    """The progress line of a pass: the objective and the duality gap, proven when every
+    oracle call is ``exact``, else an estimate."""
+    def line(record):
+        gaps = gap_text(record.gap if exact else None, None if exact else record.gap)
+        return f"pass {record.iteration}  {record.time:.1f} s  objective {record.primal:.6g}  {gaps}"
+    return line
+
+
+def _is_default(value, default):
+    """Whether a parameter holds its default (the same object, or an equal plain value)."""
+    plain = (str, int, float, bool, type(None))
+    return value is default or (type(value) is type(default) and isinstance(value, plain)
+                                and value == default)
 
 
 def _assignment(decoder, scores):

@@ -16,12 +16,18 @@ quadratic only through ψ, kept up to date by ψ ← ψ − γ Φ_mᵀ d_m (App.
 search uses the precomputed ‖Φᵀ d‖² and the entropy derivatives from the TRW kernel
 (App. D.2, E.2.1).
 """
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import Executor
+from typing import Any, Callable
+
 import numpy as np
 
 from ..checks import Options
 from ..fw.linesearch import safeguarded_newton
 from .base import run_tasks
-from .learner import PARAMS, DualSolver, StructuredLearner, model_family
+from .learner import PARAMS, Callback, DualSolver, Family, StructuredLearner, model_family
 
 __all__ = ["MLEStruct", "MLEDual"]
 
@@ -194,6 +200,8 @@ class MLEStruct(StructuredLearner):
         batch step and of the gap pass; results equal the serial run.
     callback : ``callback(record) -> bool`` after every pass (a `fwcore.results.Record`);
         False stops the fit with status INTERRUPTED.
+    verbose : a progress line per pass on stderr (the ``fwcore`` logger has them anyway,
+        `fwcore.loop`).
     model : the family, a `fwcore.learn.ModelFamily`: `fwcore.learn.CRF` (X: `CRFExample`
         objects, Y: labellings; its ``n_labels`` and MAP ``oracle``) or
         `fwcore.learn.Matching` (X: features [N, N, F], Y: permutations, Hungarian oracle;
@@ -210,14 +218,19 @@ class MLEStruct(StructuredLearner):
     ``n_iter_``, ``n_oracle_calls_``, ``trace_`` (see `StructuredLearner`).
     """
 
-    def __init__(self, reg=1.0, entropy="trw", rho=None, method="bcfw", step="exact", tol=1e-3,
-                 max_iter=100, max_time=None, averaging=True, seed=0, executor=None,
-                 callback=None, model="crf"):
+    def __init__(self, reg: float = 1.0, entropy: str = "trw",
+                 rho: str | float | Callable[..., Any] | np.ndarray | None = None,
+                 method: str = "bcfw", step: str = "exact", tol: float = 1e-3,
+                 max_iter: int = 100, max_time: float | None = None, averaging: bool = True,
+                 seed: int | None = 0, executor: Executor | None = None,
+                 callback: Callback | None = None, model: Family = "crf",
+                 verbose: bool = False) -> None:
         self.reg, self.entropy, self.rho, self.method, self.step = reg, entropy, rho, method, step
         self.tol, self.max_iter, self.max_time, self.averaging = tol, max_iter, max_time, averaging
         self.seed, self.executor, self.callback, self.model = seed, executor, callback, model
+        self.verbose = verbose
 
-    _parameter_constraints = {**PARAMS, "step": Options("exact", "agnostic")}
+    _param_table = {**PARAMS, "step": Options("exact", "agnostic")}
     _unchecked = ("entropy", "rho")  # by the model family (`fwcore.learn.ModelFamily.rho`)
 
     def _check_params(self):
@@ -228,7 +241,7 @@ class MLEStruct(StructuredLearner):
     def _solver(self, model, examples, labels, decoders, p):
         return _Solver(model, examples, labels, decoders, p)
 
-    def predict_marginals(self, X, tol=1e-4):
+    def predict_marginals(self, X: Sequence[Any], tol: float = 1e-4) -> list[np.ndarray]:
         """Marginals of each input under ``coef_`` with the fitted ρ (``rho_``): CRF node
         marginals [n, L] (FW with MAP calls, MLE-Struct Sec. 3.2) or matching edge marginals
         [n, n] (`fwcore.matching.inference.matching_marginals`), FW gap <= ``tol``."""

@@ -10,10 +10,14 @@ unary scores and calls the same MAP oracle; a fractional vertex μ (the 'lp' ora
 loss 1 − (1/n) Σ_i μ_i(y_mi) and ψ = φ(y_m) − Φᵀμ. The loss is linear in the vertex,
 <a_m, μ(y)> (the model's ``hamming``), so matchings use the same Hungarian / blossom oracle.
 """
+from __future__ import annotations
+
+from concurrent.futures import Executor
+
 import numpy as np
 
 from .base import run_tasks
-from .learner import DualSolver, StructuredLearner
+from .learner import Callback, DualSolver, Family, StructuredLearner
 
 __all__ = ["SSVM"]
 
@@ -106,7 +110,8 @@ class SSVM(StructuredLearner):
     oracle calls of the gap pass and of the batch step; ``callback``
     (``callback(record) -> bool``, False stops with INTERRUPTED); ``model`` the family and
     its oracle, as in `MLEStruct` (`fwcore.learn.CRF`, `fwcore.learn.Matching` or a string
-    naming one).
+    naming one); ``verbose`` a progress line per pass on stderr (the ``fwcore`` logger
+    has them anyway, `fwcore.loop`).
 
     Attributes: ``coef_``, ``primal_`` (the SVM objective P(w) at the last measured
     iterate), ``gap_`` (P − D, >= 0 with an exact oracle), ``dual_objective_`` (D) and the
@@ -114,11 +119,15 @@ class SSVM(StructuredLearner):
     `fwcore.learn.learner.StructuredLearner`).
     """
 
-    def __init__(self, reg=1.0, method="bcfw", tol=1e-3, max_iter=100, max_time=None,
-                 averaging=True, seed=0, executor=None, callback=None, model="crf"):
+    def __init__(self, reg: float = 1.0, method: str = "bcfw", tol: float = 1e-3,
+                 max_iter: int = 100, max_time: float | None = None, averaging: bool = True,
+                 seed: int | None = 0, executor: Executor | None = None,
+                 callback: Callback | None = None, model: Family = "crf",
+                 verbose: bool = False) -> None:
         self.reg, self.method, self.tol, self.max_iter = reg, method, tol, max_iter
         self.max_time, self.averaging, self.seed = max_time, averaging, seed
         self.executor, self.callback, self.model = executor, callback, model
+        self.verbose = verbose
 
     def _solver(self, model, examples, labels, decoders, p):
         return _Solver(model, examples, labels, decoders, p)

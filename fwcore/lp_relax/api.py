@@ -8,9 +8,10 @@ from typing import Optional
 
 import numpy as np
 
-from ..checks import CALLABLE, SEED, TIME, Interval, Options, check_bound_feasible, validate_params
+from ..checks import BOOL, CALLABLE, SEED, TIME, Interval, Options, check_bound_feasible, \
+    validate_params
 from ..loop import Callbacks, Deadline, Stopping, run_loop
-from ..results import Record, Result, Status, Trace
+from ..results import Record, Result, Status, Trace, gap_text
 from . import dual, primal
 from .regions import Regions
 from ..factor_graph import FactorGraph, solves_factor_graphs
@@ -44,10 +45,19 @@ _PARAMS = {
     "callback": [CALLABLE, None],
     "projection": Options("sort", "pivot"),
     "seed": SEED,
+    "verbose": BOOL,
 }
 
 
-@dataclass(frozen=True)
+def _progress_line(record):
+    """A pass's progress line: the method's objective, the best score, the bound."""
+    bound = "" if record.bound is None else \
+        f"  bound {record.bound:.6f}  ({gap_text(record.bound - record.score)})"
+    return (f"pass {record.iteration}  {record.time:.1f} s  objective {record.primal:.6f}  "
+            f"score {record.score:.6f}{bound}")
+
+
+@dataclass(frozen=True, repr=False)  # Result.__repr__: a short summary
 class LPResult(Result):
     """Result of `infer_lp`.
 
@@ -86,7 +96,8 @@ class LPResult(Result):
 @solves_factor_graphs
 def infer_lp(model: PairwiseMRF | FactorGraph, method: str = "mplp", gamma: float = 0.01, reg: float = 0.01,
              max_iter: int = 1000, tol: float = 1e-6, max_time: float | None = None,
-             callback=None, factors=(), projection: str = "sort", seed: int = 0) -> LPResult:
+             callback=None, factors=(), projection: str = "sort", seed: int = 0,
+             verbose: bool = False) -> LPResult:
     """MAP by the local-polytope LP relaxation (Smooth and Strong).
 
     Parameters
@@ -117,6 +128,8 @@ def infer_lp(model: PairwiseMRF | FactorGraph, method: str = "mplp", gamma: floa
         Simplex projection kernel of the L2 methods (same result; pivot is expected O(W)).
     seed : int
         Order of the region groups in bcfw/sdca.
+    verbose : bool
+        Progress lines on stderr (`fwcore.loop`: the ``fwcore`` logger has them anyway).
 
     Notes
     -----
@@ -140,7 +153,8 @@ def infer_lp(model: PairwiseMRF | FactorGraph, method: str = "mplp", gamma: floa
     best = _BestAssignment(regions)
     passes = _Passes(build(regions, gamma, reg, projection, seed), best, start)
     outcome = run_loop(passes.measure, passes.step,
-                       Stopping(max_iter, tol, deadline=Deadline(max_time)), Callbacks(callback),
+                       Stopping(max_iter, tol, deadline=Deadline(max_time)),
+                       Callbacks(callback, line=_progress_line, verbose=verbose),
                        measure_start=False)
     bound, status = passes.bound, outcome.status
     if best.x is None:   # interrupted before the first pass finished

@@ -516,6 +516,7 @@ def _barrier_fw(model, exact, oracle, domain, delta, delta_init, correction, loc
     # Ctrl-C anywhere in a step (engine set-up, corrections, line search, oracle calls)
     # ends the run with the last inner run that measured a gap
     _rho_loop(run)
+    run.recorder.close()
     return _certify(run)
 
 

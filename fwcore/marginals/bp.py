@@ -194,7 +194,7 @@ def _bp_loop(model, rho, rho_updates, damping, max_iter, tol, max_time, callback
     run = _RhoLoop(model, rho, rho_updates, damping, max_iter, tol, Deadline(max_time), t0)
     outcome = run_loop(run.measure, run.step,
                        Stopping(rho_updates, tol, deadline=run.deadline),
-                       Callbacks(callback, verbose=progress_line if verbose else None),
+                       Callbacks(callback, line=progress_line, verbose=verbose),
                        guard=run.guard)
     run.objective.set_rho(run.mu_rho)
     primal = run.objective.trw(run.mu)

@@ -162,7 +162,7 @@ def fixed_by_evidence(model: PairwiseMRF | FactorGraph) -> dict:
 
 # -- the conditioning bound -------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # Result.__repr__: a short summary
 class ConditionedResult(Result):
     """Bounds on log Z by conditioning on ``variables`` (`conditioned`).
 

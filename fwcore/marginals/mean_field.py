@@ -30,7 +30,7 @@ _PARAMS = {"max_iter": Interval(0, integer=True), "tol": Interval(0.0, lo_open=T
            "deadline": [Interval(0.0), None]}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # Result.__repr__: a short summary
 class MeanFieldResult(Result):
     """A certified lower bound ``log_z_lower`` = L(q) ≤ log Z (−inf when q gives mass to an
     impossible state) and q's ``node_marginals``; ``n_iter`` sweeps over the variables,

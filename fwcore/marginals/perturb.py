@@ -33,7 +33,7 @@ _PARAMS = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # Result.__repr__: a short summary
 class PerturbResult(Result):
     """A Perturb-and-MAP estimate (`perturb_and_map`).
 

@@ -10,12 +10,12 @@ from typing import Optional
 import numpy as np
 
 from ..loop import Callbacks
-from ..results import Record, Result, Status, Trace
+from ..results import Record, Result, Status, Trace, gap_text
 
 __all__ = ["MarginalResult", "Recorder"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # Result.__repr__: a short summary
 class MarginalResult(Result):
     """Approximate marginals and a log Z bound.
 
@@ -54,6 +54,9 @@ class MarginalResult(Result):
     trace: Trace = Trace()
     log_z_lower: Optional[float] = None
 
+    def proven_gap(self):
+        return self.certified_gap
+
     @classmethod
     def from_mu(cls, model, mu, **fields):
         """The result for the flat marginals ``mu``, split into node and edge marginals."""
@@ -62,20 +65,29 @@ class MarginalResult(Result):
 
 
 def progress_line(record):
-    """The ``verbose`` line of a marginal-inference record (to stderr, one per record)."""
-    gap = "-" if record.gap is None else f"{record.gap:.3g}"
-    delta = "-" if record.delta is None else f"{record.delta:.2g}"
-    return (f"rho {record.outer:2d} it {record.iteration:4d}  TRW {record.primal:.6f}  "
-            f"gap {gap}  delta {delta}  |V| {record.n_active}  "
-            f"MAP calls {record.n_oracle_calls}")
+    """The progress line of a marginal-inference record (`fwcore.loop.ProgressLog`): a
+    weighted mini-bucket pass (``outer`` None) gives its certified interval; a Barrier
+    FW or BP record the gap proven by its bound on log Z, else the FW gap as an estimate
+    (never negative, `fwcore.results.gap_text`)."""
+    if record.outer is None:
+        return (f"pass {record.iteration}  {record.time:.1f} s  {record.score:.6f} <= log Z "
+                f"<= {record.bound:.6f}  ({gap_text(record.bound - record.score)})")
+    proven = None if record.bound is None else record.bound - record.primal
+    parts = [f"rho {record.outer} it {record.iteration}", f"{record.time:.1f} s",
+             f"TRW {record.primal:.6f}", gap_text(proven, record.gap if proven is None else None)]
+    if record.delta is not None:
+        parts.append(f"delta {record.delta:.2g}")
+    if record.n_active is not None:
+        parts.append(f"|V| {record.n_active}, MAP calls {record.n_oracle_calls}")
+    return "  ".join(p for p in parts if p)
 
 
 class Recorder:
     """The engine's callback in a Barrier FW run: turns the engine's records (f = −TRW)
     into `Record`s with the TRW value, the rho iteration (``outer``) and the oracle calls
     of the whole run, and hands them to the run's `fwcore.loop.Callbacks` (kept in
-    ``records``, printed when ``verbose``, then the user's ``callback``; ``stopped``: it
-    returned False). With ``slack`` (a function returning what the oracle call behind
+    ``records``, its progress logged (on stderr with ``verbose``), then the user's ``callback``; ``stopped``: it
+    returned False; `close` logs the last progress line). With ``slack`` (a function returning what the oracle call behind
     the record's gap proves, see `fwcore.marginals.barrier_fw.MarginalPolytope.slack`, or
     None) a record's ``bound`` is TRW + gap + slack, a certified upper bound on log Z
     (Barrier FW App. J)."""
@@ -83,7 +95,7 @@ class Recorder:
     def __init__(self, callback, verbose, t0, slack=None):
         self.t0, self.slack = t0, slack
         self.outer, self.calls_before = 0, 0
-        self.callbacks = Callbacks(callback, verbose=progress_line if verbose else None)
+        self.callbacks = Callbacks(callback, line=progress_line, verbose=verbose)
 
     @property
     def records(self):
@@ -101,6 +113,9 @@ class Recorder:
             gap=rec.gap, n_oracle_calls=self.calls_before + rec.n_oracle_calls,
             delta=rec.delta, n_active=rec.n_active, step=rec.step, outer=self.outer,
             bound=None if slack is None else -rec.primal + rec.gap + slack))
+
+    def close(self):
+        self.callbacks.close()
 
     def trace(self):
         return self.callbacks.trace()

@@ -34,7 +34,7 @@ from ..model import PairwiseMRF
 from ..results import Record, Status
 from .condition import fixed_by_evidence
 from .mean_field import factors_of, mean_field_lower_bound
-from .result import MarginalResult
+from .result import MarginalResult, progress_line
 
 __all__ = ["weighted_mini_bucket", "MiniBuckets", "WeightedMiniBucket"]
 
@@ -516,7 +516,7 @@ def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None
     run = _Run(model, ibound, memory_limit, tol, Deadline(passes_time), t0,
                Deadline(order_time))
     outcome = run_loop(run.measure, run.step, Stopping(max_iter, tol, deadline=run.deadline),
-                       Callbacks(callback, verbose=_line if verbose else None),
+                       Callbacks(callback, line=progress_line, verbose=verbose),
                        start=run.start)
     run.read(None if max_time is None else t0 + max_time - time.perf_counter())
     if outcome.status is not Status.INTERRUPTED:
@@ -525,11 +525,6 @@ def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None
     if status is Status.CONVERGED and run.gap > tol:
         status = Status.STALLED
     return run.result(status, outcome, time.perf_counter() - t0)
-
-
-def _line(record):
-    return (f"pass {record.iteration:3d}  bound {record.bound:.6f}  lower {record.score:.6f}"
-            f"  gap {record.gap:.4g}  {record.time:.1f} s")
 
 
 class _Run:

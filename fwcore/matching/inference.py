@@ -501,7 +501,7 @@ class _Face(Domain):
 
 # -- marginal inference --------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # Result.__repr__: a short summary
 class MatchingMarginals(Result):
     """Approximate marginals of a perfect-matching distribution.
 

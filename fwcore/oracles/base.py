@@ -58,6 +58,16 @@ class MapOracle(abc.ABC):
         #: the last call's progress as `fwcore.results.Record`s (time since the call's
         #: start, best score, best bound); empty for oracles that record none
         self.progress = ()
+        #: called with each progress record as it is made (a `fwcore.loop.Callbacks`, set
+        #: by `fwcore.infer_map`; None: nobody listens); False from it stops the call as
+        #: Ctrl-C does, with the best labelling so far
+        self.observer = None
+
+    def add_progress(self, record):
+        """Append ``record`` to ``progress`` and hand it to the ``observer``."""
+        self.progress += (record,)
+        if self.observer is not None and not self.observer(record):
+            raise KeyboardInterrupt
 
     def argmax(self, scores, init=None, time_limit=None):
         """An int32 assignment maximising ``<scores, mu(x)>`` (scores: the flat layout,

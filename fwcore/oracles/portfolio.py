@@ -162,9 +162,9 @@ class PortfolioOracle(MapOracle):
                 self._keep(x, best)
 
         def record(bound):
-            self.progress += (Record(iteration=len(self.progress) + 1,
+            self.add_progress(Record(iteration=len(self.progress) + 1,
                                      time=time.perf_counter() - start, primal=best, bound=bound,
-                                     score=best),)
+                                     score=best))
 
         record(bound)
         trws_running = stopped_on_budget(self._trws.status)
