@@ -877,3 +877,111 @@ def forest_sum_product(Graph graph, const double[::1] node_theta,
             ou, cu = (u // n) * dim + node_off[u % n], card[u % n]
             for xu in range(cu):
                 belief[ou + xu] = exp(belief[ou + xu])
+
+
+# -- naive mean field on the flat layout (`fwcore.marginals.mean_field`) ------------------
+
+def mean_field_sweep(const double[::1] theta, Graph graph, double[::1] q):
+    """One sweep of coordinate ascent on the mean-field bound L(q), in place on the node
+    marginals ``q`` (the node part of the flat layout), variables in index order: q_v ∝
+    exp(θ_v + Σ_{e ∋ v} θ_e q_u) over the states that put no mass on an impossible (−inf)
+    entry, −inf entries counting 0 in the sum; when every state does, the point mass at
+    the state of least impossible mass, of best score among those (the first on ties).
+    Returns the largest change of an entry of q."""
+    cdef const int[::1] card = graph.card, adj_var = graph.adj_var, adj_edge = graph.adj_edge
+    cdef const long long[::1] node_off = graph.node_off, edge_off = graph.edge_off
+    cdef const long long[::1] adj_start = graph.adj_start
+    cdef const int8_t[::1] adj_first = graph.adj_first
+    cdef Py_ssize_t n = card.shape[0], v, u, a, b, slot, kv, ku, best
+    cdef long long base, ov, ou
+    cdef int most = max(np.max(card), 1) if n else 1
+    cdef double[::1] score = np.empty(most), bad = np.empty(most)
+    cdef double t, top, least, total, moved = 0.0, p
+    cdef bint first, any_allowed
+    with nogil:
+        for v in range(n):
+            kv, ov = card[v], node_off[v]
+            for a in range(kv):
+                t = theta[ov + a]
+                score[a] = 0.0 if t == -INFINITY else t
+                bad[a] = 1.0 if t == -INFINITY else 0.0
+            for slot in range(adj_start[v], adj_start[v + 1]):
+                u, first = adj_var[slot], adj_first[slot]
+                ku, ou, base = card[u], node_off[u], edge_off[adj_edge[slot]]
+                for a in range(kv):
+                    for b in range(ku):
+                        t = theta[base + a * ku + b] if first else theta[base + b * kv + a]
+                        if t == -INFINITY:
+                            bad[a] += q[ou + b]
+                        else:
+                            score[a] += t * q[ou + b]
+            any_allowed = False
+            top = -INFINITY
+            for a in range(kv):
+                if bad[a] <= 0.0:
+                    any_allowed = True
+                    if score[a] > top:
+                        top = score[a]
+            if not any_allowed:
+                least = bad[0]
+                for a in range(kv):
+                    if bad[a] < least:
+                        least = bad[a]
+                best = -1
+                for a in range(kv):
+                    if bad[a] == least and (best < 0 or score[a] > score[best]):
+                        best = a
+                for a in range(kv):
+                    p = 1.0 if a == best else 0.0
+                    moved = max(moved, fabs(p - q[ov + a]))
+                    q[ov + a] = p
+                continue
+            total = 0.0
+            for a in range(kv):
+                score[a] = exp(score[a] - top) if bad[a] <= 0.0 else 0.0
+                total += score[a]
+            for a in range(kv):
+                p = score[a] / total
+                moved = max(moved, fabs(p - q[ov + a]))
+                q[ov + a] = p
+    return moved
+
+
+def mean_field_bound(const double[::1] theta, Graph graph, const double[::1] q):
+    """L(q) = Σ_i E_q[θ_i] + Σ_e E_q[θ_e] + Σ_i H(q_i) for the product of the node
+    marginals ``q``, with 0·(−inf) = 0; −inf when q puts mass on an impossible entry."""
+    cdef double total
+    with nogil:
+        total = _mean_field_bound(theta, graph.card, graph.edges, graph.node_off,
+                                  graph.edge_off, q)
+    return total
+
+
+cdef double _mean_field_bound(const double[::1] theta, const int[::1] card,
+                              const int[:, ::1] edges, const long long[::1] node_off,
+                              const long long[::1] edge_off,
+                              const double[::1] q) noexcept nogil:
+    cdef Py_ssize_t n = card.shape[0], v, e, a, b, i, j, ki, kj
+    cdef double total = 0.0, t, w
+    for v in range(n):
+        for a in range(card[v]):
+            w = q[node_off[v] + a]
+            if w > 0.0:
+                t = theta[node_off[v] + a]
+                if t == -INFINITY:
+                    return -INFINITY
+                total += w * (t - log(w))
+    for e in range(edges.shape[0]):
+        i, j = edges[e, 0], edges[e, 1]
+        ki, kj = card[i], card[j]
+        for a in range(ki):
+            if q[node_off[i] + a] <= 0.0:
+                continue
+            for b in range(kj):
+                w = q[node_off[i] + a] * q[node_off[j] + b]
+                if w > 0.0:
+                    t = theta[edge_off[e] + a * kj + b]
+                    if t == -INFINITY:
+                        return -INFINITY
+                    total += w * t
+    return total

@@ -619,8 +619,7 @@ class _Run:
             tree = None if mb.exact else self._next_tree()
             cost = math.inf if tree is None else self.pass_time * tree.entries / mb.entries
             if tree is not None and (left is None or left > _STAGE_PASSES * cost):
-                self.read(left)
-                self.passed = False
+                self.passed = False        # its passes are read later (a read costs a pass)
                 self._start(tree)
                 self.pass_time = cost
             elif mb.exact or (self.stage_passes > 1 and self.previous - self.last <= self.tol):
@@ -650,11 +649,11 @@ class _Run:
             self.lower, self.best_x = score, x
 
     def read(self, left=None):
-        """Keep the marginals of the last whole pass when its bound is the tightest of
-        the passes read (a new stage's first passes are looser than the last stage's, and
-        so are their beliefs), and when reading them fits in ``left`` seconds (None: no
-        limit; `_read_time`)."""
-        if not self.passed or self.last > self.marginals_bound:
+        """Keep the marginals of the last whole pass when none are kept or its bound is
+        the tightest of the passes read (a new stage's first passes are looser than the
+        last stage's, and so are their beliefs), and when reading them fits in ``left``
+        seconds (None: no limit; `_read_time`)."""
+        if not self.passed or (self.marginals is not None and self.last > self.marginals_bound):
             return
         if left is not None and self._read_time() > left:
             return
