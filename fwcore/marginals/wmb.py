@@ -281,6 +281,23 @@ def _subset_marginals(p, scope, subsets):
     return out
 
 
+def _conditional_entropy(belief, w):
+    """H(x_v | the rest) under the weighted belief ∝ exp(belief / w) (x_v its last axis)."""
+    b = belief / w
+    top = np.max(b)
+    if not np.isfinite(top):
+        return 0.0
+    p = np.exp(b - top)
+    p /= p.sum()
+    rest = p.sum(axis=-1)
+    return float(_entropy(p) - _entropy(rest))
+
+
+def _entropy(p):
+    nz = p[p > 0.0]
+    return -float(nz @ np.log(nz))
+
+
 def _embed(table, scope, into):
     """``table`` over ``scope`` (a subset of ``into``, in the same order) reshaped to
     broadcast over ``into``'s axes."""
@@ -321,6 +338,7 @@ class WeightedMiniBucket:
         self.forward_msg = [None] * mb.n_clusters    # over scope \ var, embedded in parent
         self.backward_msg = [None] * mb.n_clusters   # over scope \ var, embedded in c
         self.bound = math.inf
+        self.eta = _WEIGHT_STEP                      # the weights' step (`_reweight`)
 
     def _incoming(self, c):
         """f_c: its factors, reparameterisation and the children's forward messages (the
@@ -344,6 +362,19 @@ class WeightedMiniBucket:
         m = (_wlse(belief, rest, w) if rest else belief) / w
         return m - _wlse(m, (0,))
 
+    def _reweight(self, clusters):
+        """An exponentiated-gradient step on the weights of a bucket's mini-buckets (Liu
+        & Ihler 2011, Sec. 5): ∂bound/∂w_r = H_r, the conditional entropy of x_v given
+        the rest of r's scope under r's weighted belief, so w_r ∝ w_r exp(−η (H_r − H̄)),
+        H̄ = Σ_r w_r H_r, a weight kept above `_WEIGHT_FLOOR`. Any positive weights summing
+        to 1 keep the bound certified (Hölder's inequality)."""
+        w = self.weight[clusters]
+        entropy = np.array([_conditional_entropy(self._belief(c), self.weight[c])
+                            for c in clusters])
+        new = w * np.exp(-self.eta * (entropy - w @ entropy))
+        new = np.maximum(new / new.sum(), _WEIGHT_FLOOR)
+        self.weight[clusters] = new / new.sum()
+
     def _match(self, clusters, step):
         """Moment matching of a bucket's mini-buckets on x_v: each reparameterisation
         moves by step · w_r (log b̄ − log b_r), b̄ = Π_r b_r^{w_r}; they sum to no move
@@ -366,6 +397,8 @@ class WeightedMiniBucket:
         for clusters in mb.bucket:
             self.deadline.left()
             if len(clusters) > 1 and step > 0:
+                if self.eta > 0 and self.backward_msg[clusters[0]] is not None:
+                    self._reweight(clusters)
                 self._match(clusters, step)
             for c in clusters:
                 f = self._incoming(c)
@@ -456,6 +489,13 @@ class WeightedMiniBucket:
         return x
 
 
+#: the weights' first step (`WeightedMiniBucket._reweight`), halved after a pass whose bound
+#: is looser than the one before; a weight's least share. Measured at one stage, 20
+#: passes, bound − log Z with steps 0 (uniform weights, Merlin's) / 1 / 3: linkage_12 at
+#: 2^16 entries 25.3 / 16.4 / 16.4, linkage_14 8.10 / 5.01 / 5.09, Grids_15 5.57 / 4.30 /
+#: 4.28, Promedus_17 4.43 / 4.20 / 6.78, ObjectDetection_13 0.78 / 0.66 / 2.23 (3
+#: oscillates)
+_WEIGHT_STEP, _WEIGHT_FLOOR = 1.0, 1e-6
 #: a stage's successor not yet looked for
 _UNKNOWN = object()
 #: the first stage's mini-buckets hold at most this many entries; each next stage 4x more
@@ -636,6 +676,8 @@ class _Run:
         self.previous = self.last
         self.passed = False
         self.last = w.forward(1.0 / self.stage_passes)
+        if self.stage_passes > 1 and self.last > self.previous:
+            w.eta /= 2
         self.upper = min(self.upper, self.last)
         if w.mb.exact:
             self.lower = self.upper = self.last
