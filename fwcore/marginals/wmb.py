@@ -14,10 +14,12 @@ bucket are split into mini-buckets r whose tables hold at most ``max_entries`` e
 f_r its factors, its incoming messages and its reparameterisation. By Hölder's inequality
 Σ_{x_v} Π_r exp(f_r) ≤ Π_r (Σ_{x_v} exp(f_r / w_r))^{w_r}, so the sum of the last messages
 is an upper bound on log Z whatever the reparameterisation, provided the reparameterisations
-of a bucket's mini-buckets sum to zero. Each forward pass first matches the weighted
-marginals on x_v of the bucket's mini-buckets (their beliefs use the backward messages of
-the previous pass), which tightens the bound; a bucket of one mini-bucket is eliminated
-exactly, and a model whose buckets all fit gets log Z itself.
+of a bucket's mini-buckets sum to zero, and whatever the weights. Each forward pass first
+moves the weights along the bound's gradient (the mini-buckets' conditional entropies)
+and matches the weighted marginals on x_v of the bucket's mini-buckets (their beliefs use
+the backward messages of the previous pass), which tightens the bound; a bucket of one
+mini-bucket is eliminated exactly, and a model whose buckets all fit gets log Z itself.
+The tables' log-sum-exps run in `fwcore._wmb`'s kernels.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ from ..loop import Callbacks, Deadline, Stopping, run_loop
 from ..model import PairwiseMRF
 from ..results import Record, Status
 from .condition import fixed_by_evidence
-from .mean_field import factors_of, mean_field_lower_bound
+from .mean_field import _entropy, factors_of, mean_field_lower_bound
 from .result import MarginalResult, progress_line
 
 __all__ = ["weighted_mini_bucket", "MiniBuckets", "WeightedMiniBucket"]
@@ -293,11 +295,6 @@ def _conditional_entropy(belief, w):
     return float(_entropy(p) - _entropy(rest))
 
 
-def _entropy(p):
-    nz = p[p > 0.0]
-    return -float(nz @ np.log(nz))
-
-
 def _embed(table, scope, into):
     """``table`` over ``scope`` (a subset of ``into``, in the same order) reshaped to
     broadcast over ``into``'s axes."""
@@ -371,7 +368,7 @@ class WeightedMiniBucket:
         w = self.weight[clusters]
         entropy = np.array([_conditional_entropy(self._belief(c), self.weight[c])
                             for c in clusters])
-        new = w * np.exp(-self.eta * (entropy - w @ entropy))
+        new = w * np.exp(-self.eta * (entropy - (w * entropy).sum()))
         new = np.maximum(new / new.sum(), _WEIGHT_FLOOR)
         self.weight[clusters] = new / new.sum()
 
