@@ -639,23 +639,28 @@ class _Run:
 
     def measure(self, k):
         record = Record(iteration=k, time=time.perf_counter() - self.t0,
-                        primal=self.upper if self.n_passes == 0 else self.last, gap=self.gap, bound=self.upper, score=self.lower)
+                        primal=self.upper if self.n_passes == 0 else self.last,
+                        gap=self.gap, bound=self.upper, score=self.lower)
         return record, 0.0 if self.finished else self.gap
 
     def step(self, k):
-        """One pass (forward with matching, backward, decoding). After a stage's first
-        pass (whose time predicts the next stage's, in proportion to the entries), the
-        next stage starts when it fits in memory and `_STAGE_PASSES` of its passes fit in
-        the time left; else the stage goes on while a pass tightens the bound by more
-        than ``tol``, and the run is finished after (or at once when exact). The beliefs
-        are read (`read`) before a pass that may not end in time, at stage changes and at
-        the end."""
+        """One pass (forward with reweighting and matching, backward, decoding). After a
+        stage's first pass (whose time predicts the next stage's, in proportion to the
+        entries), the next stage starts when it fits in memory and `_STAGE_PASSES` of its
+        passes and a read of its beliefs fit in the time left; else the stage goes on
+        while a pass tightens the bound by more than ``tol``, and the run is finished
+        after (or at once when exact). The beliefs are read (`read`) before a pass that
+        may not end in time, at the end, and before the first stage change (so that some
+        are kept)."""
         mb = self.wmb.mb
         left = self.deadline.left()
         if self.stage_passes:
             tree = None if mb.exact else self._next_tree()
             cost = math.inf if tree is None else self.pass_time * tree.entries / mb.entries
-            if tree is not None and (left is None or left > _STAGE_PASSES * cost):
+            if tree is not None and (left is None or left > _STAGE_PASSES * cost +
+                                     self._read_time(tree.entries)):
+                if self.marginals is None:
+                    self.read()            # the first marginals, from a cheaper stage
                 self.passed = False        # its passes are read later (a read costs a pass)
                 self._start(tree)
                 self.pass_time = cost
@@ -701,12 +706,13 @@ class _Run:
         self.marginals_bound = self.last
         self.read_cost = (time.perf_counter() - started) / self.wmb.mb.entries
 
-    def _read_time(self):
-        """The predicted seconds of a `read` in this stage: the last read's, in proportion
-        to the entries (a pass's time before any read)."""
+    def _read_time(self, entries=None):
+        """The predicted seconds of a `read` in this stage (or one of ``entries``): the
+        last read's, in proportion to the entries (a pass's before any read)."""
+        entries = self.wmb.mb.entries if entries is None else entries
         if self.read_cost is None:
-            return self.pass_time
-        return self.read_cost * self.wmb.mb.entries
+            return self.pass_time * entries / self.wmb.mb.entries
+        return self.read_cost * entries
 
     def mean_field(self, until):
         """Raise the lower bound by naive mean field (`fwcore.marginals.mean_field`),
