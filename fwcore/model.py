@@ -18,6 +18,11 @@ def _readonly(a):
     return a
 
 
+#: the slots a model shares with its `PairwiseMRF.with_theta` copies
+_GRAPH_SLOTS = ("card", "edges", "node_off", "edge_off", "adj_start", "adj_var", "adj_edge",
+                "adj_first", "graph")
+
+
 class PairwiseMRF:
     """A pairwise Markov random field over discrete variables, scores maximised.
 
@@ -37,8 +42,7 @@ class PairwiseMRF:
     Log-potentials may be ``-inf`` (impossible states); NaN and ``+inf`` are rejected.
     """
 
-    __slots__ = ("card", "edges", "node_off", "edge_off", "theta",
-                 "adj_start", "adj_var", "adj_edge", "adj_first", "graph", "__weakref__")
+    __slots__ = (*_GRAPH_SLOTS, "theta", "__weakref__")
 
     def __init__(self, card, unary=None, edges=(), pairwise=None):
         card = _check_card(card)
@@ -85,8 +89,18 @@ class PairwiseMRF:
         return self
 
     def with_theta(self, theta):
-        """The same graph and cardinalities with other log-potentials (flat layout)."""
-        return PairwiseMRF.from_flat(self.card, self.edges, theta)
+        """The same graph and cardinalities with other log-potentials (flat layout),
+        sharing this model's read-only graph arrays."""
+        theta = np.asarray(theta, dtype=np.float64)
+        if theta.shape != self.theta.shape:
+            raise ValueError(f"theta must be a 1-D array of length {self.dim} (the flat "
+                             f"layout's dim); got shape {theta.shape}")
+        _check_values("theta", theta)
+        other = PairwiseMRF.__new__(PairwiseMRF)
+        for name in _GRAPH_SLOTS:
+            object.__setattr__(other, name, getattr(self, name))
+        object.__setattr__(other, "theta", _readonly(np.array(theta, order="C")))
+        return other
 
     def _set_flat(self, card, edges, theta):
         n = card.shape[0]
