@@ -254,41 +254,184 @@ def trw_line_search(const double[::1] theta, const double[::1] mu, const double[
     phi'(0) >= 0. Stops when |phi'| <= max(atol, rtol |phi'(0)|), when the bracket
     collapses to rounding, or after max_passes passes.
     """
+    cdef double gamma
+    cdef int passes
+    with nogil:
+        gamma = _line_search(theta, mu, d, weight, gamma_max, rtol, atol, max_passes, &passes)
+    return gamma, passes
+
+
+cdef double _line_search(const double[::1] theta, const double[::1] mu, const double[::1] d,
+                         const double[::1] weight, double gamma_max, double rtol, double atol,
+                         int max_passes, int* n_passes) noexcept nogil:
+    """`trw_line_search`'s loop; the passes go to n_passes."""
     cdef double g = 0.0, lo = 0.0, hi = gamma_max, p1, p2, tol, cand
     cdef bint hi_known = False
     cdef int passes = 1
-    with nogil:
-        _derivs(theta, mu, d, 0.0, weight, &p1, &p2)
-        tol = atol
-        if fabs(p1) < INFINITY and rtol * fabs(p1) > tol:
-            tol = rtol * fabs(p1)
-        if not p1 < 0.0 or gamma_max <= 0.0:
-            max_passes = 0  # phi'(0) >= 0: no descent along d
-        while passes < max_passes:
-            cand = g - p1 / p2 if 0.0 < p2 < INFINITY else INFINITY
-            if not (lo < cand < hi):
-                cand = hi if cand >= hi and not hi_known else 0.5 * (lo + hi)
-            if not (lo < cand <= hi) or (cand == hi and hi_known):
-                break  # the bracket has collapsed to adjacent doubles
-            g = cand
-            _derivs(theta, mu, d, g, weight, &p1, &p2)
-            passes += 1
-            if g == gamma_max:
-                if p1 <= 0.0:
-                    lo = gamma_max  # phi' < 0 all the way
-                    break
-                hi_known = True
-                p2 = 0.0  # phi'' is not meaningful at the boundary: bisect next
-                continue
-            if fabs(p1) <= tol:
-                lo = g
+    _derivs(theta, mu, d, 0.0, weight, &p1, &p2)
+    tol = atol
+    if fabs(p1) < INFINITY and rtol * fabs(p1) > tol:
+        tol = rtol * fabs(p1)
+    if not p1 < 0.0 or gamma_max <= 0.0:
+        max_passes = 0  # phi'(0) >= 0: no descent along d
+    while passes < max_passes:
+        cand = g - p1 / p2 if 0.0 < p2 < INFINITY else INFINITY
+        if not (lo < cand < hi):
+            cand = hi if cand >= hi and not hi_known else 0.5 * (lo + hi)
+        if not (lo < cand <= hi) or (cand == hi and hi_known):
+            break  # the bracket has collapsed to adjacent doubles
+        g = cand
+        _derivs(theta, mu, d, g, weight, &p1, &p2)
+        passes += 1
+        if g == gamma_max:
+            if p1 <= 0.0:
+                lo = gamma_max  # phi' < 0 all the way
                 break
-            if p1 < 0.0:
-                lo = g
+            hi_known = True
+            p2 = 0.0  # phi'' is not meaningful at the boundary: bisect next
+            continue
+        if fabs(p1) <= tol:
+            lo = g
+            break
+        if p1 < 0.0:
+            lo = g
+        else:
+            hi = g
+            hi_known = True
+    n_passes[0] = passes
+    return lo
+
+
+# -- MFW correction over the visited vertices (Barrier FW Alg. 5) -----------------------
+
+cdef inline void _to_vertex(double[::1] d, const double[::1] x, const double[::1] u0,
+                            double delta, const int[::1] card, const int[:, ::1] edges,
+                            const long long[::1] node_off, const long long[::1] edge_off,
+                            const int[::1] atom) noexcept nogil:
+    """d = v - x, v the vertex of M_delta that ``atom`` names: (1 - delta) mu(atom) +
+    delta u0, or u0 itself for a row starting with -1 (`fwcore.fw.domains.Vertices`)."""
+    cdef Py_ssize_t k, i, e
+    if atom[0] < 0:
+        for k in range(x.shape[0]):
+            d[k] = u0[k] - x[k]
+        return
+    for k in range(x.shape[0]):
+        d[k] = delta * u0[k] if delta != 0.0 else 0.0
+    for i in range(card.shape[0]):
+        d[node_off[i] + atom[i]] += 1.0 - delta
+    for e in range(edges.shape[0]):
+        d[edge_off[e] + atom[edges[e, 0]] * card[edges[e, 1]] + atom[edges[e, 1]]] += 1.0 - delta
+    for k in range(x.shape[0]):
+        d[k] -= x[k]
+
+
+cdef inline void _add_vertex(double[::1] x, double w, const double[::1] u0, double delta,
+                             const int[::1] card, const int[:, ::1] edges,
+                             const long long[::1] node_off, const long long[::1] edge_off,
+                             const int[::1] atom) noexcept nogil:
+    """x += w v, v as in `_to_vertex` (the order of `fwcore.fw.domains.Vertices.add`)."""
+    cdef Py_ssize_t k, i, e
+    if atom[0] < 0:
+        for k in range(x.shape[0]):
+            x[k] += w * u0[k]
+        return
+    for i in range(card.shape[0]):
+        x[node_off[i] + atom[i]] += (1.0 - delta) * w
+    for e in range(edges.shape[0]):
+        x[edge_off[e] + atom[edges[e, 0]] * card[edges[e, 1]] + atom[edges[e, 1]]] += \
+            (1.0 - delta) * w
+    if delta != 0.0:
+        for k in range(x.shape[0]):
+            x[k] += (delta * w) * u0[k]
+
+
+def mfw_correction(const double[::1] theta, Graph graph, const double[::1] weight,
+                   const int[:, ::1] atoms, double[::1] alpha, double[::1] x,
+                   const double[::1] u0, double delta, double tol, Py_ssize_t max_steps,
+                   double drop_tol, double time_limit, double[::1] grad, double[::1] d,
+                   double[::1] scores):
+    """Barrier FW Alg. 5: away-step FW (MFW, Alg. 3) minimising f = -TRW over conv(V_delta),
+    V the assignments ``atoms`` (int32[m, n]; a row starting with -1 is u0) with
+    barycentric weights ``alpha`` and x = sum_a alpha_a v_delta(a), both updated in place.
+
+    A step: grad = grad f(x) (`trw_value_grad`), scores_a = <grad, v_delta(a)> (O(n + E)
+    per atom), pFW gap = max of the scores of positive weight - min of all; stop when it
+    is <= tol, after max_steps steps or past time_limit seconds (<= 0: none). Else the FW
+    direction to the best atom or the away direction from the worst atom of positive
+    weight, whichever has the larger gap (a FW step when that atom holds all the weight),
+    with the exact line search (`trw_line_search`) up to 1 or the away step's
+    alpha / (1 - alpha) (a drop there); then weights <= drop_tol are zeroed and x moved to
+    the hull of the others. grad, d (length D) and scores (length m) are scratch.
+    Returns (steps, last pFW gap, f at the last x); the loop stops early when f is NaN or
+    +inf (the caller raises).
+    """
+    cdef const int[::1] card = graph.card
+    cdef const int[:, ::1] edges = graph.edges
+    cdef const long long[::1] node_off = graph.node_off, edge_off = graph.edge_off
+    cdef Py_ssize_t m = atoms.shape[0], n_dim = x.shape[0], steps = 0, a, k, i_s, i_v
+    cdef double f = 0.0, gu, gx, gap = INFINITY, smin, smax, gamma, gamma_max, total
+    cdef double stop = monotonic() + time_limit if time_limit > 0.0 else INFINITY
+    cdef int passes
+    with nogil:
+        while True:
+            f = fw_trw_value_grad(&theta[0], &x[0], &weight[0], &grad[0], n_dim, LOG_FLOOR)
+            if not f < INFINITY:
+                break
+            gu = 0.0
+            gx = 0.0
+            for k in range(n_dim):
+                gu += grad[k] * u0[k]
+                gx += grad[k] * x[k]
+            i_s = 0
+            i_v = -1
+            for a in range(m):
+                if atoms[a, 0] < 0:
+                    scores[a] = gu
+                elif delta != 0.0:
+                    scores[a] = (1.0 - delta) * _score(grad, card, edges, node_off, edge_off,
+                                                       atoms[a]) + delta * gu
+                else:
+                    scores[a] = _score(grad, card, edges, node_off, edge_off, atoms[a])
+                if scores[a] < scores[i_s]:
+                    i_s = a
+                if alpha[a] > 0.0 and (i_v < 0 or scores[a] > scores[i_v]):
+                    i_v = a
+            gap = scores[i_v] - scores[i_s]
+            if gap <= tol or steps == max_steps or monotonic() >= stop:
+                break
+            if gx - scores[i_s] >= scores[i_v] - gx or alpha[i_v] >= 1.0 - 1e-15:
+                _to_vertex(d, x, u0, delta, card, edges, node_off, edge_off, atoms[i_s])
+                gamma = _line_search(theta, x, d, weight, 1.0, 1e-10, 0.0, 60, &passes)
+                gamma = min(max(gamma, 0.0), 1.0)
+                for a in range(m):
+                    alpha[a] *= 1.0 - gamma
+                alpha[i_s] += gamma
             else:
-                hi = g
-                hi_known = True
-    return lo, passes
+                gamma_max = alpha[i_v] / (1.0 - alpha[i_v])
+                _to_vertex(d, x, u0, delta, card, edges, node_off, edge_off, atoms[i_v])
+                for k in range(n_dim):
+                    d[k] = -d[k]
+                gamma = _line_search(theta, x, d, weight, gamma_max, 1e-10, 0.0, 60, &passes)
+                gamma = min(max(gamma, 0.0), gamma_max)
+                for a in range(m):
+                    alpha[a] *= 1.0 + gamma
+                alpha[i_v] = 0.0 if gamma >= gamma_max else alpha[i_v] - gamma
+            if gamma > 0.0:
+                for k in range(n_dim):
+                    x[k] += gamma * d[k]
+            total = 0.0  # drop weights <= drop_tol, moving x to the others' hull
+            for a in range(m):
+                if alpha[a] <= drop_tol and alpha[a] != 0.0:
+                    total += alpha[a]
+                    _add_vertex(x, -alpha[a], u0, delta, card, edges, node_off, edge_off,
+                                atoms[a])
+            if total != 0.0:
+                for a in range(m):
+                    alpha[a] = 0.0 if alpha[a] <= drop_tol else alpha[a] / (1.0 - total)
+                for k in range(n_dim):
+                    x[k] /= 1.0 - total
+            steps += 1
+    return steps, gap, f
 
 
 # -- ICM (Besag 1986; Barrier FW, Alg. 6) ----------------------------------------------

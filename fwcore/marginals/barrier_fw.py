@@ -327,7 +327,7 @@ def _inner_run(run, left, last):
     halved it after each inner run: measured, no better marginals and more MAP calls).
     None on Ctrl-C."""
     res = run.res
-    steps = _corrections(run.dom, run.correction, run.local_steps, warm=res is not None)
+    steps = _corrections(run, warm=res is not None)
     return run.guard(frank_wolfe, run.objective, run.dom, method="fcfw",
                      tol=run.tol if last else run.rho_tol, max_iter=run.max_iter,
                      max_time=left, callback=run.recorder,
@@ -359,7 +359,8 @@ def _rho_line_search(run):
     d = rho_direction(model, res.x, rho)
     t0 = time.perf_counter()
     resolved = []
-    correction = MFWCorrection(_CORRECTION_STEPS, tol=run.tol, work=_CORRECTION_WORK)
+    correction = MFWCorrection(_CORRECTION_STEPS, tol=run.tol, work=_CORRECTION_WORK,
+                               kernel=_correction_kernel(run))
 
     def dphi(a):
         run.objective.set_rho(rho + a * d)
@@ -374,16 +375,22 @@ def _rho_line_search(run):
     return rho + (a if all(resolved) else 2.0 / (run.outer + 3.0)) * d
 
 
-def _corrections(dom, correction, local_steps, warm):
+def _corrections(run, warm):
     """The FCFW corrective steps of one inner run: the MFW correction (Alg. 5; also on the
     warm start, Alg. 2 line 23) and the ICM local search (Alg. 6)."""
     steps = []
-    if correction:
+    if run.correction:
         steps.append(MFWCorrection(_CORRECTION_STEPS, tol=_correction_tol,
-                                   work=_CORRECTION_WORK, initial=warm))
-    if local_steps:
-        steps.append(LocalSearch(dom.local_lmo, local_steps))
+                                   work=_CORRECTION_WORK, initial=warm,
+                                   kernel=_correction_kernel(run)))
+    if run.local_steps:
+        steps.append(LocalSearch(run.dom.local_lmo, run.local_steps))
     return steps
+
+
+def _correction_kernel(run):
+    """The MFW correction in one kernel call over M (atoms are assignments); None over L."""
+    return run.objective.correction if isinstance(run.dom, MarginalPolytope) else None
 
 
 def _delta_rule(approximate, steps):
