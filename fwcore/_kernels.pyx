@@ -35,6 +35,7 @@ cdef double LOG_FLOOR = log(4.9406564584124654e-324)
 # `omp simd` reductions, enabled by -fopenmp-simd in setup.py, no OpenMP runtime).
 cdef extern from *:
     """
+    #include <math.h>
     #include <stdint.h>
     #include <string.h>
     #include <stddef.h>
@@ -104,12 +105,60 @@ cdef extern from *:
         *p1 = s1;
         *p2 = s2;
     }
+    /* exp(x) for x in [-708, 709] (clamped there): fdlibm's e_exp.c reduction and
+       polynomial (error < 1 ulp), branch-free; 2^k built from its bits. */
+    FW_INLINE double fw_exp(double x) {
+        const double P1 = 1.66666666666666019037e-01, P2 = -2.77777777770155933842e-03,
+                     P3 = 6.61375632143793436117e-05, P4 = -1.65339022054652515390e-06,
+                     P5 = 4.13813679705723846039e-08, inv_ln2 = 1.44269504088896338700e+00,
+                     ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10,
+                     shifter = 6755399441055744.0;
+        x = x < -708.0 ? -708.0 : (x > 709.0 ? 709.0 : x);
+        double big = x * inv_ln2 + shifter, kd = big - shifter;
+        uint64_t u; memcpy(&u, &big, 8);
+        uint64_t scale_bits = (uint64_t)((int64_t)(int32_t)(uint32_t)u + 1023) << 52;
+        double scale; memcpy(&scale, &scale_bits, 8);
+        double hi = x - kd * ln2_hi, lo = kd * ln2_lo, r = hi - lo, t = r * r;
+        double c = r - t * (P1 + t * (P2 + t * (P3 + t * (P4 + t * P5))));
+        return (1.0 - ((lo - (r * c) / (2.0 - c)) - hi)) * scale;
+    }
+    /* log(exp(a) + exp(b)) for finite a, b */
+    FW_INLINE double fw_lse2(double a, double b, double floor_) {
+        double top = a > b ? a : b, gap = a > b ? b - a : a - b;
+        return top + fw_log(1.0 + fw_exp(gap), floor_);
+    }
+    /* Binary TRBP: messages lo..hi-1 of a sweep (`trbp_binary_sweeps`), the reverse of
+       message m being m + shift; returns their largest change. */
+    FW_CLONES static double fw_bp_binary(const double *table, const int *sender,
+                                         const double *node_sum, const double *logm,
+                                         double *out, ptrdiff_t lo, ptrdiff_t hi,
+                                         ptrdiff_t shift, double damping, double floor_) {
+        double change = 0.0;
+        #pragma omp simd reduction(max:change)
+        for (ptrdiff_t m = lo; m < hi; m++) {
+            ptrdiff_t t = sender[m], r = m + shift;
+            double p0 = node_sum[2 * t] - logm[2 * r], p1 = node_sum[2 * t + 1] - logm[2 * r + 1];
+            double n0 = fw_lse2(table[4 * m] + p0, table[4 * m + 1] + p1, floor_);
+            double n1 = fw_lse2(table[4 * m + 2] + p0, table[4 * m + 3] + p1, floor_);
+            double o0 = logm[2 * m], o1 = logm[2 * m + 1];
+            double v = (1.0 - damping) * (n1 - n0) + damping * (o1 - o0);
+            double d0 = -fw_lse2(0.0, v, floor_), d1 = v + d0;
+            out[2 * m] = d0;
+            out[2 * m + 1] = d1;
+            double c0 = fabs(d0 - o0), c1 = fabs(d1 - o1), c = c0 > c1 ? c0 : c1;
+            change = change > c ? change : c;
+        }
+        return change;
+    }
     """
     double fw_trw_value_grad(const double* theta, const double* mu, const double* w,
                              double* grad, Py_ssize_t n, double floor_) noexcept nogil
     void fw_trw_line_derivs(const double* theta, const double* mu, const double* d,
                             const double* w, double g, Py_ssize_t n, double floor_,
                             double* p1, double* p2) noexcept nogil
+    double fw_bp_binary(const double* table, const int* sender, const double* node_sum,
+                        const double* logm, double* out, Py_ssize_t lo, Py_ssize_t hi,
+                        Py_ssize_t shift, double damping, double floor_) noexcept nogil
 
 
 # -- scores of assignments --------------------------------------------------------------
@@ -901,6 +950,102 @@ def trbp_sweeps(const double[::1] theta, Graph graph, const long long[::1] msg_o
                                 change = v
             for x in range(logm.shape[0]):
                 logm[x] = new[x]
+            if change < tol:
+                break
+    return sweep, change
+
+
+#: messages per block of a binary sweep: the unit of `binary_messages`, fixed so that any
+#: split of a sweep among threads computes every message the same way (bit for bit)
+BP_BLOCK = 4096
+cdef Py_ssize_t _BP_BLOCK = BP_BLOCK
+
+
+cdef inline void _binary_node_sums(const double[::1] node_theta, Graph graph,
+                                   const double[::1] rho, const double[::1] logm,
+                                   double[::1] node_sum, Py_ssize_t lo,
+                                   Py_ssize_t hi) noexcept nogil:
+    """node_sum_t = theta_t + sum_v rho_vt log m_vt for t in lo..hi-1 (binary)."""
+    cdef const long long[::1] adj_start = graph.adj_start
+    cdef const int[::1] adj_edge = graph.adj_edge
+    cdef const int8_t[::1] adj_first = graph.adj_first
+    cdef Py_ssize_t n_edges = graph.edges.shape[0], t, a, m
+    cdef double s0, s1, r
+    for t in range(lo, hi):
+        s0 = node_theta[2 * t]
+        s1 = node_theta[2 * t + 1]
+        for a in range(adj_start[t], adj_start[t + 1]):
+            m = n_edges + adj_edge[a] if adj_first[a] else adj_edge[a]
+            r = rho[adj_edge[a]]
+            s0 += r * logm[2 * m]
+            s1 += r * logm[2 * m + 1]
+        node_sum[2 * t] = s0
+        node_sum[2 * t + 1] = s1
+
+
+cdef inline double _binary_messages(const double[::1] table, const int[::1] sender,
+                                    const double[::1] node_sum, const double[::1] logm,
+                                    double[::1] new, Py_ssize_t n_edges, double damping,
+                                    Py_ssize_t b_lo, Py_ssize_t b_hi) noexcept nogil:
+    """The messages of blocks b_lo..b_hi-1 into new; their largest change."""
+    cdef Py_ssize_t per_half = (n_edges + _BP_BLOCK - 1) // _BP_BLOCK, b, lo, half
+    cdef double change = 0.0, c
+    for b in range(b_lo, b_hi):
+        half = b // per_half  # blocks of messages i -> j (reverse m + E), then j -> i
+        lo = (b % per_half) * _BP_BLOCK + half * n_edges
+        c = fw_bp_binary(&table[0], &sender[0], &node_sum[0], &logm[0], &new[0], lo,
+                         min(lo + _BP_BLOCK, (half + 1) * n_edges),
+                         -n_edges if half else n_edges, damping, LOG_FLOOR)
+        if c > change:
+            change = c
+    return change
+
+
+def binary_node_sums(Graph graph, const double[::1] node_theta, const double[::1] rho,
+                     const double[::1] logm, double[::1] node_sum, Py_ssize_t lo,
+                     Py_ssize_t hi):
+    """The node sums of variables lo..hi-1 of a `trbp_binary_sweeps` sweep."""
+    with nogil:
+        _binary_node_sums(node_theta, graph, rho, logm, node_sum, lo, hi)
+
+
+def binary_messages(const double[::1] table, const int[::1] sender,
+                    const double[::1] node_sum, const double[::1] logm, double[::1] new,
+                    double damping, Py_ssize_t b_lo, Py_ssize_t b_hi):
+    """The messages of blocks b_lo..b_hi-1 (BP_BLOCK messages each; the blocks of messages
+    i -> j, then of j -> i) of a `trbp_binary_sweeps` sweep into new, after the node sums;
+    returns their largest change."""
+    cdef double change
+    with nogil:
+        change = _binary_messages(table, sender, node_sum, logm, new, sender.shape[0] // 2,
+                                  damping, b_lo, b_hi)
+    return change
+
+
+def trbp_binary_sweeps(Graph graph, const double[::1] node_theta, const double[::1] table,
+                       const int[::1] sender, const double[::1] rho, double damping,
+                       double tol, Py_ssize_t n_sweeps, double[::1] logm, double[::1] new,
+                       double[::1] node_sum):
+    """`trbp_sweeps` for binary variables and finite log-potentials, vectorised over the
+    messages (TRW paper, Wainwright et al. 2005, eq. 39): message m (layout of
+    `trbp_sweeps`: logm[2m:2m+2]) from variable sender[m] with table[4m:4m+4] =
+    theta_st(x_t, x_s) / rho_st at 2 x_s + x_t; node_theta holds the 2n node
+    log-potentials. A sweep: the node sums (`binary_node_sums`), then each message
+    logsumexp_{x_t}(table + node_sum_t - log m_st), damped as a log-ratio, (1 - damping)
+    new + damping old, and normalised (`binary_messages`). new and node_sum (length 2n)
+    are scratch. Returns (sweeps done, largest change of the last sweep).
+    """
+    cdef Py_ssize_t n = graph.card.shape[0], n_edges = sender.shape[0] // 2, sweep = 0, k
+    cdef Py_ssize_t n_blocks = 2 * ((n_edges + _BP_BLOCK - 1) // _BP_BLOCK)
+    cdef double change = INFINITY
+    with nogil:
+        while sweep < n_sweeps:
+            sweep += 1
+            _binary_node_sums(node_theta, graph, rho, logm, node_sum, 0, n)
+            change = _binary_messages(table, sender, node_sum, logm, new, n_edges, damping, 0,
+                                      n_blocks)
+            for k in range(logm.shape[0]):
+                logm[k] = new[k]
             if change < tol:
                 break
     return sweep, change

@@ -13,6 +13,7 @@ import functools
 import inspect
 import math
 import numbers
+import os
 import weakref
 from concurrent.futures import Executor
 
@@ -139,6 +140,15 @@ def _is_int(v):
 
 #: numpy's seeds: non-negative ints
 SEED = [Kind(lambda s: _is_int(s) and s >= 0, "an int >= 0", of_type=_is_int), None]
+#: threads of a kernel: an int >= 1, or -1 for one per core (scikit-learn's convention);
+#: `n_threads` turns it into a count
+N_JOBS = Kind(lambda v: _is_int(v) and (v >= 1 or v == -1), "an int >= 1 or -1 (every core)",
+              of_type=_is_int)
+
+
+def n_threads(n_jobs):
+    """The thread count ``n_jobs`` (`N_JOBS`) asks for."""
+    return (os.cpu_count() or 1) if n_jobs == -1 else int(n_jobs)
 
 
 def check_params(table, **values):
