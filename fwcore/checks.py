@@ -191,12 +191,27 @@ def validate_params(table, unchecked=()):
     `fwcore.factor_graph.solves_factor_graphs` in either order (fwcore puts it outside)."""
     def bind(entry):
         signature = bind_table(entry, table, unchecked)
+        params = signature.parameters.values()
+        # a call that names each parameter once is bound by a dict (inspect's binding costs
+        # ~20 us a call, a fifth of a Barrier FW correction on a 5x5 grid)
+        by_name = all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in params)
+        positional = [p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
+        defaults = {p.name: p.default for p in params if p.default is not p.empty}
+        names = frozenset(signature.parameters)
+        required = names - defaults.keys()
 
         @functools.wraps(entry)
         def checked(*args, **kwargs):
-            try:
+            given = positional[:len(args)]
+            if by_name and len(args) <= len(positional) and names.issuperset(kwargs) and \
+                    kwargs.keys().isdisjoint(given) and required.issubset([*given, *kwargs]):
+                arguments = {**defaults, **dict(zip(given, args)), **kwargs}
+                arguments.update(check_params(table, **{name: arguments[name]
+                                                        for name in table}))
+                return entry(**arguments)
+            try:  # Python's words for a call that does not fit; *args and **kwargs
                 call = signature.bind(*args, **kwargs)
-            except TypeError as err:  # worded as Python words a call that does not fit
+            except TypeError as err:
                 raise TypeError(f"{entry.__qualname__}() {err}") from None
             call.apply_defaults()
             call.arguments.update(check_params(table, **{name: call.arguments[name]
