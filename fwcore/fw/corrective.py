@@ -39,8 +39,8 @@ class MFWCorrection(CorrectiveStep):
     ``kernel`` (None: the steps of `correct`, for any domain and objective) runs the same
     steps in one call with the objective's exact line search, whatever the run's step
     rule: ``kernel(x, atoms, weights, u0, delta, tol, max_steps, drop_tol, time_limit)``
-    updates x and the weights in place and returns (steps, last pFW gap, f at the last x),
-    as `fwcore.marginals.trw.TRWObjective.correction` does over assignments."""
+    updates x and the weights in place and returns (steps, last pFW gap, f and grad f at
+    the last x), as `fwcore.marginals.trw.TRWObjective.correction` does over assignments."""
 
     @validate_params({"max_steps": Interval(0, integer=True),
                       "tol": [Interval(0.0), CALLABLE, None], "every": Interval(1, integer=True),
@@ -90,12 +90,12 @@ class MFWCorrection(CorrectiveStep):
     def _fused(self, run, tol, max_steps):
         """`correct` by ``kernel``: one call, then the run's bookkeeping."""
         at = run.stop.deadline.at
-        steps, self.last_gap, f = self.kernel(
+        steps, self.last_gap, f, g = self.kernel(
             run.x, run.active.atoms, run.active.weights, run.vertices.u0, run.vertices.delta,
             tol, max_steps, run.options.drop_tol,
             0.0 if at is None else max(at - time.time(), 1e-9))
         run.moved()
-        run.check_value(f)
+        run.evaluated(f, g)
         return steps
 
 
