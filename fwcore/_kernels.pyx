@@ -374,21 +374,35 @@ cdef inline void _to_vertex(double[::1] d, const double[::1] x, const double[::1
         d[k] -= x[k]
 
 
+cdef inline void _add_assignment(double[::1] x, double w, const int[::1] card,
+                                 const int[:, ::1] edges, const long long[::1] node_off,
+                                 const long long[::1] edge_off,
+                                 const int[::1] atom) noexcept nogil:
+    cdef Py_ssize_t i, e
+    for i in range(card.shape[0]):
+        x[node_off[i] + atom[i]] += w
+    for e in range(edges.shape[0]):
+        x[edge_off[e] + atom[edges[e, 0]] * card[edges[e, 1]] + atom[edges[e, 1]]] += w
+
+
+def add_assignment(double[::1] x, Graph graph, const int[::1] atom, double w):
+    """x += w mu(atom), in place: w on the n node entries and E edge entries of the
+    assignment ``atom`` (the vertex of the marginal polytope it names)."""
+    with nogil:
+        _add_assignment(x, w, graph.card, graph.edges, graph.node_off, graph.edge_off, atom)
+
+
 cdef inline void _add_vertex(double[::1] x, double w, const double[::1] u0, double delta,
                              const int[::1] card, const int[:, ::1] edges,
                              const long long[::1] node_off, const long long[::1] edge_off,
                              const int[::1] atom) noexcept nogil:
     """x += w v, v as in `_to_vertex` (the order of `fwcore.fw.domains.Vertices.add`)."""
-    cdef Py_ssize_t k, i, e
+    cdef Py_ssize_t k
     if atom[0] < 0:
         for k in range(x.shape[0]):
             x[k] += w * u0[k]
         return
-    for i in range(card.shape[0]):
-        x[node_off[i] + atom[i]] += (1.0 - delta) * w
-    for e in range(edges.shape[0]):
-        x[edge_off[e] + atom[edges[e, 0]] * card[edges[e, 1]] + atom[edges[e, 1]]] += \
-            (1.0 - delta) * w
+    _add_assignment(x, (1.0 - delta) * w, card, edges, node_off, edge_off, atom)
     if delta != 0.0:
         for k in range(x.shape[0]):
             x[k] += (delta * w) * u0[k]

@@ -481,6 +481,19 @@ def test_score_assignments_matches_its_twin(seed):
     close(out, m.score(atoms))
 
 
+@SETTINGS
+@given(seeds)
+def test_add_assignment_matches_its_twin(seed):
+    rng = np.random.default_rng(seed)
+    m = random_model(rng)
+    atom = np.ascontiguousarray(rng.integers(0, m.card), dtype=np.int32)
+    x = rng.random(m.dim)
+    w = float(rng.normal())
+    expected = x + w * m.marginal_vector(atom)
+    K.add_assignment(x, m.graph, atom, w)
+    close(x, expected)
+
+
 # -- ICM -------------------------------------------------------------------------------
 
 def assert_local_optimum(m, x):

@@ -117,8 +117,8 @@ class _OraclePolytope(Domain):
 class MarginalPolytope(_OraclePolytope):
     """M for the engine: atoms are assignments, the lmo is a MAP oracle on -grad (warm
     started at the last vertex when approximate, each call given the time left before
-    ``deadline``), inner products by the `score_assignments` kernel; `local_lmo` is ICM
-    warm-started at a vertex (Alg. 6)."""
+    ``deadline``), inner products and vertices by the `score_assignments` and
+    `add_assignment` kernels; `local_lmo` is ICM warm-started at a vertex (Alg. 6)."""
 
     def __init__(self, model, oracle, seed):
         self.model, self.oracle = model, oracle
@@ -142,9 +142,7 @@ class MarginalPolytope(_OraclePolytope):
         return out
 
     def add(self, x, atom, w):
-        m = self.model
-        x[m.node_off[:-1] + atom] += w
-        x[m.edge_off[:-1] + atom[m.edges[:, 0]] * m.card[m.edges[:, 1]] + atom[m.edges[:, 1]]] += w
+        _kernels.add_assignment(x, self.model.graph, atom, w)
 
     def local_lmo(self, g, atom):
         x = np.array(atom, dtype=np.int32)
