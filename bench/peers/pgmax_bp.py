@@ -13,7 +13,14 @@ Prints, per model: seconds and zeta_mu (mean |P(x_i=1) - exact|, where an exact 
 exists) for PGMax loopy BP (1000 iterations, damping 0.5, as fwcore's loopy_bp), fwcore's
 loopy BP, TRBP, and Barrier FW (exact oracle where tractable, TRW-S otherwise). Seconds
 are the median of 3 runs (PGMax's first, compiling run excluded).
+
+    python bench/peers/pgmax_bp.py --per-iteration SIDE ITERATIONS
+
+prints instead, as JSON, PGMax's wall and CPU seconds per iteration of loopy BP on
+``fwcore.random_grid(SIDE, seed=0)`` (medians of 3 runs of ITERATIONS iterations; CPU of
+every thread): what bench/benchmarks/speed.py's `LoopyBPPeer` reads.
 """
+import json
 import os
 import statistics
 import sys
@@ -65,7 +72,22 @@ def zeta(p1, exact):
     return float("nan") if exact is None else float(np.mean(np.abs(p1 - exact)))
 
 
+def per_iteration(side, iterations, repeats=3):
+    """{"wall": s, "cpu": s} per iteration of PGMax loopy BP on random_grid(side, seed=0)."""
+    run = pgmax_loopy_bp(fwcore.random_grid(side, seed=0), num_iters=iterations)
+    wall, cpu = [], []
+    for _ in range(repeats):
+        c0, t0 = time.process_time(), time.perf_counter()
+        run()
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    return {"wall": statistics.median(wall) / iterations, "cpu": statistics.median(cpu) / iterations}
+
+
 def main():
+    if sys.argv[1:2] == ["--per-iteration"]:
+        print(json.dumps(per_iteration(int(sys.argv[2]), int(sys.argv[3]))))
+        return 0
     models = []
     grid10 = INSTANCES / "fw-inference" / "grid10x10" / "gridWi10Tr1.uai"
     for path in [grid10, INSTANCES / "uai2014" / "Segmentation_11.uai",
