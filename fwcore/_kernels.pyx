@@ -432,7 +432,7 @@ def mfw_correction(const double[::1] theta, Graph graph, const double[::1] weigh
     cdef const int[:, ::1] edges = graph.edges
     cdef const long long[::1] node_off = graph.node_off, edge_off = graph.edge_off
     cdef Py_ssize_t m = atoms.shape[0], n_dim = x.shape[0], steps = 0, a, k, i_s, i_v
-    cdef double f = 0.0, gu, gx, gap = INFINITY, smin, smax, gamma, gamma_max, total
+    cdef double f = 0.0, gu, gx, gap = INFINITY, gamma, gamma_max, total
     cdef double stop = monotonic() + time_limit if time_limit > 0.0 else INFINITY
     cdef int passes
     with nogil:
