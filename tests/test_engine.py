@@ -444,20 +444,6 @@ class NoisySimplex(Simplex):
         return np.array([int(np.argmin(g))], dtype=np.int32)
 
 
-def test_warm_start_from_a_result_takes_its_iterate(face):
-    """init=FWResult: its atoms and weights, and its x as it is at its own delta (else
-    recomputed from the atoms); the same run as from (atoms, weights) up to rounding."""
-    obj, _ = face
-    res = frank_wolfe(obj, Simplex(20), method="fcfw", delta=0.05, tol=1e-3, max_iter=50)
-    for delta in (0.05, 0.01):
-        runs = [frank_wolfe(obj, Simplex(20), method="fcfw", delta=delta, tol=1e-9, max_iter=40,
-                            init=init) for init in (res, (res.atoms, res.weights))]
-        np.testing.assert_array_equal(runs[0].atoms, runs[1].atoms)
-        np.testing.assert_allclose(runs[0].x, runs[1].x, atol=1e-12)
-        np.testing.assert_allclose(runs[0].x, dense_from_atoms(runs[0].atoms, runs[0].weights,
-                                                               20, delta), atol=1e-12)
-
-
 def test_corrective_steps_reach_the_optimum(face):
     """MFWCorrection every 5th step with a gap-relative tolerance, on the warm start
     (initial), and LocalSearch (Barrier FW Alg. 6) with an approximate lmo and the delta

@@ -188,10 +188,7 @@ class _ActiveSetFW(_Run):
         self.vertices = Vertices(domain, options.delta)
         self.n_steps = 0
         self.active = self._initial_active_set(init)
-        if isinstance(init, FWResult) and init.delta == self.vertices.delta:
-            self.x = np.array(init.x, dtype=np.float64)
-        else:
-            self.x = self.vertices.dense(self.active.atoms, self.active.weights)
+        self.x = self.vertices.dense(self.active.atoms, self.active.weights)
 
     def start(self):
         for c in self.options.corrections:  # e.g. Barrier FW Alg. 2 line 23: re-correct a warm start
@@ -203,8 +200,6 @@ class _ActiveSetFW(_Run):
             active = init.copy()
         elif isinstance(init, tuple) and len(init) == 2:
             active = ActiveSet.from_arrays(*init)
-        elif isinstance(init, FWResult):
-            active = ActiveSet.from_arrays(init.atoms, init.weights)
         elif init is None:
             active = ActiveSet(k)
             if self.vertices.u0 is not None:
@@ -409,8 +404,7 @@ def frank_wolfe(objective, domain, *, method="fw", step="exact", tol=1e-6, max_i
         converged, the iterate with the lowest f seen is returned with its gap (inf when
         Ctrl-C came before the first gap was computed: no oracle call follows Ctrl-C).
     init : None (u0 when the domain has one, else the vertex lmo(0)), an atom, an
-        ``(atoms, weights)`` pair, an `ActiveSet` or an `FWResult` of an active-set method
-        (warm start; its x is taken as it is when its delta is this run's).
+        ``(atoms, weights)`` pair or an `ActiveSet` (warm start).
     delta, delta_rule : contraction towards ``domain.u0``; ``delta_rule(delta, gap,
         uniform_gap) -> new delta`` (e.g. `adaptive_delta`) may shrink it each iteration,
         re-weighting by Barrier FW eq. 6.
@@ -451,9 +445,8 @@ def frank_wolfe(objective, domain, *, method="fw", step="exact", tol=1e-6, max_i
 def correct(objective, domain, init, correction, *, delta=0.0, max_time=None, step="exact"):
     """Barrier FW Alg. 5 on its own: the `MFWCorrection` ``correction`` (away steps, Alg. 3)
     over the contracted hull conv(V_delta) of the atoms of ``init`` (an ``(atoms,
-    weights)`` pair, an `ActiveSet` or an `FWResult`, as in `frank_wolfe`), without oracle
-    calls, until its pFW gap over that hull is <= its tolerance, its step budget or
-    ``max_time`` seconds. Returns an
+    weights)`` pair or an `ActiveSet`), without oracle calls, until its pFW gap over that
+    hull is <= its tolerance, its step budget or ``max_time`` seconds. Returns an
     `FWResult` whose ``gap`` is that pFW gap (not a gap over the domain) and
     ``n_oracle_calls`` is 0."""
     _check_objective(objective)

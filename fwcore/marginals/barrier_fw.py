@@ -328,7 +328,8 @@ def _inner_run(run, left, last):
     steps = _corrections(run, warm=res is not None)
     return run.guard(frank_wolfe, run.objective, run.dom, method="fcfw",
                      tol=run.tol if last else run.rho_tol, max_iter=run.max_iter,
-                     max_time=left, callback=run.recorder, init=res,
+                     max_time=left, callback=run.recorder,
+                     init=None if res is None else (res.atoms, res.weights),
                      delta=run.delta0 if res is None else res.delta,
                      delta_rule=_delta_rule(not run.dom.exact, steps) if run.adaptive else None,
                      corrections=steps, max_vertices=_MAX_VERTICES, trace=False)
@@ -362,7 +363,8 @@ def _rho_line_search(run):
     def dphi(a):
         run.objective.set_rho(rho + a * d)
         left = None if max_time is None else max(max_time - (time.perf_counter() - t0), 1e-3)
-        c = correct(run.objective, run.dom, res, correction, delta=res.delta, max_time=left)
+        c = correct(run.objective, run.dom, (res.atoms, res.weights), correction,
+                    delta=res.delta, max_time=left)
         resolved.append(c.gap <= run.rho_tol)
         return -float(d @ edge_mutual_information(model, c.x)), None
 
