@@ -396,7 +396,7 @@ cdef inline void _add_vertex(double[::1] x, double w, const double[::1] u0, doub
                              const int[::1] card, const int[:, ::1] edges,
                              const long long[::1] node_off, const long long[::1] edge_off,
                              const int[::1] atom) noexcept nogil:
-    """x += w v, v as in `_to_vertex` (the order of `fwcore.fw.domains.Vertices.add`)."""
+    """x += w v, v as in `_to_vertex` (the order of `fwcore.fw.Domain.add_vertices`)."""
     cdef Py_ssize_t k
     if atom[0] < 0:
         for k in range(x.shape[0]):
@@ -406,6 +406,18 @@ cdef inline void _add_vertex(double[::1] x, double w, const double[::1] u0, doub
     if delta != 0.0:
         for k in range(x.shape[0]):
             x[k] += (delta * w) * u0[k]
+
+
+def add_vertices(double[::1] x, Graph graph, const int[:, ::1] atoms,
+                 const double[::1] weights, const double[::1] u0, double delta):
+    """x += sum_a weights[a] v_delta(a), in place, atom by atom (the order of
+    `fwcore.fw.Domain.add_vertices`): v_delta(a) = (1 - delta) mu(a) + delta u0 for an
+    assignment row, u0 for a row starting with -1."""
+    cdef Py_ssize_t a
+    with nogil:
+        for a in range(atoms.shape[0]):
+            _add_vertex(x, weights[a], u0, delta, graph.card, graph.edges, graph.node_off,
+                        graph.edge_off, atoms[a])
 
 
 def mfw_correction(const double[::1] theta, Graph graph, const double[::1] weight,

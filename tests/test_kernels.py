@@ -374,6 +374,19 @@ def test_line_search_boundary_cases():
     assert 0.0 < gamma < 1.0 and passes < 60
 
 
+@SETTINGS
+@given(seeds)
+def test_add_vertices_matches_its_twin(seed):
+    rng = np.random.default_rng(seed)
+    m = random_model(rng)
+    delta = float(rng.choice([0.0, 0.1]))
+    atoms, alpha, x = random_correction_set(rng, m, delta)
+    out = rng.random(m.dim)
+    expected = out + x
+    K.add_vertices(out, m.graph, atoms, alpha, m.uniform_marginals(), delta)
+    close(out, expected, rtol=1e-12, atol=1e-15)
+
+
 # -- MFW correction over V (Barrier FW Alg. 5) -----------------------------------------
 
 def twin_mfw_correction(m, w, atoms, alpha, x, delta, tol, max_steps, drop_tol):

@@ -117,8 +117,9 @@ class _OraclePolytope(Domain):
 class MarginalPolytope(_OraclePolytope):
     """M for the engine: atoms are assignments, the lmo is a MAP oracle on -grad (warm
     started at the last vertex when approximate, each call given the time left before
-    ``deadline``), inner products and vertices by the `score_assignments` and
-    `add_assignment` kernels; `local_lmo` is ICM warm-started at a vertex (Alg. 6)."""
+    ``deadline``), inner products and vertices by the `score_assignments`,
+    `add_assignment` and `add_vertices` kernels; `local_lmo` is ICM warm-started at a
+    vertex (Alg. 6)."""
 
     def __init__(self, model, oracle, seed):
         self.model, self.oracle = model, oracle
@@ -143,6 +144,9 @@ class MarginalPolytope(_OraclePolytope):
 
     def add(self, x, atom, w):
         _kernels.add_assignment(x, self.model.graph, atom, w)
+
+    def add_vertices(self, x, atoms, weights, delta):
+        _kernels.add_vertices(x, self.model.graph, atoms, weights, self.u0, delta)
 
     def local_lmo(self, g, atom):
         x = np.array(atom, dtype=np.int32)
