@@ -186,8 +186,9 @@ class FamilyTimes:
         return max(abs(new["zeta"] - old["zeta"]) for old, new in self._against_base(table))
 
 
-def _per_iteration(run, iterations, repeats=3):
-    """(wall, CPU) seconds per iteration of run(): medians of ``repeats`` runs."""
+def per_iteration(run, iterations, repeats=3):
+    """(wall, CPU) seconds per iteration of run() (``iterations`` of them; CPU of every
+    thread), medians of ``repeats`` runs after a first one (PGMax compiles in it)."""
     run()
     wall, cpu = [], []
     for _ in range(repeats):
@@ -213,7 +214,7 @@ class LoopyBPPeer:
         for variables in self.params[0]:
             side = round(variables ** 0.5)
             model = fwcore.random_grid(side, seed=0)
-            row = {f"n_jobs={k}": _per_iteration(functools.partial(
+            row = {f"n_jobs={k}": per_iteration(functools.partial(
                 fwcore.loopy_bp, model, max_iter=self.iterations, tol=1e-300, n_jobs=k),
                 self.iterations) for k in (1, 2)}
             row["pgmax"] = None

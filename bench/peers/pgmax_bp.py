@@ -72,16 +72,14 @@ def zeta(p1, exact):
     return float("nan") if exact is None else float(np.mean(np.abs(p1 - exact)))
 
 
-def per_iteration(side, iterations, repeats=3):
-    """{"wall": s, "cpu": s} per iteration of PGMax loopy BP on random_grid(side, seed=0)."""
-    run = pgmax_loopy_bp(fwcore.random_grid(side, seed=0), num_iters=iterations)
-    wall, cpu = [], []
-    for _ in range(repeats):
-        c0, t0 = time.process_time(), time.perf_counter()
-        run()
-        wall.append(time.perf_counter() - t0)
-        cpu.append(time.process_time() - c0)
-    return {"wall": statistics.median(wall) / iterations, "cpu": statistics.median(cpu) / iterations}
+def per_iteration(side, iterations):
+    """{"wall": s, "cpu": s} per iteration of PGMax loopy BP on random_grid(side, seed=0),
+    timed as bench/benchmarks/speed.py times fwcore's."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from benchmarks.speed import per_iteration as timed
+    wall, cpu = timed(pgmax_loopy_bp(fwcore.random_grid(side, seed=0), num_iters=iterations),
+                      iterations)
+    return {"wall": wall, "cpu": cpu}
 
 
 def main():
