@@ -200,66 +200,87 @@ def per_iteration(run, iterations, repeats=3):
 
 
 class LoopyBPPeer:
-    """Loopy BP seconds per iteration on binary grids, and against PGMax."""
+    """Loopy BP seconds per iteration on binary grids, and against PGMax: ``rounds``
+    rounds of fwcore serial, fwcore with n_jobs=2 and PGMax in turn (so that machine load
+    hits all alike); the seconds are medians over the rounds, each ratio the median of
+    the rounds' ratios."""
 
     param_names = ["variables"]
     params = [[10**4, 10**5]]
     timeout = 1800
     iterations = 100
+    rounds = 3
 
     def setup_cache(self):
-        """{side: {"serial": (wall, cpu), "n_jobs=2": (wall, cpu), "pgmax": ... or None}}."""
+        """{variables: {"n_jobs=1": [(wall, cpu) per round], "n_jobs=2": [...],
+        "pgmax": [...] or None}}."""
         peer = os.environ.get("FWCORE_PGMAX_PYTHON")
         table = {}
         for variables in self.params[0]:
             side = round(variables ** 0.5)
             model = fwcore.random_grid(side, seed=0)
-            row = {f"n_jobs={k}": per_iteration(functools.partial(
-                fwcore.loopy_bp, model, max_iter=self.iterations, tol=1e-300, n_jobs=k),
-                self.iterations) for k in (1, 2)}
-            row["pgmax"] = None
-            if peer:
-                env = dict(os.environ, PYTHONPATH=_HERE, OPENBLAS_NUM_THREADS="1")
-                out = subprocess.run(
-                    [peer, str(Path(__file__).parents[1] / "peers" / "pgmax_bp.py"),
-                     "--per-iteration", str(side), str(self.iterations)],
-                    env=env, check=True, capture_output=True, text=True).stdout
-                pg = json.loads(out.strip().splitlines()[-1])
-                row["pgmax"] = (pg["wall"], pg["cpu"])
+            row = {"n_jobs=1": [], "n_jobs=2": [], "pgmax": [] if peer else None}
+            for _ in range(self.rounds):
+                for k in (1, 2):
+                    row[f"n_jobs={k}"].append(per_iteration(functools.partial(
+                        fwcore.loopy_bp, model, max_iter=self.iterations, tol=1e-300,
+                        n_jobs=k), self.iterations))
+                if peer:
+                    row["pgmax"].append(_pgmax_per_iteration(peer, side, self.iterations))
             table[variables] = row
         return table
 
     def setup(self, table, variables):
         self.row = table[variables]
 
-    def track_cpu_per_iteration(self, table, variables):
-        return self.row["n_jobs=1"][1]
-    track_cpu_per_iteration.unit = "s"
+    def _median(self, key, k):
+        return statistics.median(r[k] for r in self.row[key])
 
-    def track_wall_per_iteration_n_jobs_2(self, table, variables):
-        return self.row["n_jobs=2"][0]
-    track_wall_per_iteration_n_jobs_2.unit = "s"
-
-    def _peer(self):
+    def _ratio(self, key, k):
         if self.row["pgmax"] is None:
             raise NotImplementedError("set FWCORE_PGMAX_PYTHON to PGMax's interpreter")
-        return self.row["pgmax"]
+        return statistics.median(a[k] / b[k] for a, b in zip(self.row[key], self.row["pgmax"]))
+
+    def track_cpu_per_iteration(self, table, variables):
+        return self._median("n_jobs=1", 1)
+    track_cpu_per_iteration.unit = "s"
+
+    def track_wall_per_iteration(self, table, variables):
+        return self._median("n_jobs=1", 0)
+    track_wall_per_iteration.unit = "s"
+
+    def track_wall_per_iteration_n_jobs_2(self, table, variables):
+        return self._median("n_jobs=2", 0)
+    track_wall_per_iteration_n_jobs_2.unit = "s"
 
     def track_pgmax_cpu_per_iteration(self, table, variables):
-        return self._peer()[1]
+        self._ratio("pgmax", 1)  # skips without the peer
+        return self._median("pgmax", 1)
     track_pgmax_cpu_per_iteration.unit = "s"
 
     def track_pgmax_wall_per_iteration(self, table, variables):
-        return self._peer()[0]
+        self._ratio("pgmax", 0)
+        return self._median("pgmax", 0)
     track_pgmax_wall_per_iteration.unit = "s"
 
     def track_cpu_ratio_to_pgmax(self, table, variables):
-        return self.row["n_jobs=1"][1] / self._peer()[1]
+        return self._ratio("n_jobs=1", 1)
     track_cpu_ratio_to_pgmax.unit = "x"
 
     def track_wall_ratio_n_jobs_2_to_pgmax(self, table, variables):
-        return self.row["n_jobs=2"][0] / self._peer()[0]
+        return self._ratio("n_jobs=2", 0)
     track_wall_ratio_n_jobs_2_to_pgmax.unit = "x"
+
+
+def _pgmax_per_iteration(peer, side, iterations):
+    """(wall, CPU) seconds per iteration of PGMax's loopy BP, run by the interpreter
+    ``peer`` through bench/peers/pgmax_bp.py."""
+    env = dict(os.environ, PYTHONPATH=_HERE, OPENBLAS_NUM_THREADS="1")
+    out = subprocess.run([peer, str(Path(__file__).resolve().parents[1] / "peers" / "pgmax_bp.py"),
+                          "--per-iteration", str(side), str(iterations)],
+                         env=env, check=True, capture_output=True, text=True).stdout
+    seconds = json.loads(out.strip().splitlines()[-1])
+    return seconds["wall"], seconds["cpu"]
 
 
 def _main(paths):
