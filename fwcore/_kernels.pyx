@@ -35,6 +35,7 @@ cdef double LOG_FLOOR = log(4.9406564584124654e-324)
 # `omp simd` reductions, enabled by -fopenmp-simd in setup.py, no OpenMP runtime).
 cdef extern from *:
     """
+    #include <math.h>
     #include <stdint.h>
     #include <string.h>
     #include <stddef.h>
@@ -104,12 +105,60 @@ cdef extern from *:
         *p1 = s1;
         *p2 = s2;
     }
+    /* exp(x) for x in [-708, 709] (clamped there): fdlibm's e_exp.c reduction and
+       polynomial (error < 1 ulp), branch-free; 2^k built from its bits. */
+    FW_INLINE double fw_exp(double x) {
+        const double P1 = 1.66666666666666019037e-01, P2 = -2.77777777770155933842e-03,
+                     P3 = 6.61375632143793436117e-05, P4 = -1.65339022054652515390e-06,
+                     P5 = 4.13813679705723846039e-08, inv_ln2 = 1.44269504088896338700e+00,
+                     ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10,
+                     shifter = 6755399441055744.0;
+        x = x < -708.0 ? -708.0 : (x > 709.0 ? 709.0 : x);
+        double big = x * inv_ln2 + shifter, kd = big - shifter;
+        uint64_t u; memcpy(&u, &big, 8);
+        uint64_t scale_bits = (uint64_t)((int64_t)(int32_t)(uint32_t)u + 1023) << 52;
+        double scale; memcpy(&scale, &scale_bits, 8);
+        double hi = x - kd * ln2_hi, lo = kd * ln2_lo, r = hi - lo, t = r * r;
+        double c = r - t * (P1 + t * (P2 + t * (P3 + t * (P4 + t * P5))));
+        return (1.0 - ((lo - (r * c) / (2.0 - c)) - hi)) * scale;
+    }
+    /* log(exp(a) + exp(b)) for finite a, b */
+    FW_INLINE double fw_lse2(double a, double b, double floor_) {
+        double top = a > b ? a : b, gap = a > b ? b - a : a - b;
+        return top + fw_log(1.0 + fw_exp(gap), floor_);
+    }
+    /* Binary TRBP: messages lo..hi-1 of a sweep (`trbp_binary_sweeps`), the reverse of
+       message m being m + shift; returns their largest change. */
+    FW_CLONES static double fw_bp_binary(const double *table, const int *sender,
+                                         const double *node_sum, const double *logm,
+                                         double *out, ptrdiff_t lo, ptrdiff_t hi,
+                                         ptrdiff_t shift, double damping, double floor_) {
+        double change = 0.0;
+        #pragma omp simd reduction(max:change)
+        for (ptrdiff_t m = lo; m < hi; m++) {
+            ptrdiff_t t = sender[m], r = m + shift;
+            double p0 = node_sum[2 * t] - logm[2 * r], p1 = node_sum[2 * t + 1] - logm[2 * r + 1];
+            double n0 = fw_lse2(table[4 * m] + p0, table[4 * m + 1] + p1, floor_);
+            double n1 = fw_lse2(table[4 * m + 2] + p0, table[4 * m + 3] + p1, floor_);
+            double o0 = logm[2 * m], o1 = logm[2 * m + 1];
+            double v = (1.0 - damping) * (n1 - n0) + damping * (o1 - o0);
+            double d0 = -fw_lse2(0.0, v, floor_), d1 = v + d0;
+            out[2 * m] = d0;
+            out[2 * m + 1] = d1;
+            double c0 = fabs(d0 - o0), c1 = fabs(d1 - o1), c = c0 > c1 ? c0 : c1;
+            change = change > c ? change : c;
+        }
+        return change;
+    }
     """
     double fw_trw_value_grad(const double* theta, const double* mu, const double* w,
                              double* grad, Py_ssize_t n, double floor_) noexcept nogil
     void fw_trw_line_derivs(const double* theta, const double* mu, const double* d,
                             const double* w, double g, Py_ssize_t n, double floor_,
                             double* p1, double* p2) noexcept nogil
+    double fw_bp_binary(const double* table, const int* sender, const double* node_sum,
+                        const double* logm, double* out, Py_ssize_t lo, Py_ssize_t hi,
+                        Py_ssize_t shift, double damping, double floor_) noexcept nogil
 
 
 # -- scores of assignments --------------------------------------------------------------
@@ -254,41 +303,210 @@ def trw_line_search(const double[::1] theta, const double[::1] mu, const double[
     phi'(0) >= 0. Stops when |phi'| <= max(atol, rtol |phi'(0)|), when the bracket
     collapses to rounding, or after max_passes passes.
     """
+    cdef double gamma
+    cdef int passes
+    with nogil:
+        gamma = _line_search(theta, mu, d, weight, gamma_max, rtol, atol, max_passes, &passes)
+    return gamma, passes
+
+
+cdef double _line_search(const double[::1] theta, const double[::1] mu, const double[::1] d,
+                         const double[::1] weight, double gamma_max, double rtol, double atol,
+                         int max_passes, int* n_passes) noexcept nogil:
+    """`trw_line_search`'s loop; the passes go to n_passes."""
     cdef double g = 0.0, lo = 0.0, hi = gamma_max, p1, p2, tol, cand
     cdef bint hi_known = False
     cdef int passes = 1
-    with nogil:
-        _derivs(theta, mu, d, 0.0, weight, &p1, &p2)
-        tol = atol
-        if fabs(p1) < INFINITY and rtol * fabs(p1) > tol:
-            tol = rtol * fabs(p1)
-        if not p1 < 0.0 or gamma_max <= 0.0:
-            max_passes = 0  # phi'(0) >= 0: no descent along d
-        while passes < max_passes:
-            cand = g - p1 / p2 if 0.0 < p2 < INFINITY else INFINITY
-            if not (lo < cand < hi):
-                cand = hi if cand >= hi and not hi_known else 0.5 * (lo + hi)
-            if not (lo < cand <= hi) or (cand == hi and hi_known):
-                break  # the bracket has collapsed to adjacent doubles
-            g = cand
-            _derivs(theta, mu, d, g, weight, &p1, &p2)
-            passes += 1
-            if g == gamma_max:
-                if p1 <= 0.0:
-                    lo = gamma_max  # phi' < 0 all the way
-                    break
-                hi_known = True
-                p2 = 0.0  # phi'' is not meaningful at the boundary: bisect next
-                continue
-            if fabs(p1) <= tol:
-                lo = g
+    _derivs(theta, mu, d, 0.0, weight, &p1, &p2)
+    tol = atol
+    if fabs(p1) < INFINITY and rtol * fabs(p1) > tol:
+        tol = rtol * fabs(p1)
+    if not p1 < 0.0 or gamma_max <= 0.0:
+        max_passes = 0  # phi'(0) >= 0: no descent along d
+    while passes < max_passes:
+        cand = g - p1 / p2 if 0.0 < p2 < INFINITY else INFINITY
+        if not (lo < cand < hi):
+            cand = hi if cand >= hi and not hi_known else 0.5 * (lo + hi)
+        if not (lo < cand <= hi) or (cand == hi and hi_known):
+            break  # the bracket has collapsed to adjacent doubles
+        g = cand
+        _derivs(theta, mu, d, g, weight, &p1, &p2)
+        passes += 1
+        if g == gamma_max:
+            if p1 <= 0.0:
+                lo = gamma_max  # phi' < 0 all the way
                 break
-            if p1 < 0.0:
-                lo = g
+            hi_known = True
+            p2 = 0.0  # phi'' is not meaningful at the boundary: bisect next
+            continue
+        if fabs(p1) <= tol:
+            lo = g
+            break
+        if p1 < 0.0:
+            lo = g
+        else:
+            hi = g
+            hi_known = True
+    n_passes[0] = passes
+    return lo
+
+
+# -- MFW correction over the visited vertices (Barrier FW Alg. 5) -----------------------
+
+cdef inline void _to_vertex(double[::1] d, const double[::1] x, const double[::1] u0,
+                            double delta, const int[::1] card, const int[:, ::1] edges,
+                            const long long[::1] node_off, const long long[::1] edge_off,
+                            const int[::1] atom) noexcept nogil:
+    """d = v - x, v the vertex of M_delta that ``atom`` names: (1 - delta) mu(atom) +
+    delta u0, or u0 itself for a row starting with -1 (`fwcore.fw.domains.Vertices`)."""
+    cdef Py_ssize_t k, i, e
+    if atom[0] < 0:
+        for k in range(x.shape[0]):
+            d[k] = u0[k] - x[k]
+        return
+    for k in range(x.shape[0]):
+        d[k] = delta * u0[k] if delta != 0.0 else 0.0
+    for i in range(card.shape[0]):
+        d[node_off[i] + atom[i]] += 1.0 - delta
+    for e in range(edges.shape[0]):
+        d[edge_off[e] + atom[edges[e, 0]] * card[edges[e, 1]] + atom[edges[e, 1]]] += 1.0 - delta
+    for k in range(x.shape[0]):
+        d[k] -= x[k]
+
+
+cdef inline void _add_assignment(double[::1] x, double w, const int[::1] card,
+                                 const int[:, ::1] edges, const long long[::1] node_off,
+                                 const long long[::1] edge_off,
+                                 const int[::1] atom) noexcept nogil:
+    cdef Py_ssize_t i, e
+    for i in range(card.shape[0]):
+        x[node_off[i] + atom[i]] += w
+    for e in range(edges.shape[0]):
+        x[edge_off[e] + atom[edges[e, 0]] * card[edges[e, 1]] + atom[edges[e, 1]]] += w
+
+
+def add_assignment(double[::1] x, Graph graph, const int[::1] atom, double w):
+    """x += w mu(atom), in place: w on the n node entries and E edge entries of the
+    assignment ``atom`` (the vertex of the marginal polytope it names)."""
+    with nogil:
+        _add_assignment(x, w, graph.card, graph.edges, graph.node_off, graph.edge_off, atom)
+
+
+cdef inline void _add_vertex(double[::1] x, double w, const double[::1] u0, double delta,
+                             const int[::1] card, const int[:, ::1] edges,
+                             const long long[::1] node_off, const long long[::1] edge_off,
+                             const int[::1] atom) noexcept nogil:
+    """x += w v, v as in `_to_vertex` (the order of `fwcore.fw.Domain.add_vertices`)."""
+    cdef Py_ssize_t k
+    if atom[0] < 0:
+        for k in range(x.shape[0]):
+            x[k] += w * u0[k]
+        return
+    _add_assignment(x, (1.0 - delta) * w, card, edges, node_off, edge_off, atom)
+    if delta != 0.0:
+        for k in range(x.shape[0]):
+            x[k] += (delta * w) * u0[k]
+
+
+def add_vertices(double[::1] x, Graph graph, const int[:, ::1] atoms,
+                 const double[::1] weights, const double[::1] u0, double delta):
+    """x += sum_a weights[a] v_delta(a), in place, atom by atom (the order of
+    `fwcore.fw.Domain.add_vertices`): v_delta(a) = (1 - delta) mu(a) + delta u0 for an
+    assignment row, u0 for a row starting with -1."""
+    cdef Py_ssize_t a
+    with nogil:
+        for a in range(atoms.shape[0]):
+            _add_vertex(x, weights[a], u0, delta, graph.card, graph.edges, graph.node_off,
+                        graph.edge_off, atoms[a])
+
+
+def mfw_correction(const double[::1] theta, Graph graph, const double[::1] weight,
+                   const int[:, ::1] atoms, double[::1] alpha, double[::1] x,
+                   const double[::1] u0, double delta, double tol, Py_ssize_t max_steps,
+                   double drop_tol, double time_limit, double[::1] grad, double[::1] d,
+                   double[::1] scores):
+    """Barrier FW Alg. 5: away-step FW (MFW, Alg. 3) minimising f = -TRW over conv(V_delta),
+    V the assignments ``atoms`` (int32[m, n]; a row starting with -1 is u0) with
+    barycentric weights ``alpha`` and x = sum_a alpha_a v_delta(a), both updated in place.
+
+    A step: grad = grad f(x) (`trw_value_grad`), scores_a = <grad, v_delta(a)> (O(n + E)
+    per atom), pFW gap = max of the scores of positive weight - min of all; stop when it
+    is <= tol, after max_steps steps or past time_limit seconds (<= 0: none). Else the FW
+    direction to the best atom or the away direction from the worst atom of positive
+    weight, whichever has the larger gap (a FW step when that atom holds all the weight),
+    with the exact line search (`trw_line_search`) up to 1 or the away step's
+    alpha / (1 - alpha) (a drop there); then weights <= drop_tol are zeroed and x moved to
+    the hull of the others. grad, d (length D) and scores (length m) are scratch.
+    Returns (steps, last pFW gap, f at the last x); the loop stops early when f is NaN or
+    +inf (the caller raises).
+    """
+    cdef const int[::1] card = graph.card
+    cdef const int[:, ::1] edges = graph.edges
+    cdef const long long[::1] node_off = graph.node_off, edge_off = graph.edge_off
+    cdef Py_ssize_t m = atoms.shape[0], n_dim = x.shape[0], steps = 0, a, k, i_s, i_v
+    cdef double f = 0.0, gu, gx, gap = INFINITY, gamma, gamma_max, total
+    cdef double stop = monotonic() + time_limit if time_limit > 0.0 else INFINITY
+    cdef int passes
+    with nogil:
+        while True:
+            f = fw_trw_value_grad(&theta[0], &x[0], &weight[0], &grad[0], n_dim, LOG_FLOOR)
+            if not f < INFINITY:
+                break
+            gu = 0.0
+            gx = 0.0
+            for k in range(n_dim):
+                gu += grad[k] * u0[k]
+                gx += grad[k] * x[k]
+            i_s = 0
+            i_v = -1
+            for a in range(m):
+                if atoms[a, 0] < 0:
+                    scores[a] = gu
+                elif delta != 0.0:
+                    scores[a] = (1.0 - delta) * _score(grad, card, edges, node_off, edge_off,
+                                                       atoms[a]) + delta * gu
+                else:
+                    scores[a] = _score(grad, card, edges, node_off, edge_off, atoms[a])
+                if scores[a] < scores[i_s]:
+                    i_s = a
+                if alpha[a] > 0.0 and (i_v < 0 or scores[a] > scores[i_v]):
+                    i_v = a
+            gap = scores[i_v] - scores[i_s]
+            if gap <= tol or steps == max_steps or monotonic() >= stop:
+                break
+            if gx - scores[i_s] >= scores[i_v] - gx or alpha[i_v] >= 1.0 - 1e-15:
+                _to_vertex(d, x, u0, delta, card, edges, node_off, edge_off, atoms[i_s])
+                gamma = _line_search(theta, x, d, weight, 1.0, 1e-10, 0.0, 60, &passes)
+                gamma = min(max(gamma, 0.0), 1.0)
+                for a in range(m):
+                    alpha[a] *= 1.0 - gamma
+                alpha[i_s] += gamma
             else:
-                hi = g
-                hi_known = True
-    return lo, passes
+                gamma_max = alpha[i_v] / (1.0 - alpha[i_v])
+                _to_vertex(d, x, u0, delta, card, edges, node_off, edge_off, atoms[i_v])
+                for k in range(n_dim):
+                    d[k] = -d[k]
+                gamma = _line_search(theta, x, d, weight, gamma_max, 1e-10, 0.0, 60, &passes)
+                gamma = min(max(gamma, 0.0), gamma_max)
+                for a in range(m):
+                    alpha[a] *= 1.0 + gamma
+                alpha[i_v] = 0.0 if gamma >= gamma_max else alpha[i_v] - gamma
+            if gamma > 0.0:
+                for k in range(n_dim):
+                    x[k] += gamma * d[k]
+            total = 0.0  # drop weights <= drop_tol, moving x to the others' hull
+            for a in range(m):
+                if alpha[a] <= drop_tol and alpha[a] != 0.0:
+                    total += alpha[a]
+                    _add_vertex(x, -alpha[a], u0, delta, card, edges, node_off, edge_off,
+                                atoms[a])
+            if total != 0.0:
+                for a in range(m):
+                    alpha[a] = 0.0 if alpha[a] <= drop_tol else alpha[a] / (1.0 - total)
+                for k in range(n_dim):
+                    x[k] /= 1.0 - total
+            steps += 1
+    return steps, gap, f
 
 
 # -- ICM (Besag 1986; Barrier FW, Alg. 6) ----------------------------------------------
@@ -758,6 +976,102 @@ def trbp_sweeps(const double[::1] theta, Graph graph, const long long[::1] msg_o
                                 change = v
             for x in range(logm.shape[0]):
                 logm[x] = new[x]
+            if change < tol:
+                break
+    return sweep, change
+
+
+#: messages per block of a binary sweep: the unit of `binary_messages`, fixed so that any
+#: split of a sweep among threads computes every message the same way (bit for bit)
+BP_BLOCK = 4096
+cdef Py_ssize_t _BP_BLOCK = BP_BLOCK
+
+
+cdef inline void _binary_node_sums(const double[::1] node_theta, Graph graph,
+                                   const double[::1] rho, const double[::1] logm,
+                                   double[::1] node_sum, Py_ssize_t lo,
+                                   Py_ssize_t hi) noexcept nogil:
+    """node_sum_t = theta_t + sum_v rho_vt log m_vt for t in lo..hi-1 (binary)."""
+    cdef const long long[::1] adj_start = graph.adj_start
+    cdef const int[::1] adj_edge = graph.adj_edge
+    cdef const int8_t[::1] adj_first = graph.adj_first
+    cdef Py_ssize_t n_edges = graph.edges.shape[0], t, a, m
+    cdef double s0, s1, r
+    for t in range(lo, hi):
+        s0 = node_theta[2 * t]
+        s1 = node_theta[2 * t + 1]
+        for a in range(adj_start[t], adj_start[t + 1]):
+            m = n_edges + adj_edge[a] if adj_first[a] else adj_edge[a]
+            r = rho[adj_edge[a]]
+            s0 += r * logm[2 * m]
+            s1 += r * logm[2 * m + 1]
+        node_sum[2 * t] = s0
+        node_sum[2 * t + 1] = s1
+
+
+cdef inline double _binary_messages(const double[::1] table, const int[::1] sender,
+                                    const double[::1] node_sum, const double[::1] logm,
+                                    double[::1] new, Py_ssize_t n_edges, double damping,
+                                    Py_ssize_t b_lo, Py_ssize_t b_hi) noexcept nogil:
+    """The messages of blocks b_lo..b_hi-1 into new; their largest change."""
+    cdef Py_ssize_t per_half = (n_edges + _BP_BLOCK - 1) // _BP_BLOCK, b, lo, half
+    cdef double change = 0.0, c
+    for b in range(b_lo, b_hi):
+        half = b // per_half  # blocks of messages i -> j (reverse m + E), then j -> i
+        lo = (b % per_half) * _BP_BLOCK + half * n_edges
+        c = fw_bp_binary(&table[0], &sender[0], &node_sum[0], &logm[0], &new[0], lo,
+                         min(lo + _BP_BLOCK, (half + 1) * n_edges),
+                         -n_edges if half else n_edges, damping, LOG_FLOOR)
+        if c > change:
+            change = c
+    return change
+
+
+def binary_node_sums(Graph graph, const double[::1] node_theta, const double[::1] rho,
+                     const double[::1] logm, double[::1] node_sum, Py_ssize_t lo,
+                     Py_ssize_t hi):
+    """The node sums of variables lo..hi-1 of a `trbp_binary_sweeps` sweep."""
+    with nogil:
+        _binary_node_sums(node_theta, graph, rho, logm, node_sum, lo, hi)
+
+
+def binary_messages(const double[::1] table, const int[::1] sender,
+                    const double[::1] node_sum, const double[::1] logm, double[::1] new,
+                    double damping, Py_ssize_t b_lo, Py_ssize_t b_hi):
+    """The messages of blocks b_lo..b_hi-1 (BP_BLOCK messages each; the blocks of messages
+    i -> j, then of j -> i) of a `trbp_binary_sweeps` sweep into new, after the node sums;
+    returns their largest change."""
+    cdef double change
+    with nogil:
+        change = _binary_messages(table, sender, node_sum, logm, new, sender.shape[0] // 2,
+                                  damping, b_lo, b_hi)
+    return change
+
+
+def trbp_binary_sweeps(Graph graph, const double[::1] node_theta, const double[::1] table,
+                       const int[::1] sender, const double[::1] rho, double damping,
+                       double tol, Py_ssize_t n_sweeps, double[::1] logm, double[::1] new,
+                       double[::1] node_sum):
+    """`trbp_sweeps` for binary variables and finite log-potentials, vectorised over the
+    messages (TRW paper, Wainwright et al. 2005, eq. 39): message m (layout of
+    `trbp_sweeps`: logm[2m:2m+2]) from variable sender[m] with table[4m:4m+4] =
+    theta_st(x_t, x_s) / rho_st at 2 x_s + x_t; node_theta holds the 2n node
+    log-potentials. A sweep: the node sums (`binary_node_sums`), then each message
+    logsumexp_{x_t}(table + node_sum_t - log m_st), damped as a log-ratio, (1 - damping)
+    new + damping old, and normalised (`binary_messages`). new and node_sum (length 2n)
+    are scratch. Returns (sweeps done, largest change of the last sweep).
+    """
+    cdef Py_ssize_t n = graph.card.shape[0], n_edges = sender.shape[0] // 2, sweep = 0, k
+    cdef Py_ssize_t n_blocks = 2 * ((n_edges + _BP_BLOCK - 1) // _BP_BLOCK)
+    cdef double change = INFINITY
+    with nogil:
+        while sweep < n_sweeps:
+            sweep += 1
+            _binary_node_sums(node_theta, graph, rho, logm, node_sum, 0, n)
+            change = _binary_messages(table, sender, node_sum, logm, new, n_edges, damping, 0,
+                                      n_blocks)
+            for k in range(logm.shape[0]):
+                logm[k] = new[k]
             if change < tol:
                 break
     return sweep, change

@@ -110,6 +110,11 @@ def _listed(values, most=8):
     return shown + (f", ... ({len(values)} in all)" if len(values) > most else "")
 
 
+#: the slots a model shares with its `PairwiseMRF.with_theta` copies
+_GRAPH_SLOTS = ("card", "edges", "node_off", "edge_off", "adj_start", "adj_var", "adj_edge",
+                "adj_first", "graph")
+
+
 class PairwiseMRF(Named):
     """A pairwise Markov random field over discrete variables, scores maximised.
 
@@ -133,8 +138,7 @@ class PairwiseMRF(Named):
     Log-potentials may be ``-inf`` (impossible states); NaN and ``+inf`` are rejected.
     """
 
-    __slots__ = ("card", "edges", "node_off", "edge_off", "theta", "names", "states",
-                 "adj_start", "adj_var", "adj_edge", "adj_first", "graph", "__weakref__")
+    __slots__ = (*_GRAPH_SLOTS, "theta", "names", "states", "__weakref__")
 
     def __init__(self, card, unary=None, edges=(), pairwise=None, *, names=None, states=None):
         card = _check_card(card)
@@ -182,8 +186,17 @@ class PairwiseMRF(Named):
 
     def with_theta(self, theta):
         """The same graph, cardinalities and names with other log-potentials (flat
-        layout)."""
-        return PairwiseMRF.from_flat(self.card, self.edges, theta, self.names, self.states)
+        layout), sharing this model's read-only graph arrays."""
+        theta = np.asarray(theta, dtype=np.float64)
+        if theta.shape != self.theta.shape:
+            raise ValueError(f"theta must be a 1-D array of length {self.dim} (the flat "
+                             f"layout's dim); got shape {theta.shape}")
+        _check_values("theta", theta)
+        other = PairwiseMRF.__new__(PairwiseMRF)
+        for name in (*_GRAPH_SLOTS, "names", "states"):
+            object.__setattr__(other, name, getattr(self, name))
+        object.__setattr__(other, "theta", _readonly(np.array(theta, order="C")))
+        return other
 
     def _set_flat(self, card, edges, theta, names=None, states=None):
         n = card.shape[0]

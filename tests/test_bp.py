@@ -122,6 +122,8 @@ def random_tree(n, seed):
 
 models = st.one_of(
     st.builds(lambda s: random_grid(3, 4, seed=s), st.integers(0, 10**6)),
+    st.builds(lambda s, c: random_grid(4, 3, coupling=c, field=c, seed=s), st.integers(0, 10**6),
+              st.sampled_from([30.0, 1e3])),
     st.builds(lambda s: random_clique(5, seed=s), st.integers(0, 10**6)),
     st.builds(mixed_model, st.integers(2, 7), st.sampled_from([0.4, 0.8]),
               st.sampled_from([0.0, 0.3]), st.integers(0, 10**6)))
@@ -136,7 +138,7 @@ def test_kernel_equals_numpy_twin(model, damping, uniform, n_sweeps, seed):
     mu, it, converged, change = trbp_beliefs(model, rho, damping, n_sweeps, tol=-1.0)
     assert it == n_sweeps and not converged and np.isfinite(change)
     twin = numpy_sweeps(model, rho, damping, n_sweeps)
-    logm = _messages(model, rho, damping, n_sweeps, -1.0, None)[0]
+    logm = _messages(model, rho, damping, n_sweeps, -1.0, None, None, 1)[0]
     np.testing.assert_array_equal(np.isfinite(logm), np.isfinite(twin))
     fin = np.isfinite(twin)
     np.testing.assert_allclose(logm[fin], twin[fin], rtol=0, atol=1e-10)
@@ -155,6 +157,21 @@ def test_loopy_bp_on_tree_is_exact(seed):
     mu, it, converged, change = trbp_beliefs(model, np.ones(model.n_edges), 0.5, 2000, 1e-12)
     assert converged and change < 1e-12
     np.testing.assert_allclose(mu, exact_inference(model).mu, atol=1e-9)
+
+
+def test_binary_sweeps_on_threads_equal_one_thread():
+    """n_jobs splits each sweep of a binary model with more than BP_BLOCK edges into
+    parts: bit for bit the messages of one thread (and of -1, one thread per core)."""
+    model = random_grid(50, 90, coupling=2.0, seed=3)  # 8860 edges: 4 blocks of messages
+    rho = np.random.default_rng(3).uniform(0.2, 1.0, model.n_edges)
+    one = _messages(model, rho, 0.5, 23, -1.0, None, None, 1)[0]
+    for n_jobs in (2, 3, 8):
+        np.testing.assert_array_equal(_messages(model, rho, 0.5, 23, -1.0, None, None, n_jobs)[0],
+                                      one)
+    np.testing.assert_array_equal(loopy_bp(model, max_iter=7, n_jobs=-1).mu,
+                                  loopy_bp(model, max_iter=7).mu)
+    with pytest.raises(ValueError, match="n_jobs must be an int >= 1 or -1"):
+        trbp(model, n_jobs=0)
 
 
 def test_stops_at_tolerance_and_max_iter():

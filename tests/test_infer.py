@@ -6,7 +6,10 @@ import pytest
 from fwcore.exact import exact_inference
 from fwcore.generators import potts_grid, random_clique, random_grid
 from fwcore import infer, loopy_bp, trbp
+from fwcore.fw import MFWCorrection, correct, frank_wolfe
+from fwcore.marginals.barrier_fw import MarginalPolytope
 from fwcore.marginals.trw import TRWObjective
+from fwcore.oracles import resolve_oracle
 from fwcore.model import PairwiseMRF
 from fwcore.results import Status
 from fwcore.marginals.rho import matrix_tree_rho, max_spanning_forest
@@ -151,6 +154,26 @@ def test_rho_line_search_minimises_the_bound_along_the_fw_direction():
     # corrections capped at 100 steps cannot resolve mu* to a gap of 1e-6: the fixed step
     unresolved = infer(model, oracle="exact", rho=rho0, rho_updates=1, tol=1e-6, rho_tol=1e-6)
     np.testing.assert_allclose(unresolved.rho, rho0 + 2 / 3 * d, atol=1e-12)
+
+
+@pytest.mark.parametrize("delta", [0.0, 0.02])
+def test_correction_kernel_takes_the_engines_steps(delta):
+    """Barrier FW Alg. 5 in one kernel call (`TRWObjective.correction`) against the
+    engine's own steps (`MFWCorrection` without a kernel) from the same vertices of a
+    Barrier FW run: the same steps, vertices and weights up to rounding."""
+    model = random_clique(8, 2.0, seed=4)
+    dom = MarginalPolytope(model, resolve_oracle("exact", model), 0)
+    obj = TRWObjective(model, matrix_tree_rho(model))
+    run = frank_wolfe(obj, dom, method="fcfw", delta=0.02, max_iter=15, tol=0.0, trace=False,
+                      corrections=[MFWCorrection(max_steps=3)])
+    for tol, steps in ((1e-3, 100), (0.0, 40)):
+        py, fused = (correct(obj, dom, (run.atoms, run.weights), MFWCorrection(
+            steps, tol=tol, kernel=kernel), delta=delta) for kernel in (None, obj.correction))
+        assert fused.n_iter == py.n_iter and fused.status is py.status
+        np.testing.assert_array_equal(fused.atoms, py.atoms)
+        np.testing.assert_allclose(fused.weights, py.weights, atol=1e-10)
+        np.testing.assert_allclose(fused.x, py.x, atol=1e-10)
+        np.testing.assert_allclose(fused.gap, py.gap, rtol=1e-8, atol=1e-12)
 
 
 def test_default_local_search_is_reproducible():

@@ -374,6 +374,113 @@ def test_line_search_boundary_cases():
     assert 0.0 < gamma < 1.0 and passes < 60
 
 
+@SETTINGS
+@given(seeds)
+def test_add_vertices_matches_its_twin(seed):
+    rng = np.random.default_rng(seed)
+    m = random_model(rng)
+    delta = float(rng.choice([0.0, 0.1]))
+    atoms, alpha, x = random_correction_set(rng, m, delta)
+    out = rng.random(m.dim)
+    expected = out + x
+    K.add_vertices(out, m.graph, atoms, alpha, m.uniform_marginals(), delta)
+    close(out, expected, rtol=1e-12, atol=1e-15)
+
+
+# -- MFW correction over V (Barrier FW Alg. 5) -----------------------------------------
+
+def twin_mfw_correction(m, w, atoms, alpha, x, delta, tol, max_steps, drop_tol):
+    """Barrier FW Alg. 5 on dense vertices: away-step FW over conv(V_delta) (rows of -1
+    are u0) with the exact line search (`trw_line_search`, twinned above); weights <=
+    drop_tol dropped after each step. Returns (steps, pFW gap, f, alpha, x)."""
+    u0 = m.uniform_marginals()
+    V = np.array([u0 if a[0] < 0 else (1 - delta) * m.marginal_vector(a) + delta * u0
+                  for a in atoms])
+    alpha, x = alpha.copy(), x.copy()
+    steps = 0
+    while True:
+        f, g = twin_value_grad(m, x, w)
+        scores = V @ g
+        gap = scores[alpha > 0].max() - scores.min()
+        if gap <= tol or steps == max_steps:
+            return steps, gap, f, alpha, x
+        i_s = int(np.argmin(scores))
+        i_v = int(np.argmax(np.where(alpha > 0, scores, -np.inf)))
+        gx = g @ x
+        if gx - scores[i_s] >= scores[i_v] - gx or alpha[i_v] >= 1 - 1e-15:
+            d = V[i_s] - x
+            gamma = K.trw_line_search(m.theta, x, d, w, 1.0)[0]
+            alpha *= 1 - gamma
+            alpha[i_s] += gamma
+        else:
+            gamma_max = alpha[i_v] / (1 - alpha[i_v])
+            d = x - V[i_v]
+            gamma = K.trw_line_search(m.theta, x, d, w, gamma_max)[0]
+            alpha *= 1 + gamma
+            alpha[i_v] = 0.0 if gamma >= gamma_max else alpha[i_v] - gamma
+        x = x + gamma * d
+        drop = (alpha <= drop_tol) & (alpha != 0)
+        if drop.any():
+            total = alpha[drop].sum()
+            x = (x - alpha[drop] @ V[drop]) / (1 - total)
+            alpha = np.where(alpha <= drop_tol, 0.0, alpha / (1 - total))
+        steps += 1
+
+
+def random_correction_set(rng, m, delta):
+    """Distinct assignments (and u0 when delta > 0) with random weights, and their x."""
+    rows = {tuple(rng.integers(0, m.card)) for _ in range(int(rng.integers(1, 8)))}
+    atoms = np.array(sorted(rows), dtype=np.int32).reshape(-1, m.n_vars)
+    if delta > 0:
+        atoms = np.vstack([atoms, np.full(m.n_vars, -1, dtype=np.int32)])
+    alpha = rng.dirichlet(np.ones(len(atoms)))
+    alpha[(rng.random(len(atoms)) < 0.2) & (alpha < alpha.max())] = 0.0
+    alpha /= alpha.sum()
+    u0 = m.uniform_marginals()
+    x = sum(a * (u0 if r[0] < 0 else (1 - delta) * m.marginal_vector(r) + delta * u0)
+            for a, r in zip(alpha, atoms))
+    return np.ascontiguousarray(atoms), alpha, x
+
+
+@SETTINGS
+@given(seeds)
+def test_mfw_correction_matches_twin(seed):
+    rng = np.random.default_rng(seed)
+    m = random_model(rng, neg_inf=False, scale=float(rng.choice([1.0, 10.0])))
+    delta = float(rng.choice([0.0, 1e-3, 0.1]))
+    w = random_rho(rng, m)[2]
+    atoms, alpha, x = random_correction_set(rng, m, delta)
+    tol, max_steps = float(rng.choice([1e-6, 1e-3])), int(rng.integers(0, 12))
+    steps, gap, f, a_twin, x_twin = twin_mfw_correction(m, w, atoms, alpha, x, delta, tol,
+                                                        max_steps, 1e-12)
+    a, y = alpha.copy(), x.copy()
+    out = K.mfw_correction(m.theta, m.graph, w, atoms, a, y, m.uniform_marginals(), delta,
+                           tol, max_steps, 1e-12, 0.0, np.empty(m.dim), np.empty(m.dim),
+                           np.empty(len(atoms)))
+    assert out[0] == steps
+    scale = 1.0 + np.abs(m.theta).sum()
+    close(out[1], gap, rtol=1e-7, atol=1e-9 * scale)
+    close(out[2], f, rtol=1e-7, atol=1e-9 * scale)
+    close(a, a_twin, atol=1e-8)
+    close(y, x_twin, atol=1e-8)
+    assert (a >= 0).all() and abs(a.sum() - 1) < 1e-12
+
+
+def test_mfw_correction_stops_at_its_time_limit_and_on_an_infinite_value():
+    m = random_grid(3, coupling=2.0, seed=1)
+    w = random_rho(np.random.default_rng(1), m)[2]
+    atoms, alpha, x = random_correction_set(np.random.default_rng(3), m, 0.1)
+    scratch = np.empty(m.dim), np.empty(m.dim), np.empty(len(atoms))
+    out = K.mfw_correction(m.theta, m.graph, w, atoms, alpha.copy(), x.copy(),
+                           m.uniform_marginals(), 0.1, 0.0, 1000, 1e-12, 1e-9, *scratch)
+    assert out[0] == 0 and out[1] > 0
+    theta = m.theta.copy()
+    theta[np.flatnonzero(x > 0)[0]] = -np.inf  # mass on an impossible state: f = +inf
+    out = K.mfw_correction(theta, m.graph, w, atoms, alpha.copy(), x.copy(),
+                           m.uniform_marginals(), 0.1, 0.0, 1000, 1e-12, 0.0, *scratch)
+    assert out[0] == 0 and out[2] == np.inf
+
+
 # -- scores of assignments -------------------------------------------------------------
 
 @SETTINGS
@@ -385,6 +492,19 @@ def test_score_assignments_matches_its_twin(seed):
     out = np.empty(4)
     K.score_assignments(m.theta, m.graph, atoms, out)
     close(out, m.score(atoms))
+
+
+@SETTINGS
+@given(seeds)
+def test_add_assignment_matches_its_twin(seed):
+    rng = np.random.default_rng(seed)
+    m = random_model(rng)
+    atom = np.ascontiguousarray(rng.integers(0, m.card), dtype=np.int32)
+    x = rng.random(m.dim)
+    w = float(rng.normal())
+    expected = x + w * m.marginal_vector(atom)
+    K.add_assignment(x, m.graph, atom, w)
+    close(x, expected)
 
 
 # -- ICM -------------------------------------------------------------------------------

@@ -162,6 +162,25 @@ def test_the_body_gets_converted_values_and_the_signature_is_kept():
         checked(TINY, 1, 1.0, True)
 
 
+def _named(model, steps, scale=1.0, *, verbose=False):
+    """A stand-in entry point whose parameters are all named (bound by a dict)."""
+    return steps, scale, verbose
+
+
+def test_named_parameters_bind_as_python_binds_them():
+    checked = validate_params({"steps": Interval(1, integer=True), "scale": Interval(0.0)},
+                              unchecked=("model", "verbose"))(_named)
+    assert checked(TINY, 3.0) == (3, 1.0, False)
+    assert checked(TINY, 2, 5, verbose=True) == (2, 5.0, True)
+    assert checked(model=TINY, scale=2, steps=4) == (4, 2.0, False)
+    for args, kwargs, words in [((TINY,), {}, "missing a required argument: 'steps'"),
+                                ((TINY, 1), {"steps": 2}, "multiple values for argument 'steps'"),
+                                ((TINY, 1), {"scal": 2}, "got an unexpected keyword argument 'scal'"),
+                                ((TINY, 1, 2.0, True), {}, "too many positional arguments")]:
+        with pytest.raises(TypeError, match=rf"^_named\(\) {words}$"):
+            checked(*args, **kwargs)
+
+
 def _brute_map(model, time_limit=None):
     """MAP by brute force."""
     return fwcore.infer_map(model, "bruteforce", time_limit=time_limit)

@@ -13,7 +13,14 @@ Prints, per model: seconds and zeta_mu (mean |P(x_i=1) - exact|, where an exact 
 exists) for PGMax loopy BP (1000 iterations, damping 0.5, as fwcore's loopy_bp), fwcore's
 loopy BP, TRBP, and Barrier FW (exact oracle where tractable, TRW-S otherwise). Seconds
 are the median of 3 runs (PGMax's first, compiling run excluded).
+
+    python bench/peers/pgmax_bp.py --per-iteration SIDE ITERATIONS
+
+prints instead, as JSON, PGMax's wall and CPU seconds per iteration of loopy BP on
+``fwcore.random_grid(SIDE, seed=0)`` (medians of 3 runs of ITERATIONS iterations; CPU of
+every thread): what bench/benchmarks/speed.py's `LoopyBPPeer` reads.
 """
+import json
 import os
 import statistics
 import sys
@@ -65,7 +72,20 @@ def zeta(p1, exact):
     return float("nan") if exact is None else float(np.mean(np.abs(p1 - exact)))
 
 
+def per_iteration(side, iterations):
+    """{"wall": s, "cpu": s} per iteration of PGMax loopy BP on random_grid(side, seed=0),
+    timed as bench/benchmarks/speed.py times fwcore's."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from benchmarks.speed import per_iteration as timed
+    wall, cpu = timed(pgmax_loopy_bp(fwcore.random_grid(side, seed=0), num_iters=iterations),
+                      iterations)
+    return {"wall": wall, "cpu": cpu}
+
+
 def main():
+    if sys.argv[1:2] == ["--per-iteration"]:
+        print(json.dumps(per_iteration(int(sys.argv[2]), int(sys.argv[3]))))
+        return 0
     models = []
     grid10 = INSTANCES / "fw-inference" / "grid10x10" / "gridWi10Tr1.uai"
     for path in [grid10, INSTANCES / "uai2014" / "Segmentation_11.uai",

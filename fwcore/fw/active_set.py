@@ -25,18 +25,23 @@ class ActiveSet:
         """Validated active set from ``atoms`` (int[m, k]) and ``weights`` (float[m])."""
         atoms = np.asarray(atoms)
         weights = np.asarray(weights, dtype=np.float64)
-        if atoms.ndim != 2 or atoms.shape[0] < 1 or not np.issubdtype(atoms.dtype, np.integer):
+        if atoms.ndim != 2 or 0 in atoms.shape or not np.issubdtype(atoms.dtype, np.integer):
             raise ValueError(f"atoms must be a non-empty 2-D integer array; got {atoms.dtype} "
                              f"of shape {atoms.shape}")
         if weights.shape != (atoms.shape[0],):
             raise ValueError(f"weights must have shape ({atoms.shape[0]},); got {weights.shape}")
         if not np.isfinite(weights).all() or (weights < 0).any() or abs(weights.sum() - 1) > 1e-9:
             raise ValueError("weights must be finite, >= 0 and sum to 1")
-        self = cls(atoms.shape[1], capacity=max(8, atoms.shape[0]))
-        for atom, w in zip(atoms, weights):
-            if self.find(atom) >= 0:
-                raise ValueError("atoms must be distinct rows; merge duplicates and add their weights")
-            self.add(atom, w)
+        m = atoms.shape[0]
+        self = cls(atoms.shape[1], capacity=max(8, m))
+        self._atoms[:m] = atoms
+        self._weights[:m] = weights
+        # each row's bytes (its key in find and add), from a void view in one call
+        keys = self._atoms[:m].view(np.dtype((np.void, 4 * self._atoms.shape[1]))).ravel()
+        self._index = dict(zip(keys.tolist(), range(m)))
+        if len(self._index) < m:
+            raise ValueError("atoms must be distinct rows; merge duplicates and add their weights")
+        self.size = m
         self.renormalize()
         return self
 

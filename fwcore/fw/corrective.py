@@ -7,6 +7,7 @@ before the first oracle call. A step works on the run's active set V through the
 """
 import abc
 import math
+import time
 
 import numpy as np
 
@@ -33,14 +34,22 @@ class MFWCorrection(CorrectiveStep):
     caps them: each step scores every vertex of V, so at most max(10, work / (|V| dim))
     steps), or the run's time. Runs after every ``every``-th FW step, and on the warm
     start when ``initial`` (Barrier FW Alg. 2 line 23). ``last_gap`` is the last pFW gap of
-    the current run (0 before its first correction)."""
+    the current run (0 before its first correction).
+
+    ``kernel`` (None: the steps of `correct`, for any domain and objective) runs the same
+    steps in one call with the objective's exact line search, whatever the run's step
+    rule: ``kernel(x, atoms, weights, u0, delta, tol, max_steps, drop_tol, time_limit)``
+    updates x and the weights in place and returns (steps, last pFW gap, f and grad f at
+    the last x), as `fwcore.marginals.trw.TRWObjective.correction` does over assignments."""
 
     @validate_params({"max_steps": Interval(0, integer=True),
                       "tol": [Interval(0.0), CALLABLE, None], "every": Interval(1, integer=True),
-                      "work": [Interval(1.0), None]}, unchecked=("initial",))
-    def __init__(self, max_steps=100, tol=None, every=1, work=None, initial=False):
+                      "work": [Interval(1.0), None], "kernel": [CALLABLE, None]},
+                     unchecked=("initial",))
+    def __init__(self, max_steps=100, tol=None, every=1, work=None, initial=False,
+                 kernel=None):
         self.max_steps, self.tol, self.every, self.work = max_steps, tol, every, work
-        self.initial = bool(initial)
+        self.initial, self.kernel = bool(initial), kernel
         self.last_gap = 0.0
 
     def tolerance(self, run, gap):
@@ -66,6 +75,8 @@ class MFWCorrection(CorrectiveStep):
         if max_steps == 0:
             return 0
         tol = self.tolerance(run, gap)
+        if self.kernel is not None:
+            return self._fused(run, tol, max_steps)
         for t in range(max_steps + 1):
             _, g = run.evaluate()
             scores = run.vertices.scores(g, run.active.atoms)
@@ -75,6 +86,17 @@ class MFWCorrection(CorrectiveStep):
                 return t
             run.away_step(g, int(np.argmin(scores)), scores, iteration=t)
             run.purge(keep_atoms=True)
+
+    def _fused(self, run, tol, max_steps):
+        """`correct` by ``kernel``: one call, then the run's bookkeeping."""
+        at = run.stop.deadline.at
+        steps, self.last_gap, f, g = self.kernel(
+            run.x, run.active.atoms, run.active.weights, run.vertices.u0, run.vertices.delta,
+            tol, max_steps, run.options.drop_tol,
+            0.0 if at is None else max(at - time.time(), 1e-9))
+        run.moved()
+        run.evaluated(f, g)
+        return steps
 
 
 class LocalSearch(CorrectiveStep):

@@ -11,8 +11,10 @@ A domain subclasses `Domain`, which declares
     u0                        a dense point in the relative interior (None: no contraction)
     exact                     lmo returns true minimisers (so the FW gap is a certificate)
 
-so the marginal polytope plugs in with assignments as atoms and the ``score_assignments``
-kernel as ``inner``. Atoms are never -1 filled: that row is reserved for u0.
+and may override ``add_vertices`` (a kernel for the sum of many contracted vertices), so
+the marginal polytope plugs in with assignments as atoms and the ``score_assignments``,
+``add_assignment`` and ``add_vertices`` kernels. Atoms are never -1 filled: that row is
+reserved for u0.
 """
 import abc
 
@@ -45,6 +47,18 @@ class Domain(abc.ABC):
     @abc.abstractmethod
     def add(self, x, atom, w):
         """x += w v(atom), in place."""
+
+    def add_vertices(self, x, atoms, weights, delta):
+        """x += sum_a weights[a] v_delta(a) over the rows of ``atoms``, in place, atom by atom:
+        v_delta(a) = (1 - delta) v(a) + delta u0 (u0 itself for a row of U0_ATOM)."""
+        u0 = None if self.u0 is None else np.asarray(self.u0, dtype=np.float64)
+        for atom, w in zip(atoms, weights):
+            if atom[0] == U0_ATOM:
+                x += w * u0
+                continue
+            self.add(x, atom, (1.0 - delta) * w)
+            if delta:
+                x += (delta * w) * u0
 
 
 class Simplex(Domain):
@@ -141,16 +155,10 @@ class Vertices:
 
     def add(self, x, atom, w):
         """x += w * v_delta(atom), in place."""
-        if atom[0] == U0_ATOM:
-            x += w * self.u0
-            return
-        self.domain.add(x, atom, (1.0 - self.delta) * w)
-        if self.delta:
-            x += (self.delta * w) * self.u0
+        self.domain.add_vertices(x, atom[None, :], np.array([w], dtype=np.float64), self.delta)
 
     def dense(self, atoms, weights):
         """sum_a w_a v_delta(a) as a dense vector."""
         x = np.zeros(self.domain.dim)
-        for atom, w in zip(atoms, weights):
-            self.add(x, atom, w)
+        self.domain.add_vertices(x, atoms, weights, self.delta)
         return x

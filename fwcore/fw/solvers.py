@@ -112,13 +112,17 @@ class _Run:
     def evaluate(self):
         """(f(x), grad f(x)), computed once per iterate."""
         if self._cache is None or self._cache[0] != self._version:
-            f, g = self.objective.value_grad(self.x)
-            f = float(f)
-            if math.isnan(f) or f == math.inf:
-                raise ValueError(f"objective value is {f} at the current iterate; the objective "
-                                 "must be finite on the domain (contract it with delta > 0)")
-            self._cache = (self._version, f, np.asarray(g, dtype=np.float64))
+            self.evaluated(*self.objective.value_grad(self.x))
         return self._cache[1], self._cache[2]
+
+    def evaluated(self, f, g):
+        """Keep (f, grad f) of the current iterate, computed elsewhere (a fused corrective
+        step); ValueError unless f is finite or -inf."""
+        f = float(f)
+        if math.isnan(f) or f == math.inf:
+            raise ValueError(f"objective value is {f} at the current iterate; the objective "
+                             "must be finite on the domain (contract it with delta > 0)")
+        self._cache = (self._version, f, np.asarray(g, dtype=np.float64))
 
     def lmo(self, domain, g):
         """One counted oracle call, its atom validated."""

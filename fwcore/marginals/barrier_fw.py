@@ -118,8 +118,9 @@ class _OraclePolytope(Domain):
 class MarginalPolytope(_OraclePolytope):
     """M for the engine: atoms are assignments, the lmo is a MAP oracle on -grad (warm
     started at the last vertex when approximate, each call given the time left before
-    ``deadline``), inner products by the `score_assignments` kernel; `local_lmo` is ICM
-    warm-started at a vertex (Alg. 6)."""
+    ``deadline``), inner products and vertices by the `score_assignments`,
+    `add_assignment` and `add_vertices` kernels; `local_lmo` is ICM warm-started at a
+    vertex (Alg. 6)."""
 
     def __init__(self, model, oracle, seed):
         self.model, self.oracle = model, oracle
@@ -143,9 +144,10 @@ class MarginalPolytope(_OraclePolytope):
         return out
 
     def add(self, x, atom, w):
-        m = self.model
-        x[m.node_off[:-1] + atom] += w
-        x[m.edge_off[:-1] + atom[m.edges[:, 0]] * m.card[m.edges[:, 1]] + atom[m.edges[:, 1]]] += w
+        _kernels.add_assignment(x, self.model.graph, atom, w)
+
+    def add_vertices(self, x, atoms, weights, delta):
+        _kernels.add_vertices(x, self.model.graph, atoms, weights, self.u0, delta)
 
     def local_lmo(self, g, atom):
         x = np.array(atom, dtype=np.int32)
@@ -328,7 +330,7 @@ def _inner_run(run, left, last):
     halved it after each inner run: measured, no better marginals and more MAP calls).
     None on Ctrl-C."""
     res = run.res
-    steps = _corrections(run.dom, run.correction, run.local_steps, warm=res is not None)
+    steps = _corrections(run, warm=res is not None)
     return run.guard(frank_wolfe, run.objective, run.dom, method="fcfw",
                      tol=run.tol if last else run.rho_tol, max_iter=run.max_iter,
                      max_time=left, callback=run.recorder,
@@ -360,7 +362,8 @@ def _rho_line_search(run):
     d = rho_direction(model, res.x, rho)
     t0 = time.perf_counter()
     resolved = []
-    correction = MFWCorrection(_CORRECTION_STEPS, tol=run.tol, work=_CORRECTION_WORK)
+    correction = MFWCorrection(_CORRECTION_STEPS, tol=run.tol, work=_CORRECTION_WORK,
+                               kernel=_correction_kernel(run))
 
     def dphi(a):
         run.objective.set_rho(rho + a * d)
@@ -375,16 +378,22 @@ def _rho_line_search(run):
     return rho + (a if all(resolved) else 2.0 / (run.outer + 3.0)) * d
 
 
-def _corrections(dom, correction, local_steps, warm):
+def _corrections(run, warm):
     """The FCFW corrective steps of one inner run: the MFW correction (Alg. 5; also on the
     warm start, Alg. 2 line 23) and the ICM local search (Alg. 6)."""
     steps = []
-    if correction:
+    if run.correction:
         steps.append(MFWCorrection(_CORRECTION_STEPS, tol=_correction_tol,
-                                   work=_CORRECTION_WORK, initial=warm))
-    if local_steps:
-        steps.append(LocalSearch(dom.local_lmo, local_steps))
+                                   work=_CORRECTION_WORK, initial=warm,
+                                   kernel=_correction_kernel(run)))
+    if run.local_steps:
+        steps.append(LocalSearch(run.dom.local_lmo, run.local_steps))
     return steps
+
+
+def _correction_kernel(run):
+    """The MFW correction in one kernel call over M (atoms are assignments); None over L."""
+    return run.objective.correction if isinstance(run.dom, MarginalPolytope) else None
 
 
 def _delta_rule(approximate, steps):

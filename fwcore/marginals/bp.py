@@ -16,12 +16,16 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from functools import partial
 
 import numpy as np
 
-from .._kernels import trbp_sweeps
-from ..checks import BOOL, CALLABLE, TIME, Interval, check_feasible, check_model, validate_params
+from .._kernels import (BP_BLOCK, binary_messages, binary_node_sums, trbp_binary_sweeps,
+                        trbp_sweeps)
+from ..checks import BOOL, CALLABLE, N_JOBS, TIME, Interval, check_feasible, check_model, \
+    n_threads, validate_params
 from ..factor_graph import FactorGraph, solves_factor_graphs
 from ..loop import Callbacks, Deadline, Guard, Stopping, run_loop
 from ..model import PairwiseMRF, concat_ranges
@@ -68,7 +72,8 @@ def _initial_messages(model, msg_off):
     return np.where(ok, -np.log(np.maximum(count, 1))[owner], -np.inf)
 
 
-def trbp_beliefs(model, rho, damping=0.5, max_iter=1000, tol=1e-8, deadline=None, guard=None):
+def trbp_beliefs(model, rho, damping=0.5, max_iter=1000, tol=1e-8, deadline=None, guard=None,
+                 n_jobs=1):
     """Run damped parallel TRBP; return (mu, n_iter, converged, max message change).
 
     ``mu`` is the flat pseudo-marginal vector in the model's layout. ``rho`` must be
@@ -76,36 +81,86 @@ def trbp_beliefs(model, rho, damping=0.5, max_iter=1000, tol=1e-8, deadline=None
     change of a normalised log-message is below ``tol``, after ``max_iter`` sweeps, at
     the `fwcore.loop.Deadline` ``deadline`` (checked every ``_CHUNK`` sweeps), or, given
     a `fwcore.loop.Guard`, at Ctrl-C (``guard.interrupted``: the beliefs are those of the
-    messages so far). The sweeps run in `fwcore._kernels.trbp_sweeps`.
+    messages so far). The sweeps run in `fwcore._kernels.trbp_binary_sweeps` (its parts
+    on ``n_jobs`` threads) when every variable is binary and every log-potential finite,
+    else in `fwcore._kernels.trbp_sweeps`.
     """
     rho = np.maximum(np.asarray(rho, dtype=np.float64), _RHO_MIN)
     logm, msg_off, it, converged, change = _messages(model, rho, damping, max_iter, tol,
-                                                     deadline, guard)
+                                                     deadline, guard, n_jobs)
     return _beliefs(model, rho, logm, msg_off), it, converged, change
 
 
-def _messages(model, rho, damping, max_iter, tol, deadline, guard=None):
+def _messages(model, rho, damping, max_iter, tol, deadline, guard, n_jobs):
     """The sweeps of `trbp_beliefs`: (flat log-messages, msg_off, n_iter, converged,
     change)."""
     msg_off = _message_offsets(model)
     logm = _initial_messages(model, msg_off)
-    scratch = (np.empty_like(logm), np.empty(model.node_off[-1]),
-               np.empty(2 * (int(model.card.max()) if model.n_vars else 1)))
+    scratch = (logm, np.empty_like(logm), np.empty(model.node_off[-1]))
+    pool = None
+    if (model.card == 2).all() and np.isfinite(model.theta).all():
+        tables = _binary_tables(model, rho)
+        if n_jobs > 1 and model.n_edges > BP_BLOCK:
+            pool = ThreadPoolExecutor(n_jobs - 1)
+            kernel = partial(_threaded_binary_sweeps, pool, n_jobs, model.graph, *tables)
+        else:
+            kernel = partial(trbp_binary_sweeps, model.graph, *tables)
+    else:
+        kernel = partial(trbp_sweeps, model.theta, model.graph, msg_off, rho)
+        scratch += (np.empty(2 * (int(model.card.max()) if model.n_vars else 1)),)
     it, change, converged = 0, np.inf, False
-    sweeps = trbp_sweeps if guard is None else partial(guard, trbp_sweeps)
-    while it < max_iter:
-        swept = sweeps(model.theta, model.graph, msg_off, rho, damping, tol,
-                       min(_CHUNK, max_iter - it), logm, *scratch)
-        if swept is None:  # Ctrl-C (the kernel updates logm whole between Python steps)
-            break
-        done, change = swept
-        it += done
-        if change < tol:
-            converged = True
-            break
-        if deadline is not None and deadline.passed():
-            break
+    sweeps = kernel if guard is None else partial(guard, kernel)
+    with pool or nullcontext():
+        while it < max_iter:
+            swept = sweeps(damping, tol, min(_CHUNK, max_iter - it), *scratch)
+            if swept is None:  # Ctrl-C (the kernels update logm whole between Python steps)
+                break
+            done, change = swept
+            it += done
+            if change < tol:
+                converged = True
+                break
+            if deadline is not None and deadline.passed():
+                break
     return logm, msg_off, it, converged, change
+
+
+def _threaded_binary_sweeps(pool, n_jobs, graph, node_theta, table, sender, rho, damping, tol,
+                            n_sweeps, logm, new, node_sum):
+    """`trbp_binary_sweeps` on ``n_jobs`` threads (this one and ``pool``'s): each sweep's
+    node sums and message blocks in n_jobs contiguous parts, the same numbers as one
+    thread computes (the blocks are fixed, the kernels release the GIL)."""
+    nodes = np.linspace(0, len(node_theta) // 2, n_jobs + 1).astype(np.int64)
+    blocks = np.linspace(0, 2 * -(-(len(sender) // 2) // BP_BLOCK), n_jobs + 1).astype(np.int64)
+    sums = [partial(binary_node_sums, graph, node_theta, rho, logm, node_sum, lo, hi)
+            for lo, hi in zip(nodes[:-1], nodes[1:])]
+    messages = [partial(binary_messages, table, sender, node_sum, logm, new, damping, lo, hi)
+                for lo, hi in zip(blocks[:-1], blocks[1:])]
+    change = math.inf
+    for sweep in range(1, n_sweeps + 1):
+        _on_threads(pool, sums)
+        change = max(_on_threads(pool, messages))
+        np.copyto(logm, new)
+        if change < tol:
+            break
+    return sweep, change
+
+
+def _on_threads(pool, calls):
+    """The values of ``calls``: the first on this thread, the others on ``pool``'s."""
+    futures = [pool.submit(call) for call in calls[1:]]
+    first = calls[0]()
+    return [first] + [f.result() for f in futures]
+
+
+def _binary_tables(model, rho):
+    """The arguments of `trbp_binary_sweeps` after the graph: node log-potentials, the
+    tables theta_st(x_t, x_s) / rho_st of the 2E messages t -> s at 2 x_s + x_t, the
+    senders, rho."""
+    pair = model.theta[model.node_off[-1]:].reshape(-1, 2, 2) / rho[:, None, None]
+    table = np.concatenate([pair.transpose(0, 2, 1), pair]).reshape(-1)  # i -> j, then j -> i
+    sender = np.concatenate([model.edges[:, 0], model.edges[:, 1]]).astype(np.int32)
+    return model.theta[:model.node_off[-1]], table, sender, rho
 
 
 def _beliefs(model, rho, logm, msg_off):
@@ -148,6 +203,7 @@ _LOOPY_PARAMS = {
     "max_time": TIME,
     "callback": [CALLABLE, None],
     "verbose": BOOL,
+    "n_jobs": N_JOBS,
 }
 _TRBP_PARAMS = {**_LOOPY_PARAMS, "entropy": ENTROPY, "rho_updates": Interval(0, integer=True)}
 
@@ -157,7 +213,8 @@ _TRBP_PARAMS = {**_LOOPY_PARAMS, "entropy": ENTROPY, "rho_updates": Interval(0, 
 def trbp(model: PairwiseMRF | FactorGraph, *, entropy: str = "trw",
          rho: str | Callable | float | np.ndarray | None = None, rho_updates: int = 10,
          damping: float = 0.5, max_iter: int = 1000, tol: float = 1e-8,
-         max_time: float | None = None, callback=None, verbose: bool = False) -> MarginalResult:
+         max_time: float | None = None, callback=None, verbose: bool = False,
+         n_jobs: int = 1) -> MarginalResult:
     """Tree-reweighted BP (log domain, `fwcore.marginals.bp.trbp_beliefs`) with the outer rho loop of
     Barrier FW Alg. 2 (rho_updates FW steps on rho towards the maximum spanning forest on
     the beliefs' mutual information). ``entropy`` and ``rho`` as in `fwcore.marginals.rho`:
@@ -166,32 +223,36 @@ def trbp(model: PairwiseMRF | FactorGraph, *, entropy: str = "trw",
     ``log_z_upper`` is TRW(beliefs; rho), an upper bound on log Z (with "trw") only at an
     exact fixed point, so ``certified`` is False; ``gap`` is None.
     ``callback(record)`` is called once per rho iteration (``iteration`` = BP sweeps).
-    Ctrl-C returns the beliefs of the messages so far (status interrupted)."""
+    Ctrl-C returns the beliefs of the messages so far (status interrupted). ``n_jobs``
+    threads (-1: one per core) share each sweep on binary models with finite
+    log-potentials of more than `fwcore._kernels.BP_BLOCK` edges; the answer does not
+    depend on it."""
     t0 = time.perf_counter()
     model = check_model(model)
     rho = initial_rho(model, rho, entropy)
     bethe = entropy == "bethe"
     return _bp_loop(model, rho, 0 if bethe else rho_updates, damping, max_iter, tol, max_time,
-                    callback, verbose, t0, "loopy-bp" if bethe else "trbp")
+                    callback, verbose, t0, "loopy-bp" if bethe else "trbp", n_threads(n_jobs))
 
 
 @validate_params(_LOOPY_PARAMS, unchecked=("model",))
 def loopy_bp(model: PairwiseMRF | FactorGraph, *, damping: float = 0.5, max_iter: int = 1000,
              tol: float = 1e-8, max_time: float | None = None, callback=None,
-             verbose: bool = False) -> MarginalResult:
+             verbose: bool = False, n_jobs: int = 1) -> MarginalResult:
     """Loopy (sum-product) BP: `trbp` with entropy="bethe" (rho = 1 on every edge).
     ``log_z_upper`` is the Bethe approximation of log Z at the beliefs (not a bound;
     ``certified`` is False)."""
     return trbp(model, entropy="bethe", damping=damping, max_iter=max_iter, tol=tol,
-                max_time=max_time, callback=callback, verbose=verbose)
+                max_time=max_time, callback=callback, verbose=verbose, n_jobs=n_jobs)
 
 
 def _bp_loop(model, rho, rho_updates, damping, max_iter, tol, max_time, callback, verbose, t0,
-             method):
+             method, n_jobs):
     """The rho loop of `trbp` on `fwcore.loop.run_loop`: BP at each rho is measured, the
     steps are the rho updates, the last BP run decides convergence."""
     check_feasible(model)
-    run = _RhoLoop(model, rho, rho_updates, damping, max_iter, tol, Deadline(max_time), t0)
+    run = _RhoLoop(model, rho, rho_updates, damping, max_iter, tol, Deadline(max_time), t0,
+                   n_jobs)
     outcome = run_loop(run.measure, run.step,
                        Stopping(rho_updates, tol, deadline=run.deadline),
                        Callbacks(callback, line=progress_line, verbose=verbose),
@@ -211,10 +272,10 @@ class _RhoLoop:
     on Ctrl-C in the sweeps the beliefs of the messages so far), the rho it was computed
     at (``mu_rho``) and the sweeps of every run (``n_iter``)."""
 
-    def __init__(self, model, rho, rho_updates, damping, max_iter, tol, deadline, t0):
+    def __init__(self, model, rho, rho_updates, damping, max_iter, tol, deadline, t0, n_jobs):
         self.model, self.rho, self.deadline, self.t0 = model, rho, deadline, t0
-        self.rho_updates, self.damping, self.max_iter, self.tol = \
-            rho_updates, damping, max_iter, tol
+        self.rho_updates, self.damping, self.max_iter, self.tol, self.n_jobs = \
+            rho_updates, damping, max_iter, tol, n_jobs
         self.objective = TRWObjective(model, rho)
         self.guard = Guard()
         self.mu, self.mu_rho, self.n_iter = model.uniform_marginals(), rho, 0
@@ -224,7 +285,7 @@ class _RhoLoop:
         the last rho, the largest change of a log-message (else inf: no stop before)."""
         self.mu, it, _, change = trbp_beliefs(self.model, self.rho, self.damping,
                                               self.max_iter, self.tol, self.deadline,
-                                              self.guard)
+                                              self.guard, self.n_jobs)
         self.mu_rho = self.rho
         self.n_iter += it
         if self.guard.interrupted:

@@ -36,3 +36,13 @@ class TRWObjective(Objective):
 
     def line_search(self, x, d, gamma_max):
         return _kernels.trw_line_search(self.model.theta, x, d, self.weight, gamma_max)[0]
+
+    def correction(self, x, atoms, weights, u0, delta, tol, max_steps, drop_tol, time_limit):
+        """Barrier FW Alg. 5 over assignments of the model (rows of ``atoms``; -1 rows are
+        u0) in one `_kernels.mfw_correction` call: the kernel of `fwcore.fw.MFWCorrection`
+        (steps, pFW gap, f and grad f at the last x)."""
+        grad = np.empty_like(x)
+        steps, gap, f = _kernels.mfw_correction(
+            self.model.theta, self.model.graph, self.weight, atoms, weights, x, u0, delta, tol,
+            max_steps, drop_tol, time_limit, grad, np.empty_like(x), np.empty(atoms.shape[0]))
+        return steps, gap, f, grad
