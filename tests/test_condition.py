@@ -3,6 +3,8 @@ conditioning bound against exact inference, and the choice of variables."""
 import itertools
 import math
 
+import dataclasses
+
 import numpy as np
 import pytest
 from scipy.special import logsumexp
@@ -246,7 +248,10 @@ def test_too_many_branches_are_refused():
 def test_without_mean_field_a_bound_without_lower_bound_gives_none():
     model = fwcore.random_clique(5, coupling=2.0, seed=1)
     log_z = fwcore.exact_inference(model).log_z
-    bare = conditioned(model, barrier_fw, [0], mean_field=False)
+    def without_lower(m, max_time=None):   # Barrier FW's answer without its interval
+        return dataclasses.replace(barrier_fw(m, max_time=max_time), log_z_lower=None)
+    bare = conditioned(model, without_lower, [0], mean_field=False)
     assert bare.log_z_lower == -np.inf and bare.gap == np.inf
+    assert -np.inf < conditioned(model, barrier_fw, [0], mean_field=False).log_z_lower
     res = conditioned(model, barrier_fw, [0])
     assert -np.inf < res.log_z_lower <= log_z <= res.log_z_upper
