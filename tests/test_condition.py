@@ -1,9 +1,8 @@
 """Conditioning (`fwcore.marginals.condition`): clamping against brute force, the
 conditioning bound against exact inference, and the choice of variables."""
+import dataclasses
 import itertools
 import math
-
-import dataclasses
 
 import numpy as np
 import pytest
