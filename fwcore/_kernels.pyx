@@ -405,6 +405,224 @@ def icm(const double[::1] theta, Graph graph, int[::1] x, int max_sweeps=100, or
     return score, sweeps, not changed
 
 
+# -- decoding under arc consistency (maintained arc consistency, Sabin & Freuder 1994) ---
+
+cdef bint _ac_propagate(const double[::1] theta, const int[::1] card,
+                        const long long[::1] node_off, const long long[::1] edge_off,
+                        const long long[::1] adj_start, const int[::1] adj_var,
+                        const int[::1] adj_edge, const int8_t[::1] adj_first,
+                        const int8_t[::1] hard, int8_t[::1] alive, int[::1] n_alive,
+                        int[::1] queue, int8_t[::1] queued, Py_ssize_t* q_len,
+                        long long[::1] trail, int[::1] trail_var,
+                        Py_ssize_t* trail_len) noexcept nogil:
+    """AC-3 from the variables in queue[:q_len] (LIFO): every live state b of a neighbour w
+    across an edge with a -inf entry keeps a live support a at u (theta_uw(a, b) > -inf),
+    else it dies (recorded on the trail). Returns False when a domain empties (the queue
+    is then emptied)."""
+    cdef Py_ssize_t u, w, slot, e, a, b, cu, cw
+    cdef long long pos
+    cdef bint supported
+    while q_len[0]:
+        q_len[0] -= 1
+        u = queue[q_len[0]]
+        queued[u] = 0
+        cu = card[u]
+        for slot in range(adj_start[u], adj_start[u + 1]):
+            e = adj_edge[slot]
+            if not hard[e]:
+                continue
+            w = adj_var[slot]
+            cw = card[w]
+            for b in range(cw):
+                if not alive[node_off[w] + b]:
+                    continue
+                supported = False
+                for a in range(cu):
+                    if not alive[node_off[u] + a]:
+                        continue
+                    if adj_first[slot]:
+                        pos = edge_off[e] + a * cw + b
+                    else:
+                        pos = edge_off[e] + b * cu + a
+                    if theta[pos] != -INFINITY:
+                        supported = True
+                        break
+                if supported:
+                    continue
+                alive[node_off[w] + b] = 0
+                n_alive[w] -= 1
+                trail[trail_len[0]] = node_off[w] + b
+                trail_var[trail_len[0]] = <int>w
+                trail_len[0] += 1
+                if n_alive[w] == 0:
+                    while q_len[0]:
+                        q_len[0] -= 1
+                        queued[queue[q_len[0]]] = 0
+                    return False
+                if not queued[w]:
+                    queued[w] = 1
+                    queue[q_len[0]] = <int>w
+                    q_len[0] += 1
+    return True
+
+
+cdef inline void _ac_undo(int8_t[::1] alive, int[::1] n_alive, const long long[::1] trail,
+                          const int[::1] trail_var, Py_ssize_t* trail_len,
+                          Py_ssize_t mark) noexcept nogil:
+    """Revive the states that died after trail position ``mark``."""
+    while trail_len[0] > mark:
+        trail_len[0] -= 1
+        alive[trail[trail_len[0]]] = 1
+        n_alive[trail_var[trail_len[0]]] += 1
+
+
+cdef inline void _ac_kill(int8_t[::1] alive, int[::1] n_alive, long long[::1] trail,
+                          int[::1] trail_var, Py_ssize_t* trail_len, Py_ssize_t v,
+                          long long pos) noexcept nogil:
+    alive[pos] = 0
+    n_alive[v] -= 1
+    trail[trail_len[0]] = pos
+    trail_var[trail_len[0]] = <int>v
+    trail_len[0] += 1
+
+
+def ac_decode(const double[::1] theta, Graph graph, int[::1] x):
+    """A labelling using only finite entries of theta, built variable by variable in index
+    order under maintained arc consistency (without backtracking to earlier variables), in
+    place on x, whose entries are the preferred states.
+
+    The domains start as the states with a finite unary entry, made arc consistent over the
+    -inf entries of the edge tables (AC-3). Then each variable v in turn takes, among the
+    live states of its domain, x[v] if it is live, else the first of highest local score
+    (unary plus the edges to the variables already set), and arc consistency propagates
+    that choice. A choice that empties a domain is undone, its state deleted (and that
+    deletion propagated), and the next live state tried. On a forest, and wherever no
+    domain runs out, every entry x uses is finite; x keeps every state of a preferred
+    labelling that is feasible. A variable left without a live state (arc consistency
+    is not global consistency on cycles) stops the propagation: from it on, each variable
+    takes the first state of fewest -inf terms (unary and edges to variables already set),
+    then x[v] among those, then the highest finite local score.
+    Returns whether every entry x uses is finite.
+    """
+    cdef const int[::1] card = graph.card, adj_var = graph.adj_var, adj_edge = graph.adj_edge
+    cdef const int[:, ::1] edges = graph.edges
+    cdef const long long[::1] node_off = graph.node_off, edge_off = graph.edge_off
+    cdef const long long[::1] adj_start = graph.adj_start
+    cdef const int8_t[::1] adj_first = graph.adj_first
+    cdef Py_ssize_t n = card.shape[0], n_edges = edges.shape[0], n_states = node_off[n]
+    cdef int8_t[::1] hard = np.zeros(n_edges, dtype=np.int8)
+    cdef int8_t[::1] alive = np.zeros(n_states, dtype=np.int8)
+    cdef int8_t[::1] queued = np.zeros(n, dtype=np.int8)
+    cdef int8_t[::1] is_set = np.zeros(n, dtype=np.int8)
+    cdef int[::1] n_alive = np.zeros(n, dtype=np.int32)
+    cdef int[::1] queue = np.empty(n, dtype=np.int32)
+    cdef long long[::1] trail = np.empty(n_states, dtype=np.int64)
+    cdef int[::1] trail_var = np.empty(n_states, dtype=np.int32)
+    cdef Py_ssize_t q_len = 0, trail_len = 0, mark, v, a, e, slot, u, choice, fewest
+    cdef long long k, pos
+    cdef int bad
+    cdef double s, best, t
+    cdef bint broken = False, ok
+    with nogil:
+        for e in range(n_edges):
+            for k in range(edge_off[e], edge_off[e + 1]):
+                if theta[k] == -INFINITY:
+                    hard[e] = 1
+                    break
+        for v in range(n):
+            for a in range(card[v]):
+                if theta[node_off[v] + a] != -INFINITY:
+                    alive[node_off[v] + a] = 1
+                    n_alive[v] += 1
+            if n_alive[v] == 0:
+                broken = True
+            queued[v] = 1
+            queue[q_len] = <int>v
+            q_len += 1
+        if not broken:
+            broken = not _ac_propagate(theta, card, node_off, edge_off, adj_start, adj_var,
+                                       adj_edge, adj_first, hard, alive, n_alive, queue,
+                                       queued, &q_len, trail, trail_var, &trail_len)
+        for v in range(n):
+            while not broken:
+                trail_len = 0  # the choices before v are never undone
+                choice = -1
+                if alive[node_off[v] + x[v]]:
+                    choice = x[v]
+                else:
+                    best = -INFINITY
+                    for a in range(card[v]):
+                        if not alive[node_off[v] + a]:
+                            continue
+                        s = theta[node_off[v] + a]
+                        for slot in range(adj_start[v], adj_start[v + 1]):
+                            u = adj_var[slot]
+                            if not is_set[u]:
+                                continue
+                            e = adj_edge[slot]
+                            if adj_first[slot]:
+                                s += theta[edge_off[e] + a * card[u] + x[u]]
+                            else:
+                                s += theta[edge_off[e] + x[u] * card[v] + a]
+                        if choice < 0 or s > best:
+                            best = s
+                            choice = a
+                if n_alive[v] == 1:
+                    break
+                mark = trail_len
+                for a in range(card[v]):
+                    if a != choice and alive[node_off[v] + a]:
+                        _ac_kill(alive, n_alive, trail, trail_var, &trail_len, v,
+                                 node_off[v] + a)
+                queued[v] = 1
+                queue[0] = <int>v
+                q_len = 1
+                if _ac_propagate(theta, card, node_off, edge_off, adj_start, adj_var,
+                                 adj_edge, adj_first, hard, alive, n_alive, queue, queued,
+                                 &q_len, trail, trail_var, &trail_len):
+                    break
+                _ac_undo(alive, n_alive, trail, trail_var, &trail_len, mark)
+                _ac_kill(alive, n_alive, trail, trail_var, &trail_len, v, node_off[v] + choice)
+                if n_alive[v] == 0:
+                    broken = True
+                    break
+                queued[v] = 1
+                queue[0] = <int>v
+                q_len = 1
+                broken = not _ac_propagate(theta, card, node_off, edge_off, adj_start,
+                                           adj_var, adj_edge, adj_first, hard, alive,
+                                           n_alive, queue, queued, &q_len, trail,
+                                           trail_var, &trail_len)
+            if broken:  # fewest -inf terms with the variables set, then x[v], then score
+                fewest = n + 1
+                best = -INFINITY
+                choice = -1
+                for a in range(card[v]):
+                    t = theta[node_off[v] + a]
+                    bad = 1 if t == -INFINITY else 0
+                    s = 0.0 if t == -INFINITY else t
+                    for slot in range(adj_start[v], adj_start[v + 1]):
+                        u = adj_var[slot]
+                        if not is_set[u]:
+                            continue
+                        e = adj_edge[slot]
+                        if adj_first[slot]:
+                            t = theta[edge_off[e] + a * card[u] + x[u]]
+                        else:
+                            t = theta[edge_off[e] + x[u] * card[v] + a]
+                        if t == -INFINITY:
+                            bad += 1
+                        else:
+                            s += t
+                    if (choice < 0 or bad < fewest or
+                            (bad == fewest and choice != x[v] and (a == x[v] or s > best))):
+                        fewest, best, choice = bad, s, a
+            x[v] = <int>choice
+            is_set[v] = 1
+        s = _score(theta, card, edges, node_off, edge_off, x)
+    return s != -INFINITY
+
+
 # -- simulated annealing (Kirkpatrick, Gelatt & Vecchi 1983; Metropolis et al. 1953) ------
 
 cdef inline double _local(const double[::1] theta, const int[::1] card,

@@ -121,9 +121,13 @@ def test_random_models_with_forbidden_states_against_brute_force(seed):
             continue
         r = fwcore.infer_lp(m, method=method, max_iter=200)
         _no_nan(r)
+        assert np.isfinite(r.score), method  # decoded under arc consistency
         assert r.upper_bound >= best - 1e-6 * max(1.0, abs(best)), method
         if r.status is Status.CONVERGED:
             assert np.isfinite(r.score) and np.isfinite(r.upper_bound), method
+    for method in ("icm", "anneal", "maxproduct", "trws", "portfolio"):
+        r = fwcore.infer_map(m, method, seed=0)
+        assert np.isfinite(r.score) and r.score <= best + 1e-9, method
     for r in (fwcore.trbp(m, max_iter=300), fwcore.loopy_bp(m, max_iter=300),
               fwcore.infer(m, domain="local", max_iter=100)):
         _no_nan(r)
