@@ -19,7 +19,7 @@ stay finite (+inf only from theta = -inf) and never NaN.
 import numpy as np
 
 cimport numpy as cnp
-from libc.math cimport INFINITY, exp, fabs, log
+from libc.math cimport INFINITY, exp, fabs, log, pow
 from libc.stdint cimport int8_t, uint64_t
 from libc.stdlib cimport qsort
 from ._clock cimport monotonic
@@ -655,22 +655,26 @@ cdef inline double _local(const double[::1] theta, const int[::1] card,
 
 
 def anneal(const double[::1] theta, Graph graph, int[::1] x, int[::1] best_x,
-           double t_start, double t_end, long long n_moves, double time_limit,
-           unsigned long long seed, int[::1] log):
-    """Simulated annealing (maximising <theta, mu(x)>) from x, in place; best_x receives
-    the best labelling visited (x itself included).
+           double t_start, double t_end, long long n_moves, long long start,
+           long long stop, double time_limit, unsigned long long seed, int[::1] log):
+    """Moves start .. stop - 1 of a simulated-annealing schedule of n_moves moves
+    (maximising <theta, mu(x)>), from x, in place; best_x receives the best labelling
+    visited (x itself included).
 
-    Moves sweep the variables in index order (cache-friendly on locally numbered graphs);
-    a move proposes a state a != x_v drawn uniformly (inline splitmix64 generator,
-    reproducible from ``seed``) and is accepted by the Metropolis rule at temperature T:
-    always when the finite score does not drop, else with probability exp(delta / T).
-    Impossible states: the -inf terms of x are counted, never summed; a move that adds
-    -inf terms is rejected and one that removes some is accepted, so from a feasible x the
-    search never leaves the feasible set. T falls geometrically from t_start to t_end over
-    n_moves moves. time_limit (seconds, <= 0: none) is checked every 4096 moves. ``log``
-    (int32[n], work) lists the variables moved since the last best, so best_x is updated
-    in O(moves) (a full copy after n logged moves).
-    Returns (best finite score, best number of -inf terms, moves done, moves accepted).
+    Move m visits variable m mod n (index order: cache-friendly on locally numbered
+    graphs) and proposes a state a != x_v drawn uniformly (inline splitmix64 generator
+    started at ``seed``); it is accepted by the Metropolis rule at temperature
+    T = t_start cool^(m // 4096), cool = (t_end / t_start)^(4096 / n_moves) (geometric
+    from t_start to t_end): always when the finite score does not drop, else with
+    probability exp(delta / T). Impossible states: the -inf terms of x are counted, never
+    summed; a move that adds -inf terms is rejected and one that removes some is accepted,
+    so from a feasible x the search never leaves the feasible set. time_limit (seconds,
+    <= 0: none) is checked every 4096 moves. ``log`` (int32[n], work) lists the variables
+    moved since the last best, so best_x is updated in O(moves) (a full copy after n
+    logged moves).
+    Returns (best finite score, best number of -inf terms, moves done, moves accepted,
+    generator state): a call for the moves from start + moves done on, with that state
+    and x, goes on with the same walk, so a schedule cut into calls is the one call's.
     """
     cdef const int[::1] card = graph.card, adj_var = graph.adj_var, adj_edge = graph.adj_edge
     cdef const int[:, ::1] edges = graph.edges
@@ -678,16 +682,17 @@ def anneal(const double[::1] theta, Graph graph, int[::1] x, int[::1] best_x,
     cdef const long long[::1] adj_start = graph.adj_start
     cdef const int8_t[::1] adj_first = graph.adj_first
     cdef Py_ssize_t n = card.shape[0], v, a, i, e, k, n_log = 0
-    cdef long long move = 0, accepted = 0
+    cdef long long move = start, accepted = 0
     cdef int bad_a, bad_c, bad = 0, best_bad
     cdef uint64_t state = seed
-    cdef double fin = 0.0, best_fin, la, lc, delta, temp = t_start, t, u
+    cdef double fin = 0.0, best_fin, la, lc, delta, t, u
     cdef double cool = 1.0 if n_moves <= 1 or t_end >= t_start else \
         (t_end / t_start) ** (4096.0 / n_moves)
-    cdef double stop = monotonic() + time_limit if time_limit > 0.0 else INFINITY
+    cdef double temp = t_start * pow(cool, <double>(start // 4096))
+    cdef double deadline = monotonic() + time_limit if time_limit > 0.0 else INFINITY
     cdef bint overflow = False
     if n == 0:
-        return 0.0, 0, 0, 0
+        return 0.0, 0, 0, 0, seed
     with nogil:
         for i in range(n):                   # score of x: finite part and -inf count
             t = theta[node_off[i] + x[i]]
@@ -704,10 +709,10 @@ def anneal(const double[::1] theta, Graph graph, int[::1] x, int[::1] best_x,
         for i in range(n):
             best_x[i] = x[i]
         best_fin, best_bad = fin, bad
-        while move < n_moves:
-            if move & 4095 == 0 and move:
-                temp *= cool
-                if monotonic() > stop:
+        while move < stop:
+            if move & 4095 == 0 and move != start:
+                temp = t_start * pow(cool, <double>(move // 4096))
+                if monotonic() > deadline:
                     break
             v = move % n
             move += 1
@@ -748,7 +753,7 @@ def anneal(const double[::1] theta, Graph graph, int[::1] x, int[::1] best_x,
                         best_x[log[k]] = x[log[k]]
                 n_log = 0
                 overflow = False
-    return best_fin, best_bad, move, accepted
+    return best_fin, best_bad, move - start, accepted, state
 
 
 # -- Euclidean projection onto the simplex {w >= 0, sum w = z} --------------------------

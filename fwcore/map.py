@@ -42,8 +42,8 @@ def infer_map(model: PairwiseMRF | FactorGraph, method="auto", time_limit: float
     Returns a `MapResult`: ``assignment``, ``score``, ``upper_bound`` (None when the method
     has none), ``status`` (the oracle's: ``converged`` only when exact or proven by the
     bound; ``interrupted`` on Ctrl-C, with no bound and the best labelling the oracle had
-    found: the anytime oracles (portfolio, anneal, expansion, swap) keep theirs, others
-    give the best node scores' assignment, repaired off -inf entries),
+    found (portfolio, anneal, expansion, swap, icm, trws, maxproduct keep theirs; others
+    give the best node scores' assignment), repaired off -inf entries,
     ``time`` (seconds, oracle construction included), ``method`` (the oracle used) and
     ``trace``: the anytime oracles' (time, score, bound) records (times from the start of
     the oracle's call), else one record at the end. A
@@ -58,10 +58,12 @@ def infer_map(model: PairwiseMRF | FactorGraph, method="auto", time_limit: float
     if time_limit is not None:  # the checks and the oracle's construction count towards it
         time_limit = max(time_limit - (time.perf_counter() - start), 1e-2)
     # Ctrl-C: the oracle's best labelling so far (an oracle that keeps none: the best node
-    # scores, repaired off -inf entries), no bound
+    # scores), repaired off -inf entries; no bound
     x, interrupted = best_on_interrupt(
         lambda: oracle.argmax(model.theta, time_limit=time_limit),
-        lambda: feasible_labelling(model, model.theta, node_argmax(model, model.theta)))
+        lambda: node_argmax(model, model.theta))
+    if interrupted:
+        x = feasible_labelling(model, model.theta, x)
     bound, status = (None, Status.INTERRUPTED) if interrupted else \
         (oracle.upper_bound(), oracle.status)
     elapsed = time.perf_counter() - start
