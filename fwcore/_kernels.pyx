@@ -486,6 +486,38 @@ cdef inline void _ac_kill(int8_t[::1] alive, int[::1] n_alive, long long[::1] tr
     trail_len[0] += 1
 
 
+cdef inline double _local_set(const double[::1] theta, const int[::1] card,
+                              const long long[::1] node_off, const long long[::1] edge_off,
+                              const long long[::1] adj_start, const int[::1] adj_var,
+                              const int[::1] adj_edge, const int8_t[::1] adj_first,
+                              const int8_t[::1] is_set, const int[::1] x, Py_ssize_t v,
+                              Py_ssize_t a, int* n_bad) noexcept nogil:
+    """The finite part of v's unary at state a plus its edges to the variables set
+    (``is_set``, at their states in x), node term first, then the CSR neighbours; the
+    number of -inf terms among them goes to n_bad."""
+    cdef Py_ssize_t slot, u, e
+    cdef double s = 0.0, t = theta[node_off[v] + a]
+    n_bad[0] = 0
+    if t == -INFINITY:
+        n_bad[0] += 1
+    else:
+        s += t
+    for slot in range(adj_start[v], adj_start[v + 1]):
+        u = adj_var[slot]
+        if not is_set[u]:
+            continue
+        e = adj_edge[slot]
+        if adj_first[slot]:
+            t = theta[edge_off[e] + a * card[u] + x[u]]
+        else:
+            t = theta[edge_off[e] + x[u] * card[v] + a]
+        if t == -INFINITY:
+            n_bad[0] += 1
+        else:
+            s += t
+    return s
+
+
 def ac_decode(const double[::1] theta, Graph graph, int[::1] x):
     """A labelling using only finite entries of theta, built variable by variable in index
     order under maintained arc consistency (without backtracking to earlier variables), in
@@ -518,11 +550,11 @@ def ac_decode(const double[::1] theta, Graph graph, int[::1] x):
     cdef int[::1] queue = np.empty(n, dtype=np.int32)
     cdef long long[::1] trail = np.empty(n_states, dtype=np.int64)
     cdef int[::1] trail_var = np.empty(n_states, dtype=np.int32)
-    cdef Py_ssize_t q_len = 0, trail_len = 0, mark, v, a, e, slot, u, choice, fewest
-    cdef long long k, pos
+    cdef Py_ssize_t q_len = 0, trail_len = 0, mark, v, a, e, choice, fewest
+    cdef long long k
     cdef int bad
-    cdef double s, best, t
-    cdef bint broken = False, ok
+    cdef double s, best
+    cdef bint broken = False
     with nogil:
         for e in range(n_edges):
             for k in range(edge_off[e], edge_off[e + 1]):
@@ -549,21 +581,13 @@ def ac_decode(const double[::1] theta, Graph graph, int[::1] x):
                 choice = -1
                 if alive[node_off[v] + x[v]]:
                     choice = x[v]
-                else:
+                else:  # a live state has no -inf term with the variables set
                     best = -INFINITY
                     for a in range(card[v]):
                         if not alive[node_off[v] + a]:
                             continue
-                        s = theta[node_off[v] + a]
-                        for slot in range(adj_start[v], adj_start[v + 1]):
-                            u = adj_var[slot]
-                            if not is_set[u]:
-                                continue
-                            e = adj_edge[slot]
-                            if adj_first[slot]:
-                                s += theta[edge_off[e] + a * card[u] + x[u]]
-                            else:
-                                s += theta[edge_off[e] + x[u] * card[v] + a]
+                        s = _local_set(theta, card, node_off, edge_off, adj_start, adj_var,
+                                       adj_edge, adj_first, is_set, x, v, a, &bad)
                         if choice < 0 or s > best:
                             best = s
                             choice = a
@@ -598,22 +622,8 @@ def ac_decode(const double[::1] theta, Graph graph, int[::1] x):
                 best = -INFINITY
                 choice = -1
                 for a in range(card[v]):
-                    t = theta[node_off[v] + a]
-                    bad = 1 if t == -INFINITY else 0
-                    s = 0.0 if t == -INFINITY else t
-                    for slot in range(adj_start[v], adj_start[v + 1]):
-                        u = adj_var[slot]
-                        if not is_set[u]:
-                            continue
-                        e = adj_edge[slot]
-                        if adj_first[slot]:
-                            t = theta[edge_off[e] + a * card[u] + x[u]]
-                        else:
-                            t = theta[edge_off[e] + x[u] * card[v] + a]
-                        if t == -INFINITY:
-                            bad += 1
-                        else:
-                            s += t
+                    s = _local_set(theta, card, node_off, edge_off, adj_start, adj_var,
+                                   adj_edge, adj_first, is_set, x, v, a, &bad)
                     if (choice < 0 or bad < fewest or
                             (bad == fewest and choice != x[v] and (a == x[v] or s > best))):
                         fewest, best, choice = bad, s, a
