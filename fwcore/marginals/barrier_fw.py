@@ -489,10 +489,8 @@ def infer(model: PairwiseMRF | FactorGraph, *, method: str = "auto", oracle="aut
     pairwise = model.reduced if isinstance(model, FactorGraph) else check_model(model)
     chosen, exact = infer_method(pairwise, method, oracle, domain, max_time)
     if chosen == "wmb":
-        res = weighted_mini_bucket(model, max_iter=max(max_iter, 1), max_time=max_time,
-                                   callback=callback, verbose=verbose)
-        check_bound_feasible(pairwise, res.log_z_upper)
-        return res
+        return weighted_mini_bucket(model, max_iter=max(max_iter, 1), max_time=max_time,
+                                    callback=callback, verbose=verbose)
     return _barrier_fw(model, exact, oracle, domain, delta, delta_init, correction,
                        local_search, entropy, rho, rho_updates, rho_step, tol, rho_tol,
                        max_iter, max_time, callback, seed, verbose)
