@@ -562,18 +562,20 @@ def _final_gap(run, mu, g):
         # the last record is mu with a fresh exact gap over M (or L): no MAP call needed
         gap = run.recorder.records[-1].gap
         return gap, gap
+    # the gap last measured at mu (inf if none), not certified (an exact oracle may have
+    # stopped early on it); at least 0, as any gap over M at a point of M: an approximate
+    # oracle's vertex may score below mu
+    last = math.inf if run.res is None else max(run.res.gap, 0.0)
     if ctrl_c or run.status is Status.MAX_TIME:
-        # the gap last measured at mu (inf if none); an exact oracle may have stopped
-        # early on it, so not certified
-        return (math.inf if run.res is None else run.res.gap), None
+        return last, None
     try:
         measured = run.guard(run.dom.max_score, -g)
-    except TimeUp:  # max_time passed in this last call: the gap last measured at mu
+    except TimeUp:  # max_time passed in this last call
         run.status = Status.MAX_TIME
-        return run.res.gap, None
+        return last, None
     if measured is None:  # Ctrl-C in this last call
         run.status = Status.INTERRUPTED
-        return run.res.gap, None
+        return last, None
     score, kappa = measured
     run.calls += 1
     # >= 0 (mu is in the hull of the vertices found): a cold approximate call may return
