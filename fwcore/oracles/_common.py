@@ -93,22 +93,27 @@ _REPAIR_SWEEPS = 100
 
 def feasible_labelling(model, scores, x, penalised=None):
     """``x`` (as int32) when it scores finite under ``scores`` (``model``'s flat layout);
-    else a labelling that does whenever arc consistency, maintained variable by variable,
-    finds one (always on forests): `fwcore._kernels.ac_decode` on the -inf entries of
-    ``scores``, keeping x's states where it can, then ICM on ``penalised`` (``scores``
-    with -inf replaced by `fwcore.checks.finite_penalty`, computed when None), where every
-    move onto a -inf entry loses, so a feasible labelling stays feasible. On a factor
-    graph's reduction the user's variables come first: a labelling whose user part is
-    feasible keeps it, and its auxiliary variables take the joint states of their scopes.
-    Every decoded labelling of the library passes through here (`MapOracle.argmax`,
+    else the better of two repairs, feasible whenever arc consistency, maintained variable
+    by variable, finds a labelling (always on forests): ICM from x on ``penalised``
+    (``scores`` with -inf replaced by `fwcore.checks.finite_penalty`, computed when None:
+    every move off a -inf entry gains), the repair used before, which keeps more of x but
+    finds no feasible labelling where single moves cannot reach one (ICM, annealing and
+    the LP decodings on 12x12 plaquette factor graphs); and `fwcore._kernels.ac_decode`
+    on the -inf entries of ``scores``, keeping x's states where it can, then the same ICM,
+    under which a feasible labelling stays feasible. On a factor graph's reduction the
+    user's variables come first: a labelling whose user part is feasible keeps it, and its
+    auxiliary variables take the joint states of their scopes. Every decoded labelling of
+    the library passes through here (`MapOracle.argmax`,
     `fwcore.lp_relax.regions.Regions.decode`, Ctrl-C in `fwcore.infer_map`)."""
     x = np.array(x, dtype=np.int32)
     if np.isfinite(model.score(x, scores)):
         return x
-    _kernels.ac_decode(scores, model.graph, x)
     penalised = finite_penalty(model, scores, 1.0) if penalised is None else penalised
+    local = x.copy()
+    _kernels.icm(penalised, model.graph, local, _REPAIR_SWEEPS)
+    _kernels.ac_decode(scores, model.graph, x)
     _kernels.icm(penalised, model.graph, x, _REPAIR_SWEEPS)
-    return x
+    return local if model.score(local, scores) >= model.score(x, scores) else x
 
 
 def run_highs(solve, time_limit, options, in_place=False):
