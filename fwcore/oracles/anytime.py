@@ -33,10 +33,12 @@ __all__ = ["AnnealOracle", "ExpansionOracle", "Fusion", "temperature_scale"]
 #: moves of the first, timed run of an anytime annealing call, in sweeps
 _PROBE_SWEEPS = 20
 #: an annealing schedule runs in kernel calls of at most this much work (moves times 1 +
-#: the mean degree: 0.1-0.3 s at the 6e7-1.5e8 a second measured on grids and cliques) and,
-#: with a time limit, this many seconds: the kernel does not answer Ctrl-C (one schedule
-#: ran 30 s of a 60 s call after SIGINT). Without a time limit the cut depends on no clock.
-_SLICE_WORK = 2**24
+#: the mean degree: 0.05-0.15 s at the 6e7-1.5e8 a second measured on grids and cliques;
+#: 2**24 took 1 s on a 300x300 grid with both cores busy) and, with a time limit, this many
+#: seconds: the kernel does not answer Ctrl-C (one schedule ran 30 s of a 60 s call after
+#: SIGINT; 57 s of one without a time limit). Without a time limit the cut depends on no
+#: clock.
+_SLICE_WORK = 2**23
 _SLICE = 0.25
 
 
