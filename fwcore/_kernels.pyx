@@ -405,6 +405,40 @@ def icm(const double[::1] theta, Graph graph, int[::1] x, int max_sweeps=100, or
     return score, sweeps, not changed
 
 
+# -- the local score of a variable (ICM-like moves, decoding) -------------------------
+
+cdef inline double _local(const double[::1] theta, const int[::1] card,
+                          const long long[::1] node_off, const long long[::1] edge_off,
+                          const long long[::1] adj_start, const int[::1] adj_var,
+                          const int[::1] adj_edge, const int8_t[::1] adj_first,
+                          const int[::1] x, Py_ssize_t v, Py_ssize_t a, const int8_t* only,
+                          int* n_bad) noexcept nogil:
+    """The finite part of the terms of <theta, mu(x)> that involve v, with x_v = a (only
+    the edges to the neighbours u with only[u] != 0 unless ``only`` is NULL), node term
+    first, then the CSR neighbours; the number of -inf terms among them goes to n_bad."""
+    cdef Py_ssize_t slot, u, e
+    cdef double s = 0.0, t = theta[node_off[v] + a]
+    n_bad[0] = 0
+    if t == -INFINITY:
+        n_bad[0] += 1
+    else:
+        s += t
+    for slot in range(adj_start[v], adj_start[v + 1]):
+        u = adj_var[slot]
+        if only != NULL and not only[u]:
+            continue
+        e = adj_edge[slot]
+        if adj_first[slot]:
+            t = theta[edge_off[e] + a * card[u] + x[u]]
+        else:
+            t = theta[edge_off[e] + x[u] * card[v] + a]
+        if t == -INFINITY:
+            n_bad[0] += 1
+        else:
+            s += t
+    return s
+
+
 # -- decoding under arc consistency (maintained arc consistency, Sabin & Freuder 1994) ---
 
 cdef bint _ac_propagate(const double[::1] theta, const int[::1] card,
@@ -486,38 +520,6 @@ cdef inline void _ac_kill(int8_t[::1] alive, int[::1] n_alive, long long[::1] tr
     trail_len[0] += 1
 
 
-cdef inline double _local_set(const double[::1] theta, const int[::1] card,
-                              const long long[::1] node_off, const long long[::1] edge_off,
-                              const long long[::1] adj_start, const int[::1] adj_var,
-                              const int[::1] adj_edge, const int8_t[::1] adj_first,
-                              const int8_t[::1] is_set, const int[::1] x, Py_ssize_t v,
-                              Py_ssize_t a, int* n_bad) noexcept nogil:
-    """The finite part of v's unary at state a plus its edges to the variables set
-    (``is_set``, at their states in x), node term first, then the CSR neighbours; the
-    number of -inf terms among them goes to n_bad."""
-    cdef Py_ssize_t slot, u, e
-    cdef double s = 0.0, t = theta[node_off[v] + a]
-    n_bad[0] = 0
-    if t == -INFINITY:
-        n_bad[0] += 1
-    else:
-        s += t
-    for slot in range(adj_start[v], adj_start[v + 1]):
-        u = adj_var[slot]
-        if not is_set[u]:
-            continue
-        e = adj_edge[slot]
-        if adj_first[slot]:
-            t = theta[edge_off[e] + a * card[u] + x[u]]
-        else:
-            t = theta[edge_off[e] + x[u] * card[v] + a]
-        if t == -INFINITY:
-            n_bad[0] += 1
-        else:
-            s += t
-    return s
-
-
 def ac_decode(const double[::1] theta, Graph graph, int[::1] x):
     """A labelling using only finite entries of theta, built variable by variable in index
     order under maintained arc consistency (without backtracking to earlier variables), in
@@ -586,8 +588,8 @@ def ac_decode(const double[::1] theta, Graph graph, int[::1] x):
                     for a in range(card[v]):
                         if not alive[node_off[v] + a]:
                             continue
-                        s = _local_set(theta, card, node_off, edge_off, adj_start, adj_var,
-                                       adj_edge, adj_first, is_set, x, v, a, &bad)
+                        s = _local(theta, card, node_off, edge_off, adj_start, adj_var,
+                                   adj_edge, adj_first, x, v, a, &is_set[0], &bad)
                         if choice < 0 or s > best:
                             best = s
                             choice = a
@@ -622,8 +624,8 @@ def ac_decode(const double[::1] theta, Graph graph, int[::1] x):
                 best = -INFINITY
                 choice = -1
                 for a in range(card[v]):
-                    s = _local_set(theta, card, node_off, edge_off, adj_start, adj_var,
-                                   adj_edge, adj_first, is_set, x, v, a, &bad)
+                    s = _local(theta, card, node_off, edge_off, adj_start, adj_var,
+                               adj_edge, adj_first, x, v, a, &is_set[0], &bad)
                     if (choice < 0 or bad < fewest or
                             (bad == fewest and choice != x[v] and (a == x[v] or s > best))):
                         fewest, best, choice = bad, s, a
@@ -634,35 +636,6 @@ def ac_decode(const double[::1] theta, Graph graph, int[::1] x):
 
 
 # -- simulated annealing (Kirkpatrick, Gelatt & Vecchi 1983; Metropolis et al. 1953) ------
-
-cdef inline double _local(const double[::1] theta, const int[::1] card,
-                          const long long[::1] node_off, const long long[::1] edge_off,
-                          const long long[::1] adj_start, const int[::1] adj_var,
-                          const int[::1] adj_edge, const int8_t[::1] adj_first,
-                          const int[::1] x, Py_ssize_t v, Py_ssize_t a,
-                          int* n_bad) noexcept nogil:
-    """The finite part of the terms of <theta, mu(x)> that involve v, with x_v = a; the
-    number of -inf terms among them goes to n_bad."""
-    cdef Py_ssize_t slot, u, e
-    cdef double s = 0.0, t = theta[node_off[v] + a]
-    n_bad[0] = 0
-    if t == -INFINITY:
-        n_bad[0] += 1
-    else:
-        s += t
-    for slot in range(adj_start[v], adj_start[v + 1]):
-        u = adj_var[slot]
-        e = adj_edge[slot]
-        if adj_first[slot]:
-            t = theta[edge_off[e] + a * card[u] + x[u]]
-        else:
-            t = theta[edge_off[e] + x[u] * card[v] + a]
-        if t == -INFINITY:
-            n_bad[0] += 1
-        else:
-            s += t
-    return s
-
 
 def anneal(const double[::1] theta, Graph graph, int[::1] x, int[::1] best_x,
            double t_start, double t_end, long long n_moves, long long start,
@@ -732,9 +705,9 @@ def anneal(const double[::1] theta, Graph graph, int[::1] x, int[::1] best_x,
             if a >= x[v]:
                 a += 1
             la = _local(theta, card, node_off, edge_off, adj_start, adj_var, adj_edge,
-                        adj_first, x, v, a, &bad_a)
+                        adj_first, x, v, a, NULL, &bad_a)
             lc = _local(theta, card, node_off, edge_off, adj_start, adj_var, adj_edge,
-                        adj_first, x, v, x[v], &bad_c)
+                        adj_first, x, v, x[v], NULL, &bad_c)
             if bad_a > bad_c:
                 continue
             delta = la - lc
