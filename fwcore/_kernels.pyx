@@ -19,7 +19,7 @@ stay finite (+inf only from theta = -inf) and never NaN.
 import numpy as np
 
 cimport numpy as cnp
-from libc.math cimport INFINITY, exp, fabs, log
+from libc.math cimport INFINITY, exp, fabs, log, pow
 from libc.stdint cimport int8_t, uint64_t
 from libc.stdlib cimport qsort
 from ._clock cimport monotonic
@@ -623,16 +623,17 @@ def icm(const double[::1] theta, Graph graph, int[::1] x, int max_sweeps=100, or
     return score, sweeps, not changed
 
 
-# -- simulated annealing (Kirkpatrick, Gelatt & Vecchi 1983; Metropolis et al. 1953) ------
+# -- the local score of a variable (ICM-like moves, decoding) -------------------------
 
 cdef inline double _local(const double[::1] theta, const int[::1] card,
                           const long long[::1] node_off, const long long[::1] edge_off,
                           const long long[::1] adj_start, const int[::1] adj_var,
                           const int[::1] adj_edge, const int8_t[::1] adj_first,
-                          const int[::1] x, Py_ssize_t v, Py_ssize_t a,
+                          const int[::1] x, Py_ssize_t v, Py_ssize_t a, const int8_t* only,
                           int* n_bad) noexcept nogil:
-    """The finite part of the terms of <theta, mu(x)> that involve v, with x_v = a; the
-    number of -inf terms among them goes to n_bad."""
+    """The finite part of the terms of <theta, mu(x)> that involve v, with x_v = a (only
+    the edges to the neighbours u with only[u] != 0 unless ``only`` is NULL), node term
+    first, then the CSR neighbours; the number of -inf terms among them goes to n_bad."""
     cdef Py_ssize_t slot, u, e
     cdef double s = 0.0, t = theta[node_off[v] + a]
     n_bad[0] = 0
@@ -642,6 +643,8 @@ cdef inline double _local(const double[::1] theta, const int[::1] card,
         s += t
     for slot in range(adj_start[v], adj_start[v + 1]):
         u = adj_var[slot]
+        if only != NULL and not only[u]:
+            continue
         e = adj_edge[slot]
         if adj_first[slot]:
             t = theta[edge_off[e] + a * card[u] + x[u]]
@@ -654,23 +657,225 @@ cdef inline double _local(const double[::1] theta, const int[::1] card,
     return s
 
 
-def anneal(const double[::1] theta, Graph graph, int[::1] x, int[::1] best_x,
-           double t_start, double t_end, long long n_moves, double time_limit,
-           unsigned long long seed, int[::1] log):
-    """Simulated annealing (maximising <theta, mu(x)>) from x, in place; best_x receives
-    the best labelling visited (x itself included).
+# -- decoding under arc consistency (maintained arc consistency, Sabin & Freuder 1994) ---
 
-    Moves sweep the variables in index order (cache-friendly on locally numbered graphs);
-    a move proposes a state a != x_v drawn uniformly (inline splitmix64 generator,
-    reproducible from ``seed``) and is accepted by the Metropolis rule at temperature T:
-    always when the finite score does not drop, else with probability exp(delta / T).
-    Impossible states: the -inf terms of x are counted, never summed; a move that adds
-    -inf terms is rejected and one that removes some is accepted, so from a feasible x the
-    search never leaves the feasible set. T falls geometrically from t_start to t_end over
-    n_moves moves. time_limit (seconds, <= 0: none) is checked every 4096 moves. ``log``
-    (int32[n], work) lists the variables moved since the last best, so best_x is updated
-    in O(moves) (a full copy after n logged moves).
-    Returns (best finite score, best number of -inf terms, moves done, moves accepted).
+cdef bint _ac_propagate(const double[::1] theta, const int[::1] card,
+                        const long long[::1] node_off, const long long[::1] edge_off,
+                        const long long[::1] adj_start, const int[::1] adj_var,
+                        const int[::1] adj_edge, const int8_t[::1] adj_first,
+                        const int8_t[::1] hard, int8_t[::1] alive, int[::1] n_alive,
+                        int[::1] queue, int8_t[::1] queued, Py_ssize_t* q_len,
+                        long long[::1] trail, int[::1] trail_var,
+                        Py_ssize_t* trail_len) noexcept nogil:
+    """AC-3 from the variables in queue[:q_len] (LIFO): every live state b of a neighbour w
+    across an edge with a -inf entry keeps a live support a at u (theta_uw(a, b) > -inf),
+    else it dies (recorded on the trail). Returns False when a domain empties (the queue
+    is then emptied)."""
+    cdef Py_ssize_t u, w, slot, e, a, b, cu, cw
+    cdef long long pos
+    cdef bint supported
+    while q_len[0]:
+        q_len[0] -= 1
+        u = queue[q_len[0]]
+        queued[u] = 0
+        cu = card[u]
+        for slot in range(adj_start[u], adj_start[u + 1]):
+            e = adj_edge[slot]
+            if not hard[e]:
+                continue
+            w = adj_var[slot]
+            cw = card[w]
+            for b in range(cw):
+                if not alive[node_off[w] + b]:
+                    continue
+                supported = False
+                for a in range(cu):
+                    if not alive[node_off[u] + a]:
+                        continue
+                    if adj_first[slot]:
+                        pos = edge_off[e] + a * cw + b
+                    else:
+                        pos = edge_off[e] + b * cu + a
+                    if theta[pos] != -INFINITY:
+                        supported = True
+                        break
+                if supported:
+                    continue
+                alive[node_off[w] + b] = 0
+                n_alive[w] -= 1
+                trail[trail_len[0]] = node_off[w] + b
+                trail_var[trail_len[0]] = <int>w
+                trail_len[0] += 1
+                if n_alive[w] == 0:
+                    while q_len[0]:
+                        q_len[0] -= 1
+                        queued[queue[q_len[0]]] = 0
+                    return False
+                if not queued[w]:
+                    queued[w] = 1
+                    queue[q_len[0]] = <int>w
+                    q_len[0] += 1
+    return True
+
+
+cdef inline void _ac_undo(int8_t[::1] alive, int[::1] n_alive, const long long[::1] trail,
+                          const int[::1] trail_var, Py_ssize_t* trail_len,
+                          Py_ssize_t mark) noexcept nogil:
+    """Revive the states that died after trail position ``mark``."""
+    while trail_len[0] > mark:
+        trail_len[0] -= 1
+        alive[trail[trail_len[0]]] = 1
+        n_alive[trail_var[trail_len[0]]] += 1
+
+
+cdef inline void _ac_kill(int8_t[::1] alive, int[::1] n_alive, long long[::1] trail,
+                          int[::1] trail_var, Py_ssize_t* trail_len, Py_ssize_t v,
+                          long long pos) noexcept nogil:
+    alive[pos] = 0
+    n_alive[v] -= 1
+    trail[trail_len[0]] = pos
+    trail_var[trail_len[0]] = <int>v
+    trail_len[0] += 1
+
+
+def ac_decode(const double[::1] theta, Graph graph, int[::1] x):
+    """A labelling using only finite entries of theta, built variable by variable in index
+    order under maintained arc consistency (without backtracking to earlier variables), in
+    place on x, whose entries are the preferred states.
+
+    The domains start as the states with a finite unary entry, made arc consistent over the
+    -inf entries of the edge tables (AC-3). Then each variable v in turn takes, among the
+    live states of its domain, x[v] if it is live, else the first of highest local score
+    (unary plus the edges to the variables already set), and arc consistency propagates
+    that choice. A choice that empties a domain is undone, its state deleted (and that
+    deletion propagated), and the next live state tried. On a forest, and wherever no
+    domain runs out, every entry x uses is finite; x keeps every state of a preferred
+    labelling that is feasible. A variable left without a live state (arc consistency
+    is not global consistency on cycles) stops the propagation: from it on, each variable
+    takes the first state of fewest -inf terms (unary and edges to variables already set),
+    then x[v] among those, then the highest finite local score.
+    Returns whether every entry x uses is finite.
+    """
+    cdef const int[::1] card = graph.card, adj_var = graph.adj_var, adj_edge = graph.adj_edge
+    cdef const int[:, ::1] edges = graph.edges
+    cdef const long long[::1] node_off = graph.node_off, edge_off = graph.edge_off
+    cdef const long long[::1] adj_start = graph.adj_start
+    cdef const int8_t[::1] adj_first = graph.adj_first
+    cdef Py_ssize_t n = card.shape[0], n_edges = edges.shape[0], n_states = node_off[n]
+    cdef int8_t[::1] hard = np.zeros(n_edges, dtype=np.int8)
+    cdef int8_t[::1] alive = np.zeros(n_states, dtype=np.int8)
+    cdef int8_t[::1] queued = np.zeros(n, dtype=np.int8)
+    cdef int8_t[::1] is_set = np.zeros(n, dtype=np.int8)
+    cdef int[::1] n_alive = np.zeros(n, dtype=np.int32)
+    cdef int[::1] queue = np.empty(n, dtype=np.int32)
+    cdef long long[::1] trail = np.empty(n_states, dtype=np.int64)
+    cdef int[::1] trail_var = np.empty(n_states, dtype=np.int32)
+    cdef Py_ssize_t q_len = 0, trail_len = 0, mark, v, a, e, choice, fewest
+    cdef long long k
+    cdef int bad
+    cdef double s, best
+    cdef bint broken = False
+    with nogil:
+        for e in range(n_edges):
+            for k in range(edge_off[e], edge_off[e + 1]):
+                if theta[k] == -INFINITY:
+                    hard[e] = 1
+                    break
+        for v in range(n):
+            for a in range(card[v]):
+                if theta[node_off[v] + a] != -INFINITY:
+                    alive[node_off[v] + a] = 1
+                    n_alive[v] += 1
+            if n_alive[v] == 0:
+                broken = True
+            queued[v] = 1
+            queue[q_len] = <int>v
+            q_len += 1
+        if not broken:
+            broken = not _ac_propagate(theta, card, node_off, edge_off, adj_start, adj_var,
+                                       adj_edge, adj_first, hard, alive, n_alive, queue,
+                                       queued, &q_len, trail, trail_var, &trail_len)
+        for v in range(n):
+            while not broken:
+                trail_len = 0  # the choices before v are never undone
+                choice = -1
+                if alive[node_off[v] + x[v]]:
+                    choice = x[v]
+                else:  # a live state has no -inf term with the variables set
+                    best = -INFINITY
+                    for a in range(card[v]):
+                        if not alive[node_off[v] + a]:
+                            continue
+                        s = _local(theta, card, node_off, edge_off, adj_start, adj_var,
+                                   adj_edge, adj_first, x, v, a, &is_set[0], &bad)
+                        if choice < 0 or s > best:
+                            best = s
+                            choice = a
+                if n_alive[v] == 1:
+                    break
+                mark = trail_len
+                for a in range(card[v]):
+                    if a != choice and alive[node_off[v] + a]:
+                        _ac_kill(alive, n_alive, trail, trail_var, &trail_len, v,
+                                 node_off[v] + a)
+                queued[v] = 1
+                queue[0] = <int>v
+                q_len = 1
+                if _ac_propagate(theta, card, node_off, edge_off, adj_start, adj_var,
+                                 adj_edge, adj_first, hard, alive, n_alive, queue, queued,
+                                 &q_len, trail, trail_var, &trail_len):
+                    break
+                _ac_undo(alive, n_alive, trail, trail_var, &trail_len, mark)
+                _ac_kill(alive, n_alive, trail, trail_var, &trail_len, v, node_off[v] + choice)
+                if n_alive[v] == 0:
+                    broken = True
+                    break
+                queued[v] = 1
+                queue[0] = <int>v
+                q_len = 1
+                broken = not _ac_propagate(theta, card, node_off, edge_off, adj_start,
+                                           adj_var, adj_edge, adj_first, hard, alive,
+                                           n_alive, queue, queued, &q_len, trail,
+                                           trail_var, &trail_len)
+            if broken:  # fewest -inf terms with the variables set, then x[v], then score
+                fewest = n + 1
+                best = -INFINITY
+                choice = -1
+                for a in range(card[v]):
+                    s = _local(theta, card, node_off, edge_off, adj_start, adj_var,
+                               adj_edge, adj_first, x, v, a, &is_set[0], &bad)
+                    if (choice < 0 or bad < fewest or
+                            (bad == fewest and choice != x[v] and (a == x[v] or s > best))):
+                        fewest, best, choice = bad, s, a
+            x[v] = <int>choice
+            is_set[v] = 1
+        s = _score(theta, card, edges, node_off, edge_off, x)
+    return s != -INFINITY
+
+
+# -- simulated annealing (Kirkpatrick, Gelatt & Vecchi 1983; Metropolis et al. 1953) ------
+
+def anneal(const double[::1] theta, Graph graph, int[::1] x, int[::1] best_x,
+           double t_start, double t_end, long long n_moves, long long start,
+           long long stop, double time_limit, unsigned long long seed, int[::1] log):
+    """Moves start .. stop - 1 of a simulated-annealing schedule of n_moves moves
+    (maximising <theta, mu(x)>), from x, in place; best_x receives the best labelling
+    visited (x itself included).
+
+    Move m visits variable m mod n (index order: cache-friendly on locally numbered
+    graphs) and proposes a state a != x_v drawn uniformly (inline splitmix64 generator
+    started at ``seed``); it is accepted by the Metropolis rule at temperature
+    T = t_start cool^(m // 4096), cool = (t_end / t_start)^(4096 / n_moves) (geometric
+    from t_start to t_end): always when the finite score does not drop, else with
+    probability exp(delta / T). Impossible states: the -inf terms of x are counted, never
+    summed; a move that adds -inf terms is rejected and one that removes some is accepted,
+    so from a feasible x the search never leaves the feasible set. time_limit (seconds,
+    <= 0: none) is checked every 4096 moves. ``log`` (int32[n], work) lists the variables
+    moved since the last best, so best_x is updated in O(moves) (a full copy after n
+    logged moves).
+    Returns (best finite score, best number of -inf terms, moves done, moves accepted,
+    generator state): a call for the moves from start + moves done on, with that state
+    and x, goes on with the same walk, so a schedule cut into calls is the one call's.
     """
     cdef const int[::1] card = graph.card, adj_var = graph.adj_var, adj_edge = graph.adj_edge
     cdef const int[:, ::1] edges = graph.edges
@@ -678,16 +883,17 @@ def anneal(const double[::1] theta, Graph graph, int[::1] x, int[::1] best_x,
     cdef const long long[::1] adj_start = graph.adj_start
     cdef const int8_t[::1] adj_first = graph.adj_first
     cdef Py_ssize_t n = card.shape[0], v, a, i, e, k, n_log = 0
-    cdef long long move = 0, accepted = 0
+    cdef long long move = start, accepted = 0
     cdef int bad_a, bad_c, bad = 0, best_bad
     cdef uint64_t state = seed
-    cdef double fin = 0.0, best_fin, la, lc, delta, temp = t_start, t, u
+    cdef double fin = 0.0, best_fin, la, lc, delta, t, u
     cdef double cool = 1.0 if n_moves <= 1 or t_end >= t_start else \
         (t_end / t_start) ** (4096.0 / n_moves)
-    cdef double stop = monotonic() + time_limit if time_limit > 0.0 else INFINITY
+    cdef double temp = t_start * pow(cool, <double>(start // 4096))
+    cdef double deadline = monotonic() + time_limit if time_limit > 0.0 else INFINITY
     cdef bint overflow = False
     if n == 0:
-        return 0.0, 0, 0, 0
+        return 0.0, 0, 0, 0, seed
     with nogil:
         for i in range(n):                   # score of x: finite part and -inf count
             t = theta[node_off[i] + x[i]]
@@ -704,10 +910,10 @@ def anneal(const double[::1] theta, Graph graph, int[::1] x, int[::1] best_x,
         for i in range(n):
             best_x[i] = x[i]
         best_fin, best_bad = fin, bad
-        while move < n_moves:
-            if move & 4095 == 0 and move:
-                temp *= cool
-                if monotonic() > stop:
+        while move < stop:
+            if move & 4095 == 0 and move != start:
+                temp = t_start * pow(cool, <double>(move // 4096))
+                if monotonic() > deadline:
                     break
             v = move % n
             move += 1
@@ -717,9 +923,9 @@ def anneal(const double[::1] theta, Graph graph, int[::1] x, int[::1] best_x,
             if a >= x[v]:
                 a += 1
             la = _local(theta, card, node_off, edge_off, adj_start, adj_var, adj_edge,
-                        adj_first, x, v, a, &bad_a)
+                        adj_first, x, v, a, NULL, &bad_a)
             lc = _local(theta, card, node_off, edge_off, adj_start, adj_var, adj_edge,
-                        adj_first, x, v, x[v], &bad_c)
+                        adj_first, x, v, x[v], NULL, &bad_c)
             if bad_a > bad_c:
                 continue
             delta = la - lc
@@ -748,7 +954,7 @@ def anneal(const double[::1] theta, Graph graph, int[::1] x, int[::1] best_x,
                         best_x[log[k]] = x[log[k]]
                 n_log = 0
                 overflow = False
-    return best_fin, best_bad, move, accepted
+    return best_fin, best_bad, move - start, accepted, state
 
 
 # -- Euclidean projection onto the simplex {w >= 0, sum w = z} --------------------------

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Callable, cast
 
 import numpy as np
 
-from .model import Named, PairwiseMRF, _check_card, _check_values, check_names
+from .model import Named, PairwiseMRF, _check_card, _check_values, _int_array, check_names
 
 if TYPE_CHECKING:  # the decorator keeps the signature it wraps (typing_extensions: Python 3.9)
     from typing import TypeVar
@@ -197,11 +197,7 @@ def _check_factor(k, factor, card):
     except (TypeError, ValueError):
         raise TypeError(f"factors[{k}] must be a pair (scope, table); got "
                         f"{type(factor).__name__}") from None
-    scope = np.asarray(scope)
-    if scope.size and scope.dtype.kind not in "iu":
-        raise TypeError(f"factors[{k}] scope must hold integer variable indices; got dtype "
-                        f"{scope.dtype}")
-    scope = tuple(int(v) for v in scope.reshape(-1))
+    scope = tuple(int(v) for v in _int_array(f"factors[{k}] scope", scope).reshape(-1))
     n = card.shape[0]
     if any(v < 0 or v >= n for v in scope):
         raise ValueError(f"factors[{k}] scope {scope} must index variables 0..{n - 1}")

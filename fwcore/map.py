@@ -8,7 +8,7 @@ import numpy as np
 from .checks import BOOL, CALLABLE, SEED, TIME, check_bound_feasible, check_feasible, \
     check_model, validate_params
 from .loop import Callbacks, best_on_interrupt
-from .oracles._common import node_argmax
+from .oracles._common import feasible_labelling, node_argmax
 from .oracles.base import resolve_oracle
 from .results import MapResult, Record, Status, Trace, gap_text
 from .factor_graph import FactorGraph, solves_factor_graphs
@@ -47,8 +47,8 @@ def infer_map(model: PairwiseMRF | FactorGraph, method: str | object = "auto",
     Returns a `MapResult`: ``assignment``, ``score``, ``upper_bound`` (None when the method
     has none), ``status`` (the oracle's: ``converged`` only when exact or proven by the
     bound; ``interrupted`` on Ctrl-C, with no bound and the best labelling the oracle had
-    found: the anytime oracles (portfolio, anneal, expansion, swap) keep theirs, others
-    give the best node scores' assignment),
+    found (portfolio, anneal, expansion, swap, icm, trws, maxproduct keep theirs; others
+    give the best node scores' assignment), repaired off -inf entries,
     ``time`` (seconds, oracle construction included), ``method`` (the oracle used) and
     ``trace``: the anytime oracles' (time, score, bound) records (times from the start of
     the oracle's call), else one record at the end. A
@@ -64,10 +64,12 @@ def infer_map(model: PairwiseMRF | FactorGraph, method: str | object = "auto",
     if time_limit is not None:  # the checks and the oracle's construction count towards it
         time_limit = max(time_limit - (time.perf_counter() - start), 1e-2)
     # Ctrl-C: the oracle's best labelling so far (an oracle that keeps none: the best node
-    # scores), no bound
+    # scores), repaired off -inf entries; no bound
     x, interrupted = best_on_interrupt(
         lambda: oracle.argmax(model.theta, time_limit=time_limit),
         lambda: node_argmax(model, model.theta))
+    if interrupted:
+        x = feasible_labelling(model, model.theta, x)
     oracle.observer.close()
     bound, status = (None, Status.INTERRUPTED) if interrupted else \
         (oracle.upper_bound(), oracle.status)

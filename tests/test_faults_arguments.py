@@ -33,6 +33,17 @@ def test_a_bool_cardinality_is_refused(card):
         fwcore.PairwiseMRF(card)
 
 
+@pytest.mark.parametrize("edges, where", [([(True, 1)], r"\(0, 0\)"),
+                                          ([(0, 1), (1, np.True_)], r"\(1, 1\)"),
+                                          ([np.array([0, 2]), [False, 1]], r"\(1, 0\)")])
+def test_a_bool_among_the_edges_is_refused(edges, where):
+    """numpy reads [(True, 1)] as [(1, 1)]: the bool is refused, and named."""
+    with pytest.raises(TypeError, match=f"edges must hold integers; got the bool .* {where}"):
+        fwcore.PairwiseMRF([2, 2, 2], edges=edges)
+    with pytest.raises(TypeError, match="factors.0. scope must hold integers; got the bool"):
+        fwcore.FactorGraph([2, 2, 2], [(edges[-1], np.zeros((2, 2)))])
+
+
 def test_the_empty_model_has_its_trivial_answers():
     empty = fwcore.PairwiseMRF([])
     assert fwcore.exact_inference(empty).log_z == 0.0

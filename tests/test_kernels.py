@@ -611,6 +611,116 @@ def test_icm_keeps_state_on_all_minus_inf_rows_and_respects_max_sweeps():
 
 # -- simplex projection ----------------------------------------------------------------
 
+def twin_ac_decode(m, x):
+    """`K.ac_decode` in NumPy: arc consistency as a fixpoint over the edges with a -inf
+    entry; variables in index order, each trying x's state (else the first of highest
+    local score: node term, then the CSR neighbours already set) and, when arc
+    consistency empties a domain, deleting that state and trying the next; once a
+    variable has no state left, the fewest -inf terms, then x's state, then the score."""
+    theta, card, x = m.theta, m.card, np.array(x, dtype=np.int32)
+    ok = [np.isfinite(theta[m.edge_off[e]:m.edge_off[e + 1]]).reshape(card[i], card[j])
+          for e, (i, j) in enumerate(m.edges)]
+    hard = [e for e in range(m.n_edges) if not ok[e].all()]
+
+    def closure(alive):
+        changed = True
+        while changed:
+            changed = False
+            for e in hard:
+                i, j = m.edges[e]
+                for u, w, table in ((i, j, ok[e]), (j, i, ok[e].T)):
+                    keep = alive[w] & (table & alive[u][:, None]).any(axis=0)
+                    changed |= bool((keep != alive[w]).any())
+                    alive[w] = keep
+        return all(a.any() for a in alive)
+
+    def local(v, a, done):
+        """(number of -inf terms, finite sum) of v at state a against the set variables."""
+        terms = [theta[m.node_off[v] + a]]
+        for slot in range(m.adj_start[v], m.adj_start[v + 1]):
+            u, e = m.adj_var[slot], m.adj_edge[slot]
+            if done[u]:
+                k = a * card[u] + x[u] if m.adj_first[slot] else x[u] * card[v] + a
+                terms.append(theta[m.edge_off[e] + k])
+        finite = [t for t in terms if t != -np.inf]
+        return len(terms) - len(finite), sum(finite[1:], finite[0]) if finite else 0.0
+
+    alive = [np.isfinite(theta[m.node_off[v]:m.node_off[v + 1]]) for v in range(m.n_vars)]
+    broken = not all(a.any() for a in alive) or not closure(alive)
+    done = np.zeros(m.n_vars, dtype=bool)
+    for v in range(m.n_vars):
+        while not broken:
+            live = np.flatnonzero(alive[v])
+            if alive[v][x[v]]:
+                choice = x[v]
+            else:
+                values = [local(v, a, done)[1] for a in live]
+                choice = live[int(np.argmax(values))]
+            if live.size == 1:
+                break
+            trial = [a.copy() for a in alive]
+            trial[v][:] = False
+            trial[v][choice] = True
+            if closure(trial):
+                alive = trial
+                break
+            alive[v][choice] = False
+            broken = not alive[v].any() or not closure(alive)
+        if broken:
+            keys = [local(v, a, done) for a in range(card[v])]
+            fewest = min(k[0] for k in keys)
+            tied = [a for a in range(card[v]) if keys[a][0] == fewest]
+            choice = x[v] if x[v] in tied else tied[int(np.argmax([keys[a][1] for a in tied]))]
+        x[v] = choice
+        done[v] = True
+    return x
+
+
+def planted_model(rng, forest):
+    """A model with many -inf entries around a planted feasible labelling: a forest or a
+    random graph of 2-7 variables."""
+    n = int(rng.integers(2, 8))
+    card = rng.integers(1, 5, n)
+    if forest:
+        pairs = [(int(rng.integers(0, j)), j) for j in range(1, n) if rng.random() < 0.9]
+    else:
+        pairs = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.6]
+    edges = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+    m = PairwiseMRF.from_flat(card, edges, np.zeros(int(card.sum() + (card[edges[:, 0]] * card[edges[:, 1]]).sum())))
+    theta = rng.normal(size=m.dim)
+    theta[rng.random(m.dim) < float(rng.choice([0.2, 0.5, 0.8]))] = -np.inf
+    planted = rng.integers(0, card)
+    theta[m.node_off[:-1] + planted] = rng.normal(size=n)
+    theta[m.edge_off[:-1] + planted[edges[:, 0]] * card[edges[:, 1]] + planted[edges[:, 1]]] = 0.0
+    return m.with_theta(theta), planted
+
+
+@SETTINGS
+@given(seeds)
+def test_ac_decode_matches_twin(seed):
+    rng = np.random.default_rng(seed)
+    m = random_model(rng) if rng.random() < 0.3 else planted_model(rng, rng.random() < 0.3)[0]
+    x0 = rng.integers(0, m.card).astype(np.int32)
+    x = x0.copy()
+    feasible = K.ac_decode(m.theta, m.graph, x)
+    np.testing.assert_array_equal(x, twin_ac_decode(m, x0))
+    assert feasible == np.isfinite(m.score(x))
+
+
+def test_ac_decode_is_feasible_on_feasible_forests_and_keeps_feasible_labellings():
+    for seed in range(200):
+        rng = np.random.default_rng(seed)
+        m, planted = planted_model(rng, forest=seed % 2 == 0)
+        x = planted.astype(np.int32)
+        assert K.ac_decode(m.theta, m.graph, x)
+        np.testing.assert_array_equal(x, planted)
+        x = rng.integers(0, m.card).astype(np.int32)
+        feasible = K.ac_decode(m.theta, m.graph, x)
+        assert feasible == np.isfinite(m.score(x))
+        if seed % 2 == 0:  # a forest: arc consistency is backtrack-free
+            assert feasible, seed
+
+
 @SETTINGS
 @given(seeds)
 def test_projections_match_twin(seed):

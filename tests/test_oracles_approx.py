@@ -476,19 +476,20 @@ def local(model, theta, x, v, a):
     return float(terms[~bad].sum()), int(bad.sum())
 
 
-def np_anneal(model, theta, x, t_start, t_end, n_moves, seed):
-    """Twin of `fwcore._kernels.anneal` (no time limit): (x, best_x, best finite score,
-    best -inf count, moves, accepted)."""
+def np_anneal(model, theta, x, t_start, t_end, n_moves, seed, start=0, stop=None):
+    """Twin of `fwcore._kernels.anneal` (no time limit), moves start .. stop - 1 (None:
+    n_moves): (x, best_x, best finite score, best -inf count, moves, accepted, state)."""
     x = x.copy()
     n = model.n_vars
+    stop = n_moves if stop is None else stop
     flat = theta[model.flat_index(x)]
     bad, fin = int(np.isneginf(flat).sum()), float(flat[np.isfinite(flat)].sum())
     best_x, best = x.copy(), (bad, fin)
     cool = 1.0 if n_moves <= 1 or t_end >= t_start else (t_end / t_start) ** (4096.0 / n_moves)
-    temp, state, move, accepted = t_start, seed, 0, 0
-    while move < n_moves:
-        if move % 4096 == 0 and move:
-            temp *= cool
+    temp, state, move, accepted = t_start * cool ** float(start // 4096), seed, start, 0
+    while move < stop:
+        if move % 4096 == 0 and move != start:
+            temp = t_start * cool ** float(move // 4096)
         v = move % n
         move += 1
         if model.card[v] < 2:
@@ -514,7 +515,7 @@ def np_anneal(model, theta, x, t_start, t_end, n_moves, seed):
         accepted += 1
         if bad < best[0] or (bad == best[0] and fin > best[1]):
             best, best_x = (bad, fin), x.copy()
-    return x, best_x, best[1], best[0], move, accepted
+    return x, best_x, best[1], best[0], move - start, accepted, state
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -525,14 +526,38 @@ def test_anneal_kernel_matches_twin(seed):
     t_start, t_end = [(2.0, 0.05), (0.3, 0.3), (50.0, 1e-3)][seed % 3]
     n_moves = [500, 9000, 13000][seed % 3]
     x, best_x = x0.copy(), np.empty_like(x0)
-    got = _kernels.anneal(model.theta, model.graph, x, best_x, t_start, t_end, n_moves, 0.0,
-                          seed, np.empty_like(x0))
-    tx, tbest, fin, bad, moves, accepted = np_anneal(model, model.theta, x0, t_start, t_end,
-                                                     n_moves, seed)
+    got = _kernels.anneal(model.theta, model.graph, x, best_x, t_start, t_end, n_moves, 0,
+                          n_moves, 0.0, seed, np.empty_like(x0))
+    tx, tbest, fin, bad, moves, accepted, state = np_anneal(model, model.theta, x0, t_start,
+                                                            t_end, n_moves, seed)
     np.testing.assert_array_equal(x, tx)
     np.testing.assert_array_equal(best_x, tbest)
-    assert got[1:] == (bad, moves, accepted)
+    assert got[1:] == (bad, moves, accepted, state)
     assert got[0] == pytest.approx(fin, abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_anneal_kernel_cut_into_calls_walks_as_one_call(seed):
+    """Each call goes on from the last one's move, labelling and generator state (cuts
+    inside and at the ends of the 4096-move temperature blocks): the walk of one call,
+    the twin's from the same start."""
+    model, _ = random_model(seed, n=6, max_card=3, p_inf=0.15)
+    x0 = np.random.default_rng(seed).integers(0, model.card).astype(np.int32)
+    n_moves, cuts = 13000, [0, 1000, 4096, 4097, 9000, 13000]
+    x, best_x, state, best = x0.copy(), np.empty_like(x0), seed, None
+    for start, stop in zip(cuts[:-1], cuts[1:]):
+        fin, bad, moves, _, state = _kernels.anneal(model.theta, model.graph, x, best_x, 2.0,
+                                                    0.05, n_moves, start, stop, 0.0, state,
+                                                    np.empty_like(x0))
+        assert moves == stop - start
+        tx, _, _, _, _, _, tstate = np_anneal(model, model.theta, x0 if start == 0 else tx,
+                                              2.0, 0.05, n_moves, seed if start == 0 else
+                                              tstate, start, stop)
+        np.testing.assert_array_equal(x, tx)
+        assert state == tstate
+    whole = np_anneal(model, model.theta, x0, 2.0, 0.05, n_moves, seed)
+    np.testing.assert_array_equal(x, whole[0])
+    assert state == whole[6]
 
 
 def test_anneal_kernel_best_copy_after_log_overflow():
@@ -540,9 +565,9 @@ def test_anneal_kernel_best_copy_after_log_overflow():
     model = fwcore.random_grid(3, seed=1)
     x0 = np.zeros(model.n_vars, dtype=np.int32)
     x, best_x = x0.copy(), np.empty_like(x0)
-    res = _kernels.anneal(model.theta, model.graph, x, best_x, 5.0, 0.01, 20000, 0.0, 7,
-                          np.empty_like(x0))
-    _, tbest, fin, _, _, _ = np_anneal(model, model.theta, x0, 5.0, 0.01, 20000, 7)
+    res = _kernels.anneal(model.theta, model.graph, x, best_x, 5.0, 0.01, 20000, 0, 20000,
+                          0.0, 7, np.empty_like(x0))
+    _, tbest, fin, _, _, _, _ = np_anneal(model, model.theta, x0, 5.0, 0.01, 20000, 7)
     np.testing.assert_array_equal(best_x, tbest)
     assert model.score(best_x) == pytest.approx(res[0], abs=1e-9)
 
@@ -578,7 +603,7 @@ def test_anneal_never_leaves_the_feasible_set(seed):
     model, opt = random_model(seed, n=8, max_card=3, p_inf=0.3)
     x = opt.assignment.astype(np.int32)
     best = np.empty_like(x)
-    _kernels.anneal(model.theta, model.graph, x, best, 100.0, 50.0, 1600, 0.0, seed,
+    _kernels.anneal(model.theta, model.graph, x, best, 100.0, 50.0, 1600, 0, 1600, 0.0, seed,
                     np.empty_like(x))
     assert np.isfinite(model.score(x)) and model.score(best) == opt.score
 

@@ -115,10 +115,16 @@ def test_evidence_is_conditioned_on():
 
 
 def test_no_feasible_state():
+    """A model with no feasible assignment is a ValueError, as from every entry point
+    (it gave bounds of -inf with NaN marginals): found by arc consistency, or by the
+    bound (two binary labels that must differ around a triangle)."""
     fg = fwcore.FactorGraph([2, 2], [((0,), np.array([-np.inf, -np.inf])),
                                      ((0, 1), np.zeros((2, 2)))])
-    res = weighted_mini_bucket(fg)
-    assert res.log_z_upper == -np.inf and res.log_z_lower == -np.inf
+    differ = [[-np.inf, 0.0], [0.0, -np.inf]]
+    triangle = fwcore.PairwiseMRF([2, 2, 2], None, [(0, 1), (1, 2), (0, 2)], [differ] * 3)
+    for model in (fg, triangle):
+        with pytest.raises(ValueError, match="no feasible assignment"):
+            weighted_mini_bucket(model)
 
 
 def test_arguments_are_checked():

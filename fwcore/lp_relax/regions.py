@@ -19,9 +19,9 @@ mix of cardinalities (no padding to the largest one). A global factor's messages
 """
 import numpy as np
 
-from .. import _kernels
 from ..checks import check_feasible, check_model, finite_penalty
 from ..model import concat_ranges
+from ..oracles._common import feasible_labelling
 from .factors import CardinalityFactor, Factor
 
 __all__ = ["Regions", "Segments"]
@@ -200,15 +200,10 @@ class Regions:
         return self.repaired(self.node_argmax(h))
 
     def repaired(self, x):
-        """``x``; when it uses a -inf entry of the model, a copy repaired by ICM on the
-        penalised scores (`fwcore.checks.finite_penalty`: every move off a -inf entry
-        improves), so the decoded labelling is feasible whenever a local search from it
-        finds one."""
-        if np.isfinite(self.model.score(x)):
-            return x
-        x = x.copy()
-        _kernels.icm(self.theta, self.model.graph, x)
-        return x
+        """``x``; when it uses a -inf entry of the model, a repaired copy
+        (`fwcore.oracles._common.feasible_labelling`: feasible whenever arc consistency,
+        maintained variable by variable, finds a labelling)."""
+        return feasible_labelling(self.model, self.model.theta, x, self.theta)
 
     # -- values of assignments -----------------------------------------------------------
 

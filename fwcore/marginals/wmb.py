@@ -29,7 +29,8 @@ import time
 import numpy as np
 
 from .._wmb import short_rows, weighted_logsumexp
-from ..checks import BOOL, CALLABLE, TIME, Interval, check_model, validate_params
+from ..checks import BOOL, CALLABLE, TIME, Interval, check_bound_feasible, check_feasible, \
+    check_model, validate_params
 from ..factor_graph import FactorGraph
 from ..loop import Callbacks, Deadline, Stopping, run_loop
 from ..model import PairwiseMRF
@@ -545,9 +546,13 @@ def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None
     status is ``converged`` when it is at most ``tol`` (or the elimination is exact),
     ``stalled`` when no stage that fits tightens it further. Marginals are the weighted
     beliefs of the pass of tightest bound read (exact when its buckets are whole),
-    within ``max_time``. Variables that
-    evidence fixes (one finite unary state) are conditioned on first."""
+    within ``max_time``. Variables that evidence fixes (one finite unary state) are
+    conditioned on first. A model with no feasible assignment raises ValueError: at the
+    start when arc consistency finds it (`fwcore.checks.check_feasible`), at the end when
+    the bound proves it."""
     t0 = time.perf_counter()
+    pairwise = model.reduced if isinstance(model, FactorGraph) else check_model(model)
+    check_feasible(pairwise)
     passes_time = None if max_time is None else (1 - _MEAN_FIELD_SHARE) * max_time
     order_time = None if max_time is None else _ORDER_SHARE * max_time
     run = _Run(model, ibound, memory_limit, tol, Deadline(passes_time), t0,
@@ -558,6 +563,7 @@ def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None
     run.read(None if max_time is None else t0 + max_time - time.perf_counter())
     if outcome.status is not Status.INTERRUPTED:
         run.mean_field(None if max_time is None else t0 + max_time)
+    check_bound_feasible(pairwise, run.upper)
     status = outcome.status
     if status is Status.CONVERGED and run.gap > tol:
         status = Status.STALLED

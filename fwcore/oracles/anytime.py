@@ -32,8 +32,13 @@ __all__ = ["AnnealOracle", "ExpansionOracle", "Fusion", "temperature_scale"]
 
 #: moves of the first, timed run of an anytime annealing call, in sweeps
 _PROBE_SWEEPS = 20
-#: an anytime annealing schedule runs in kernel calls of at most this many seconds (the
-#: kernel does not answer Ctrl-C: one schedule ran 30 s of a 60 s call after SIGINT)
+#: an annealing schedule runs in kernel calls of at most this much work (moves times 1 +
+#: the mean degree: 0.05-0.15 s at the 6e7-1.5e8 a second measured on grids and cliques;
+#: 2**24 took 1 s on a 300x300 grid with both cores busy) and, with a time limit, this many
+#: seconds: the kernel does not answer Ctrl-C (one schedule ran 30 s of a 60 s call after
+#: SIGINT; 57 s of one without a time limit). Without a time limit the cut depends on no
+#: clock.
+_SLICE_WORK = 2**23
 _SLICE = 0.25
 
 
@@ -63,10 +68,11 @@ class AnnealOracle(MapOracle):
     runs ``sweeps`` sweeps, stopped early by its time limit (status MAX_TIME, else
     STALLED). With ``anytime=True`` and a time limit, it first runs a short probe to
     measure its speed and then one schedule planned to fill the time left, from the best
-    labelling so far (again while time is left): longer schedules find better labellings;
-    those schedules run in kernel calls of at most `_SLICE` seconds, so that Ctrl-C
-    raises `Interrupted` (the best labelling so far) at once.
-    Reproducible from ``seed``. No bound.
+    labelling so far (again while time is left): longer schedules find better labellings.
+    Every schedule runs in short kernel calls (`_SLICE_WORK`, and `_SLICE` seconds with a
+    time limit) that go on with the same walk, so that Ctrl-C raises `Interrupted` (the
+    best labelling so far) at once. Reproducible from ``seed`` without a time limit. No
+    bound.
     """
 
     name = "anneal"
@@ -90,37 +96,37 @@ class AnnealOracle(MapOracle):
         #: moves made and accepted by the last call
         self.n_moves = self.n_accepted = 0
 
-    def _run(self, scores, x, scale, n_moves, seconds, cooled=0):
-        """Moves ``cooled`` + 1 to ``n_moves`` of one annealing schedule from x (in place),
-        for at most ``seconds``; returns (best labelling visited, moves done). The
-        kernel's geometric cooling splits exactly: a run going on from ``cooled`` starts
-        at the temperature the schedule had reached there."""
-        seed = int(self._rng.integers(2**63))
-        t_from = self.t_start * (self.t_end / self.t_start) ** (cooled / n_moves)
-        _, _, moves, accepted = _kernels.anneal(
-            scores, self.model.graph, x, self._best, t_from * scale, self.t_end * scale,
-            n_moves - cooled, 0.0 if seconds is None else seconds, seed, self._log)
-        self.n_moves += moves
-        self.n_accepted += accepted
-        return self._best.copy(), moves
-
     def _schedule(self, scores, x, scale, n_moves, seconds):
-        """One schedule of `_run` for at most ``seconds``, in kernel calls of at most
-        `_SLICE` seconds, each going on from the last one's labelling and temperature;
-        the best labelling visited goes to ``self._kept`` (`_keep`)."""
-        end = time.perf_counter() + seconds
+        """One annealing schedule of ``n_moves`` moves from x (in place), for at most
+        ``seconds`` (None: no limit), in kernel calls of at most `_SLICE_WORK` work (and
+        `_SLICE` seconds with a limit), each going on from the last one's labelling, move
+        and generator state: the walk of one call. The best labelling visited goes to
+        ``self._kept`` (`_keep`). Returns the moves done."""
+        m = self.model
+        end = None if seconds is None else time.perf_counter() + seconds
+        per_call = max(1, _SLICE_WORK * m.n_vars // (m.n_vars + 2 * m.n_edges))
+        state = int(self._rng.integers(2**63))
         done = 0
-        while done < n_moves and end > time.perf_counter():
-            y, moves = self._run(scores, x, scale, n_moves, min(end - time.perf_counter(),
-                                                                 _SLICE), done)
+        while done < n_moves:
+            limit = 0.0  # the kernel's "no limit"
+            if end is not None:
+                limit = min(end - time.perf_counter(), _SLICE)
+                if limit <= 0.0:
+                    break
+            _, _, moves, accepted, state = _kernels.anneal(
+                scores, m.graph, x, self._best, self.t_start * scale, self.t_end * scale,
+                n_moves, done, min(done + per_call, n_moves), limit, state, self._log)
             done += moves
-            self._keep(scores, y)
+            self.n_moves += moves
+            self.n_accepted += accepted
+            self._keep(scores, self._best)
+        return done
 
     def _keep(self, scores, y):
-        """Keep y as the call's best labelling when it scores higher."""
+        """Keep a copy of y as the call's best labelling when it scores higher."""
         score = float(self.model.score(y, scores))
         if score > self._kept_score:
-            self._kept, self._kept_score = y, score
+            self._kept, self._kept_score = y.copy(), score
 
     def _argmax(self, scores, init, time_limit):
         start = time.perf_counter()
@@ -128,12 +134,12 @@ class AnnealOracle(MapOracle):
         x = node_argmax(m, scores).astype(np.int32) if init is None else init.copy()
         scale = temperature_scale(m, scores)
         self.n_moves = self.n_accepted = 0
-        if not (self.anytime and time_limit is not None) or (m.card < 2).all():
-            n_moves = self.sweeps * m.n_vars
-            best, moves = self._run(scores, x, scale, n_moves, time_limit)
-            return best, None, (None if moves >= n_moves else Status.MAX_TIME)
         self._kept, self._kept_score = x.copy(), float(m.score(x, scores))
         with keeping_best(lambda inner: self._kept):
+            if not (self.anytime and time_limit is not None) or (m.card < 2).all():
+                n_moves = self.sweeps * m.n_vars
+                done = self._schedule(scores, x, scale, n_moves, time_limit)
+                return self._kept, None, (None if done >= n_moves else Status.MAX_TIME)
             self._schedule(scores, x, scale, _PROBE_SWEEPS * m.n_vars, time_limit)
             rate = self.n_moves / max(time.perf_counter() - start, 1e-6)
             while True:

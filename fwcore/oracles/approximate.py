@@ -3,6 +3,9 @@
 All maximise <scores, mu(x)>. QPBO and TRW-S also return a certified upper bound on the
 maximum score (a lower bound on the minimum energy of the local-polytope relaxation);
 ICM and max-product return none. After each call ``status`` says why the method stopped.
+Ctrl-C during a call of ICM, TRW-S or max-product raises `fwcore.loop.Interrupted` with
+the best labelling so far (ICM's as its kernel left it; the best decoding of TRW-S and
+max-product, none before their first iteration ends).
 """
 import time
 
@@ -10,7 +13,7 @@ import numpy as np
 
 from .. import _kernels, _oracles
 from ..checks import BOOL, Interval, TIME, check_seed, finite_penalty, validate_params
-from ..loop import budget_status
+from ..loop import budget_status, keeping_best
 from ..results import Status
 from .base import MapOracle, register_oracle
 from ._common import node_argmax
@@ -55,8 +58,9 @@ class ICMOracle(MapOracle):
     def _argmax(self, scores, init, time_limit):
         x = node_argmax(self.model, scores).astype(np.int32) if init is None else init.copy()
         seed = None if self._rng is None else int(self._rng.integers(2**63))
-        _, self.n_sweeps, converged = _run_icm(self.model, scores, x, self.max_sweeps,
-                                               seed=seed)
+        with keeping_best(lambda inner: x):  # Ctrl-C: x, as the kernel left it
+            _, self.n_sweeps, converged = _run_icm(self.model, scores, x, self.max_sweeps,
+                                                   seed=seed)
         return x, None, (Status.STALLED if converged else budget_status())
 
 
@@ -204,26 +208,27 @@ class TRWSOracle(_MessagePassing):
         ub, self.trace = np.inf, []
         t0 = now = time.perf_counter()
         status = budget_status()
-        for self.n_iter in range(1, self.max_iter + 1):
-            last = now
-            bound, _ = self._sweep(scores, self._gamma, self._node_weight, 0.0)
-            x, val = self._decode(scores, True)
-            if best_x is None or val > best:
-                best_x, best = x, val
-            improved = ub - bound
-            ub = min(ub, bound)
-            self.trace.append((bound, best))
-            tol = self.tol * max(1.0, abs(best)) if np.isfinite(best) else self.tol
-            if ub - best <= tol or ub == -np.inf:
-                status = Status.CONVERGED
-                break
-            if improved <= tol:
-                status = Status.STALLED
-                break
-            now = time.perf_counter()  # the next iteration starts if one like this one fits
-            if time_limit is not None and 2 * now - last - t0 > time_limit:
-                status = Status.MAX_TIME
-                break
+        with keeping_best(lambda inner: best_x):  # Ctrl-C: the best decoding so far
+            for self.n_iter in range(1, self.max_iter + 1):
+                last = now
+                bound, _ = self._sweep(scores, self._gamma, self._node_weight, 0.0)
+                x, val = self._decode(scores, True)
+                if best_x is None or val > best:
+                    best_x, best = x, val
+                improved = ub - bound
+                ub = min(ub, bound)
+                self.trace.append((bound, best))
+                tol = self.tol * max(1.0, abs(best)) if np.isfinite(best) else self.tol
+                if ub - best <= tol or ub == -np.inf:
+                    status = Status.CONVERGED
+                    break
+                if improved <= tol:
+                    status = Status.STALLED
+                    break
+                now = time.perf_counter()  # the next iteration starts if one like it fits
+                if time_limit is not None and 2 * now - last - t0 > time_limit:
+                    status = Status.MAX_TIME
+                    break
         # slack for rounding in the float sums behind the bound
         return best_x, (ub + 1e-9 * max(1.0, abs(ub)) if np.isfinite(ub) else ub), status
 
@@ -255,15 +260,16 @@ class MaxProductOracle(_MessagePassing):
         self._msg[:] = 0.0
         t0 = time.perf_counter()
         status = budget_status()
-        for self.n_iter in range(1, self.max_iter + 1):
-            _, change = self._sweep(scores, self._ones, self._zeros, self.damping)
-            x, val = self._decode(scores, False)
-            if best_x is None or val > best:
-                best_x, best = x, val
-            if change <= self.tol:  # a fixed point, but no proof of optimality
-                status = Status.STALLED
-                break
-            if time_limit is not None and time.perf_counter() - t0 > time_limit:
-                status = Status.MAX_TIME
-                break
+        with keeping_best(lambda inner: best_x):  # Ctrl-C: the best decoding so far
+            for self.n_iter in range(1, self.max_iter + 1):
+                _, change = self._sweep(scores, self._ones, self._zeros, self.damping)
+                x, val = self._decode(scores, False)
+                if best_x is None or val > best:
+                    best_x, best = x, val
+                if change <= self.tol:  # a fixed point, but no proof of optimality
+                    status = Status.STALLED
+                    break
+                if time_limit is not None and time.perf_counter() - t0 > time_limit:
+                    status = Status.MAX_TIME
+                    break
         return best_x, None, status

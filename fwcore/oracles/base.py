@@ -21,6 +21,7 @@ import numpy as np
 from ..auto import auto_oracle, exact_oracle
 from ..checks import BOOL, SEED, TIME, check_model, check_params, validate_params
 from ..results import Status, proves_optimal
+from ._common import feasible_labelling
 
 __all__ = ["MapOracle", "LPOracle", "FunctionOracle", "register_oracle", "resolve_oracle",
            "available_oracles", "exact_choice"]
@@ -72,13 +73,14 @@ class MapOracle(abc.ABC):
     def argmax(self, scores, init=None, time_limit=None):
         """An int32 assignment maximising ``<scores, mu(x)>`` (scores: the flat layout,
         finite or -inf). ``init`` warm-starts the methods that use one; ``time_limit``
-        (seconds) bounds this call, together with the oracle's own ``time_limit``."""
+        (seconds) bounds this call, together with the oracle's own ``time_limit``. A
+        labelling scoring -inf is repaired (`fwcore.oracles._common.feasible_labelling`)."""
         scores = self.check_scores(scores)
         if init is not None:
             init = self.model.check_assignment(init, name="init").astype(np.int32)
         self.n_calls += 1
         x, bound, status = self._argmax(scores, init, self.call_limit(time_limit))
-        x = np.ascontiguousarray(x, dtype=np.int32)
+        x = feasible_labelling(self.model, scores, x)
         if status is None:
             proven = self.exact or (bound is not None and
                                     proves_optimal(float(self.model.score(x, scores)), bound))

@@ -41,9 +41,9 @@ class LocalPolytopeLP(LPOracle):
     `argmax_marginals` returns the LP optimum μ (flat layout) and sets `upper_bound` to the
     LP value, a bound on the MAP score. `argmax` rounds μ to the assignment of the largest
     node marginals, then improves it by ICM on the scores with -inf replaced by
-    `fwcore.checks.finite_penalty` (so that a rounding onto a forbidden state, common
-    where a fractional μ meets hard constraints, moves to a feasible assignment when single
-    changes reach one); its bound is still the LP value. When L
+    `fwcore.checks.finite_penalty`; a rounding still on a forbidden state (common where a
+    fractional μ meets hard constraints) is repaired under arc consistency by
+    `MapOracle.argmax`. Its bound is still the LP value. When L
     has no point of finite score (−inf everywhere on some block), μ is the uniform point
     and the bound −inf. When HiGHS stops at the time limit (status ``max_time``) there is
     no bound: `argmax_marginals` returns the uniform point and `argmax` the best node
