@@ -145,3 +145,14 @@ def test_infer_approximate_runs_it_on_the_factors(seed):
     assert res.log_z_lower - 1e-9 <= log_z <= res.log_z_upper + 1e-9
     assert _node_error(res.node_marginals, nodes) < 1e-9      # small enough to be exact
     assert fwcore.infer(fg).method.startswith("exact/")        # auto: exact where it fits
+
+
+def test_a_model_whose_variables_evidence_fixes_has_no_table_left():
+    """Every variable fixed by evidence: no cluster is left; the answer is the product
+    of the fixed states' scores, found at once, in a timed run too."""
+    model = fwcore.PairwiseMRF([2, 3], [[0.5, -np.inf], [-np.inf, -np.inf, 1.0]], [(0, 1)],
+                               [np.arange(6.0).reshape(2, 3)])
+    for max_time in (None, 1.0):
+        res = weighted_mini_bucket(model, max_time=max_time)
+        assert res.log_z_upper == res.log_z_lower == pytest.approx(0.5 + 1.0 + 2.0)
+        np.testing.assert_allclose(res.node_marginals[1], [0, 0, 1])

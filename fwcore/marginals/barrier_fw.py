@@ -31,8 +31,8 @@ import numpy as np
 from .. import _kernels
 from ..checks import BOOL, CALLABLE, SEED, TIME, Interval, Options, check_bound_feasible, \
     check_feasible, check_model, finite_penalty, validate_params
-from ..fw import (Domain, FWResult, LocalSearch, MFWCorrection, adaptive_delta, correct,
-                  frank_wolfe, safeguarded_newton)
+from ..fw import (U0_ATOM, Domain, FWResult, LocalSearch, MFWCorrection, adaptive_delta,
+                  correct, frank_wolfe, safeguarded_newton)
 from ..auto import barrier_fw_oracle, infer_method
 from ..loop import Guard, TimeUp
 from ..exact import exact_inference
@@ -577,7 +577,9 @@ def _lower_bound(run, mu):
         return -math.inf
     lower = -math.inf
     if run.res is not None and isinstance(run.dom, MarginalPolytope):
-        lower = float(np.max(run.dom.inner(run.given.theta, run.res.atoms)))
+        labellings = run.res.atoms[run.res.atoms[:, 0] != U0_ATOM]   # not u0's row
+        if len(labellings):
+            lower = float(np.max(run.dom.inner(run.given.theta, labellings)))
     until = None if run.max_time is None else run.t0 + run.max_time
     nodes, _ = run.model.split_marginals(mu)
     field = run.guard(mean_field_lower_bound, run.given, start=nodes,

@@ -662,7 +662,8 @@ class _Run:
         left = self.deadline.left()
         if self.stage_passes:
             tree = None if mb.exact else self._next_tree()
-            cost = math.inf if tree is None else self.pass_time * tree.entries / mb.entries
+            cost = math.inf if tree is None else \
+                self.pass_time * tree.entries / max(mb.entries, 1)
             if tree is not None and (left is None or left > _STAGE_PASSES * cost +
                                      self._read_time(tree.entries)):
                 if self.marginals is None:
@@ -710,14 +711,14 @@ class _Run:
         started = time.perf_counter()
         self.marginals, self.pairs = self.wmb.marginals(self.tables)
         self.marginals_bound = self.last
-        self.read_cost = (time.perf_counter() - started) / self.wmb.mb.entries
+        self.read_cost = (time.perf_counter() - started) / max(self.wmb.mb.entries, 1)
 
     def _read_time(self, entries=None):
         """The predicted seconds of a `read` in this stage (or one of ``entries``): the
         last read's, in proportion to the entries (a pass's before any read)."""
         entries = self.wmb.mb.entries if entries is None else entries
         if self.read_cost is None:
-            return self.pass_time * entries / self.wmb.mb.entries
+            return self.pass_time * entries / max(self.wmb.mb.entries, 1)
         return self.read_cost * entries
 
     def mean_field(self, until):
