@@ -503,12 +503,14 @@ _FIRST_ENTRIES, _GROWTH = 2**8, 4
 _TEMPORARIES = 4
 #: the share of ``max_time`` left to the mean-field lower bound after the passes
 _MEAN_FIELD_SHARE = 0.05
-#: the next stage starts only if this many of its passes fit in the time left (a pass's
-#: time predicted from the last one's, in proportion to the entries); else the stage goes
-#: on. A larger stage's first passes are looser than the one before's last, but it soon
-#: passes it (ObjectDetection_13: 2^16 entries converge to +0.79 nats; 2^20: +1.11 after
-#: one pass, +0.54 after 5; 2^24: +0.23 after one, +0.11 after 5)
-_STAGE_PASSES = 4
+#: the next stage starts only if this many of its passes (and a read) fit in the time left
+#: (a pass's time predicted from the last one's, in proportion to the entries); else the
+#: stage goes on. A larger stage's first passes are looser than the one before's last,
+#: but it soon passes it (ObjectDetection_13: 2^16 entries converge to +0.79 nats; 2^20:
+#: +1.11 after one pass, +0.67 after 2, +0.54 after 5; 2^24: +0.23 after one, +0.14
+#: after 2, +0.11 after 5). With 4 passes asked, ObjectDetection_13 on a busy machine
+#: stayed at 2^20 (+0.32 at 60 s, where 2^24 gave +0.08)
+_STAGE_PASSES = 2
 #: the beliefs are read before a pass unless this many passes fit in the time left
 _PASS_MARGIN = 1.1
 
@@ -533,9 +535,9 @@ def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None
 
     ibound : None (default): stages of growing mini-buckets (at most 2^8, 2^10, 2^12, ...
         table entries), the next started after one pass of the last while
-        ``memory_limit`` allows and 4 of its passes fit in ``max_time`` (predicted from
-        the last pass), the last one run while its passes tighten the bound by more than
-        ``tol``. An int: one stage with mini-buckets of at most ``ibound`` + 1 variables
+        ``memory_limit`` allows and 2 of its passes and a read of its beliefs fit in
+        ``max_time`` (predicted from the last pass), the last one run while its passes
+        tighten the bound by more than ``tol``. An int: one stage with mini-buckets of at most ``ibound`` + 1 variables
         (Merlin's ``--ibound``).
     memory_limit : bytes for the cluster tables (8 per entry) and the temporaries.
     The bound is certified at every stop (``log_z_upper``, the least over all passes);
@@ -588,7 +590,6 @@ class _Run:
         self.wmb, self.upcoming = None, _UNKNOWN
         self.marginals, self.pairs, self.pass_time = None, None, 0.0
         self.marginals_bound = math.inf              # the pass bound of the marginals kept
-        self.read_cost = None                         # seconds per entry of the last read
         self.n_passes, self.stage_passes, self.last, self.previous = 0, 0, math.inf, math.inf
         self.passed = False                         # the last pass ended (beliefs readable)
         self.finished = self.tables is None
@@ -708,18 +709,16 @@ class _Run:
             return
         if left is not None and self._read_time() > left:
             return
-        started = time.perf_counter()
         self.marginals, self.pairs = self.wmb.marginals(self.tables)
         self.marginals_bound = self.last
-        self.read_cost = (time.perf_counter() - started) / max(self.wmb.mb.entries, 1)
 
     def _read_time(self, entries=None):
-        """The predicted seconds of a `read` in this stage (or one of ``entries``): the
-        last read's, in proportion to the entries (a pass's before any read)."""
+        """The predicted seconds of a `read` in this stage (or one of ``entries``): a
+        pass's, in proportion to the entries (measured at 0.5-1 pass on ObjectDetection_13
+        and relational_1; a read of a small stage, mostly overhead, predicts large ones
+        badly)."""
         entries = self.wmb.mb.entries if entries is None else entries
-        if self.read_cost is None:
-            return self.pass_time * entries / max(self.wmb.mb.entries, 1)
-        return self.read_cost * entries
+        return self.pass_time * entries / max(self.wmb.mb.entries, 1)
 
     def mean_field(self, until):
         """Raise the lower bound by naive mean field (`fwcore.marginals.mean_field`),
