@@ -34,6 +34,7 @@ from ..checks import BOOL, CALLABLE, TIME, Interval, check_bound_feasible, check
 from ..factor_graph import FactorGraph
 from ..loop import Callbacks, Deadline, Stopping, run_loop
 from ..model import PairwiseMRF
+from ..oracles._common import feasible_labelling
 from ..results import Record, Status
 from .condition import fixed_by_evidence
 from .mean_field import _entropy, factors_of, mean_field_lower_bound
@@ -696,9 +697,29 @@ class _Run:
         self.pass_time = time.perf_counter() - started
         self.n_passes += 1
         x = w.decode()
-        score = sum(float(t[tuple(x[list(s)])]) for s, t in self.tables)
+        for v, state in self.fixed.items():
+            x[v] = state
+        score = self._score(x)
+        if score == -math.inf:
+            x = self._feasible(x)
+            score = self._score(x)
         if score > self.lower:
             self.lower, self.best_x = score, x
+
+    def _score(self, x):
+        return sum(float(t[tuple(x[list(s)])]) for s, t in self.tables)
+
+    def _feasible(self, x):
+        """A labelling of finite score near ``x`` where arc consistency finds one
+        (`fwcore.oracles._common.feasible_labelling`, on a factor graph's reduction)."""
+        model = self.model
+        if isinstance(model, FactorGraph):
+            reduced = model.reduced
+            full = np.zeros(reduced.n_vars, dtype=np.int64)
+            full[:model.n_vars] = x
+            return feasible_labelling(reduced, reduced.theta, full)[:model.n_vars].astype(
+                np.int64)
+        return feasible_labelling(model, model.theta, x).astype(np.int64)
 
     def read(self, left=None):
         """Keep the marginals of the last whole pass when none are kept or its bound is
