@@ -388,8 +388,9 @@ class WeightedMiniBucket:
             self.incoming[c] += move
 
     def forward(self, step=1.0):
-        """One forward pass (moment matching first where a bucket has several
-        mini-buckets); returns the certified bound on log Z."""
+        """One forward pass (where a bucket has several mini-buckets, their weights'
+        step, once backward messages exist, then moment matching); returns the certified
+        bound on log Z."""
         mb = self.mb
         total = self.constant
         self.incoming = [None] * mb.n_clusters
