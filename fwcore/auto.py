@@ -56,12 +56,15 @@ def infer_method(model, method, oracle, domain, max_time):
     Barrier FW; else exact marginals where `infer_exact_method` finds them cheap, else
     "approximate". "approximate": weighted mini-bucket elimination
     (`fwcore.marginals.wmb`), the best certified bound and marginals measured past exact
-    reach (bench/beyond.py, max_time=60, the five models of uai2014-beyond): bound − log Z
-    +0.11 / +0.014 / 0 (exact) / +10.8 / +6.9 nats on ObjectDetection_13/16, Promedus_17,
-    linkage_12/13, against Barrier FW's +3.4 / +1.0 / +13.5 / +243 / +207 and Merlin's
-    WMB at i-bound 10 (+4.7 / +35 / +32 on the last three); marginal error ζ .004 / .0004 /
-    0 / .015 / .013 against loopy BP's .022 / .005 / .008 / .042 / .105 and TRBP's .069 /
-    .017 / .15 / .077 / .078. Barrier FW's marginals were the worst of these (.15 to .34).
+    reach (bench/beyond.py --held-out, max_time=60, 2 busy cores: the 5 models of
+    uai2014-beyond and 14 held-out UAI 2014 models): marginal error ζ below both loopy
+    BP's and TRBP's on 17 of 19 (a tie on DBN_14, linkage_14 .0074 against loopy BP's
+    .0055), exact on 12; ObjectDetection_13/16 .0036 / .0002 against loopy BP's .022 /
+    .005, linkage_12/13 .021 / .015 against .042 / .105; bound − log Z at most Merlin's
+    WMB at the same wall time on 19 of 19 (ObjectDetection_13 +0.08 against +0.20,
+    linkage_12/13 +10.1 / +5.1 against +25 / +31.6, linkage_14 +1.5 against +7.2), and
+    below TRBP's (uncertified) TRW value wherever that is above log Z. Barrier FW's
+    marginals were the worst of these before (ζ .15 to .34 on uai2014-beyond).
     Conditioning (`fwcore.marginals.condition`) wrapped around it loosened the bound at
     equal time on linkage and ObjectDetection (more branches, less time each), so it is
     not part of the default.
