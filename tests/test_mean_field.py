@@ -159,3 +159,11 @@ def test_the_pairwise_kernels_are_the_factor_updates(seed):
         for a, b in zip(kernel.marginals(), twin.marginals()):
             np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-13)
         assert kernel.bound() == pytest.approx(twin.bound(), rel=1e-12, abs=1e-12)
+
+
+def test_a_model_arc_consistency_proves_infeasible_is_a_value_error():
+    """As from every entry point (a variable whose every state is impossible: log Z = -inf
+    was returned as 'converged')."""
+    model = fwcore.PairwiseMRF([2, 2], [[0.0, 1.0], [-np.inf, -np.inf]])
+    with pytest.raises(ValueError, match="no feasible assignment"):
+        mean_field_lower_bound(model)

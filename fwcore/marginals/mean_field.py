@@ -21,7 +21,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..checks import Interval, check_model, validate_params
+from ..checks import Interval, check_feasible, check_model, validate_params
 from ..factor_graph import FactorGraph
 from .._kernels import mean_field_bound, mean_field_sweep
 from ..model import PairwiseMRF
@@ -203,6 +203,8 @@ def mean_field_lower_bound(model: PairwiseMRF | FactorGraph, start=None, max_ite
     impossible given the others' supports takes a point mass at the state of least
     impossible mass, best expected score among those (a greedy repair towards a feasible
     support); the bound is L of the final q, whatever happened before.
+    A model that arc consistency proves infeasible raises ValueError, as from every entry
+    point (`fwcore.checks.check_feasible`); one it does not gets the bound −inf.
     ``max_iter``: sweeps over the variables (in index order); ``tol``: stop once a sweep
     raises L by at most ``tol`` (nats), or leaves q as it was; ``deadline``: a
     `time.perf_counter` time before which the last sweep must end, as predicted from the
@@ -222,6 +224,7 @@ def mean_field_lower_bound(model: PairwiseMRF | FactorGraph, start=None, max_ite
     t0 = time.perf_counter()
     if not isinstance(model, FactorGraph):
         model = check_model(model)
+    check_feasible(model.reduced if isinstance(model, FactorGraph) else model)
     card = np.asarray(model.card, dtype=np.int64)
     q = [np.full(c, 1.0 / c) for c in card] if start is None else _check_start(start, card)
     ascent = (_PairwiseAscent if isinstance(model, PairwiseMRF) else _FactorAscent)(model, q)
