@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for bench/
-sweep = pytest.importorskip("bench.certified_sweep",
-                            reason="bench/ is not beside tests/ (installed package)")
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # --import-mode=importlib
+from bench_files import load  # noqa: E402
+
+sweep = load("bench.certified_sweep")
 
 #: models of seed 0: a forest, a cycle, a random graph and a factor graph; a binary cycle
 #: and random graph; a factor graph of 3-state variables; an infeasible forest
