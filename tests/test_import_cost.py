@@ -3,6 +3,7 @@ the functions that need them import them (issue 30, "a fast import")."""
 import os
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -16,9 +17,11 @@ _LOADED = ("import sys; print(' '.join(m for m in sys.modules if m in "
 
 
 def _loaded_after(code):
+    # run outside the checkout: `python -c` puts the current folder first on sys.path, and a
+    # fresh clone's source tree there has no compiled extensions
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     out = subprocess.run([sys.executable, "-c", f"{code}\n{_LOADED}"], env=env, check=True,
-                         capture_output=True, text=True).stdout
+                         capture_output=True, text=True, cwd=tempfile.gettempdir()).stdout
     return out.splitlines()[-1].split()   # the modules, printed last
 
 
