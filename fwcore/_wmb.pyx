@@ -9,7 +9,9 @@ import numpy as np
 from libc.math cimport log, INFINITY
 
 #: most axes of a table (NumPy's own limit is 64)
-MAX_AXES = 64
+cdef enum:
+    _AXES = 64
+MAX_AXES = _AXES
 #: rows shorter than this are summed in place (a vectorised call costs more than them)
 cdef Py_ssize_t _SHORT = 16
 
@@ -150,12 +152,14 @@ def weighted_logsumexp(const double[::1] x, const Py_ssize_t[::1] shape,
     cdef Py_ssize_t step = out_stride[d - 1] if d else 0
     cdef double inv = 1.0 / w, top
     cdef double[::1] acc = np.zeros(m)
-    cdef Py_ssize_t[::1] index = np.zeros(MAX_AXES, dtype=np.intp)
+    cdef Py_ssize_t index[_AXES]          # the odometer over the axes but the last
     if d > MAX_AXES:
         raise ValueError(f"a table of {d} axes; at most {MAX_AXES}")
     if step not in (0, 1):
         raise ValueError(f"the last axis's out stride must be 0 or 1; got {step}")
     with nogil:
+        for j in range(d):
+            index[j] = 0
         for j in range(m):
             out[j] = -INFINITY
         j = 0
@@ -170,7 +174,7 @@ def weighted_logsumexp(const double[::1] x, const Py_ssize_t[::1] shape,
             else:
                 wmb_max_into(&x[i], &out[j], inner)
             i += inner
-            j = _next_row(&index[0], &shape[0], &out_stride[0], d, j)
+            j = _next_row(index, &shape[0], &out_stride[0], d, j)
         j = 0
         i = 0
         while i < n:                      # Σ exp((x − max) / w)
@@ -185,7 +189,7 @@ def weighted_logsumexp(const double[::1] x, const Py_ssize_t[::1] shape,
             else:
                 wmb_sum_exp_into(&x[i], &out[j], &acc[j], inner, inv)
             i += inner
-            j = _next_row(&index[0], &shape[0], &out_stride[0], d, j)
+            j = _next_row(index, &shape[0], &out_stride[0], d, j)
         for j in range(m):
             if out[j] > -INFINITY:
                 out[j] += w * log(acc[j])

@@ -361,24 +361,26 @@ class WeightedMiniBucket:
         m = (_wlse(belief, rest, w) if rest else belief) / w
         return m - _wlse(m, (0,))
 
-    def _reweight(self, clusters):
+    def _reweight(self, clusters, beliefs):
         """An exponentiated-gradient step on the weights of a bucket's mini-buckets (Liu
         & Ihler 2011, Sec. 5): ∂bound/∂w_r = H_r, the conditional entropy of x_v given
         the rest of r's scope under r's weighted belief, so w_r ∝ w_r exp(−η (H_r − H̄)),
         H̄ = Σ_r w_r H_r, a weight kept above `_WEIGHT_FLOOR`. Any positive weights summing
-        to 1 keep the bound certified (Hölder's inequality)."""
+        to 1 keep the bound certified (Hölder's inequality). ``beliefs``: the clusters'
+        (`_belief`)."""
         w = self.weight[clusters]
-        entropy = np.array([_conditional_entropy(self._belief(c), self.weight[c])
-                            for c in clusters])
+        entropy = np.array([_conditional_entropy(b, self.weight[c])
+                            for c, b in zip(clusters, beliefs)])
         new = w * np.exp(-self.eta * (entropy - (w * entropy).sum()))
         new = np.maximum(new / new.sum(), _WEIGHT_FLOOR)
         self.weight[clusters] = new / new.sum()
 
-    def _match(self, clusters, step):
+    def _match(self, clusters, beliefs, step):
         """Moment matching of a bucket's mini-buckets on x_v: each reparameterisation
         moves by step · w_r (log b̄ − log b_r), b̄ = Π_r b_r^{w_r}; they sum to no move
-        (no move at a state where a marginal is 0)."""
-        logs = np.array([self._node_log_marginal(c, self._belief(c)) for c in clusters])
+        (no move at a state where a marginal is 0). ``beliefs``: the clusters'
+        (`_belief`), which the move leaves as they are but for the reparameterisation."""
+        logs = np.array([self._node_log_marginal(c, b) for c, b in zip(clusters, beliefs)])
         weights = self.weight[clusters][:, None]
         with np.errstate(invalid="ignore"):
             moves = step * weights * ((weights * logs).sum(axis=0) - logs)
@@ -397,9 +399,10 @@ class WeightedMiniBucket:
         for clusters in mb.bucket:
             self.deadline.left()
             if len(clusters) > 1 and step > 0:
+                beliefs = [self._belief(c) for c in clusters]   # once for both steps
                 if self.eta > 0 and self.backward_msg[clusters[0]] is not None:
-                    self._reweight(clusters)
-                self._match(clusters, step)
+                    self._reweight(clusters, beliefs)
+                self._match(clusters, beliefs, step)
             for c in clusters:
                 f = self._incoming(c)
                 msg = _wlse(f, (f.ndim - 1,), self.weight[c])
