@@ -18,7 +18,8 @@ then prints a markdown table per model and a summary against issue 29's targets.
   point masses, so they would only dilute the error.
 - bound − log Z: log Z is the .PR file's log10 Z × ln 10 (`fwcore.io.read_pr`); Merlin
   writes ln Z. A certified bound below log Z by more than the .PR file's printed precision
-  is flagged loudly (a bug, or an unverified official answer that is wrong). lower − log Z likewise, for results with ``log_z_lower``.
+  is flagged loudly (a bug, or an unverified official answer that is wrong). lower − log Z
+  likewise, for results with ``log_z_lower``.
 - Merlin (benchmark-only; `bench/peers/build_merlin.sh` builds it) is found by --merlin or
   $MERLIN; without it its rows are skipped, saying why. Each run is capped from outside
   (--merlin-timeout seconds of wall time, --merlin-memory GiB of address space): Merlin
@@ -480,12 +481,12 @@ def main(argv=None):
     report = []
     for path in with_answers(paths):
         case = load_case(path)
-        rows = (merlin_rows(binary, case, opts, cache) if binary else []) + \
-            fwcore_rows(case, opts, ours)
+        rows = ((merlin_rows(binary, case, opts, cache) if binary else []) +
+                fwcore_rows(case, opts, ours))
         print(model_table(case, rows) + "\n", flush=True)
         for method, which, by in bound_violations(case, rows):
-            culprit = "or the unverified official answer is wrong" if case.unverified else \
-                "a bug"
+            culprit = ("or the unverified official answer is wrong" if case.unverified else
+                       "a bug")
             print(f"!!! {case.name}: {method}: certified {which} by {by:.4g} ({culprit})\n")
         report.append({"model": case.name, "log_z": case.log_z, "rows": rows,
                        "verdicts": verdicts(case, rows)})

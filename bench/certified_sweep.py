@@ -269,17 +269,18 @@ def check(name, claim, res, model, ref):
             wrong["above"] = f"score {score:.9g} (assignment's {user:.9g}), max {best:.9g}"
         if bound is not None and bound < best - _tol(best):
             wrong["below"] = f"bound {bound:.9g} < max {best:.9g}"
-        if claim == "lp" and bound is not None and bound < ref["lp"] - 1e-6 * max(1.0, abs(ref["lp"])):
+        if (claim == "lp" and bound is not None
+                and bound < ref["lp"] - 1e-6 * max(1.0, abs(ref["lp"]))):
             wrong["below"] = f"dual bound {bound:.9g} < LP value {ref['lp']:.9g}"
         if converged:
             proven = score >= best - 1e-6 * max(1.0, abs(best))
             if claim == "lp" and not proven:
                 width = res.info.get("smoothing_width") or 0.0
-                proven = bound is not None and \
-                    bound <= ref["lp"] + width + 1e-3 * max(1.0, abs(ref["lp"]))
+                proven = (bound is not None and
+                          bound <= ref["lp"] + width + 1e-3 * max(1.0, abs(ref["lp"])))
             if not proven:
-                wrong["converged"] = f"converged at score {score:.9g}, bound {bound}, " \
-                                     f"max {best:.9g}, LP {ref['lp']:.9g}"
+                wrong["converged"] = (f"converged at score {score:.9g}, bound {bound}, "
+                                      f"max {best:.9g}, LP {ref['lp']:.9g}")
     return wrong
 
 
@@ -296,10 +297,10 @@ def _not_optimal(name, res, ref):
         if cg is None or not np.isfinite(cg) or cg > 0.01 + 1e-9:
             return f"converged with certified gap {cg}"
     elif method.startswith("wmb") or name.startswith("wmb") or "approximate" in name:
-        if res.log_z_upper - log_z > 1e-6 + _tol(log_z) or \
-                log_z - res.log_z_lower > 1e-6 + _tol(log_z):
-            return f"converged at [{res.log_z_lower:.9g}, {res.log_z_upper:.9g}], " \
-                   f"log Z {log_z:.9g}"
+        if (res.log_z_upper - log_z > 1e-6 + _tol(log_z) or
+                log_z - res.log_z_lower > 1e-6 + _tol(log_z)):
+            return (f"converged at [{res.log_z_lower:.9g}, {res.log_z_upper:.9g}], "
+                    f"log Z {log_z:.9g}")
     elif name == "mean_field":
         if abs(res.log_z_lower - log_z) > _tol(log_z):
             return f"converged at {res.log_z_lower:.9g}, log Z {log_z:.9g}"

@@ -111,7 +111,8 @@ def mutate(base, rnd):
         if op in ("flip", "truncate", "dup_span") or not toks:
             k = rnd.randrange(len(data) + 1)
             if op == "flip" and k < len(data):
-                data[k] = rnd.randrange(256) if rnd.random() < 0.5 else data[k] ^ (1 << rnd.randrange(8))
+                data[k] = (rnd.randrange(256) if rnd.random() < 0.5
+                           else data[k] ^ (1 << rnd.randrange(8)))
             elif op == "dup_span":
                 span = bytes(data[k:k + rnd.randint(1, 20)])
                 data[k:k] = span
@@ -182,8 +183,8 @@ def misread(reader, out, raw, tmp):
             return "a marginal is not a distribution"
         uai.write_mar(back, out)
         again = uai.read_mar(back)
-        return None if all(map(np.array_equal, out, again)) and len(out) == len(again) \
-            else "write_mar -> read_mar differs"
+        return (None if all(map(np.array_equal, out, again)) and len(out) == len(again)
+                else "write_mar -> read_mar differs")
     if reader == "pr":
         if not isinstance(out, float) or math.isnan(out) or out == math.inf:
             return f"log Z = {out!r}"
@@ -192,8 +193,8 @@ def misread(reader, out, raw, tmp):
             return f"read {out!r}, the file says {expect!r}"
         uai.write_pr(back, out)
         again = uai.read_pr(back)
-        return None if again == out or math.isclose(again, out, rel_tol=1e-15) \
-            else "write_pr -> read_pr differs"
+        return (None if again == out or math.isclose(again, out, rel_tol=1e-15)
+                else "write_pr -> read_pr differs")
     if reader == "map":
         if not (isinstance(out, np.ndarray) and out.ndim == 1 and out.dtype == np.int64):
             return "not a 1-D int64 array"

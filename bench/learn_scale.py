@@ -162,10 +162,10 @@ def main(argv=None):
                 line += " | dask: not installed (pip install 'fwcore[dask]')"
             else:
                 with LocalCluster(n_workers=args.workers, threads_per_worker=1,
-                                  processes=True, dashboard_address=None) as cluster, \
-                        Client(cluster) as client:
-                    t, c = _speed(name, X, Y, args.speed_passes, oracle,
-                                  client.get_executor())
+                                  processes=True, dashboard_address=None) as cluster:
+                    with Client(cluster) as client:
+                        t, c = _speed(name, X, Y, args.speed_passes, oracle,
+                                      client.get_executor())
                 line += f" | dask {t:.2f} ({serial / t:.2f}x, equal: {np.allclose(c, coef)})"
             print(line, flush=True)
 

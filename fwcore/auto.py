@@ -18,8 +18,9 @@ import numpy as np
 from .elimination import EliminationPlan
 from .model import binary_cover
 
-__all__ = ["exact_method", "infer_method", "infer_exact_method", "barrier_fw_oracle", "exact_oracle",
-           "auto_oracle", "portfolio_members", "fits_bruteforce", "AUTO_BRUTEFORCE_STATES",
+__all__ = ["exact_method", "infer_method", "infer_exact_method", "barrier_fw_oracle",
+           "exact_oracle", "auto_oracle", "portfolio_members", "fits_bruteforce",
+           "AUTO_BRUTEFORCE_STATES",
            "AUTO_EXACT_ENTRIES", "AUTO_EXACT_BYTES", "AUTO_ELIMINATION_VARS",
            "AUTO_ELIMINATION_BYTES", "AUTO_COVER_VARS", "PORTFOLIO_MEMBERS"]
 

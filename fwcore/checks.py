@@ -18,7 +18,8 @@ import numbers
 import os
 import weakref
 from concurrent.futures import Executor
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Callable
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
@@ -32,8 +33,8 @@ if TYPE_CHECKING:  # the decorators keep the signature they wrap (typing_extensi
     P = ParamSpec("P")
     R = TypeVar("R")
 
-__all__ = ["Interval", "Options", "Kind", "validate_params", "bind_table", "check_params", "check_model",
-           "check_seed", "finite_penalty", "check_feasible", "check_bound_feasible",
+__all__ = ["Interval", "Options", "Kind", "validate_params", "bind_table", "check_params",
+           "check_model", "check_seed", "finite_penalty", "check_feasible", "check_bound_feasible",
            "check_lp_size", "INFEASIBLE", "MAX_ABS_THETA", "HIGHS_MAX_ABS_THETA", "AC_ROUNDS",
            "HIGHS_MEMORY_LIMIT", "CALLABLE", "EXECUTOR", "TIME", "SEED"]
 
@@ -93,7 +94,8 @@ class Interval:
         if self.lo > -math.inf:
             text += f" {'>' if self.lo_open else '>='} {self.lo:g}"
         if self.hi < math.inf:
-            text += f"{' and' if self.lo > -math.inf else ''} {'<' if self.hi_open else '<='} {self.hi:g}"
+            text += (f"{' and' if self.lo > -math.inf else ''} "
+                     f"{'<' if self.hi_open else '<='} {self.hi:g}")
         return text
 
 
@@ -177,7 +179,8 @@ def check_params(table, **values):
                 break
         else:
             rules = [c for c in allowed if c is not None]
-            text = " or ".join(c.describe() for c in rules) + (" or None" if None in allowed else "")
+            text = (" or ".join(c.describe() for c in rules)
+                    + (" or None" if None in allowed else ""))
             error = ValueError if any(c.of_type(value) for c in rules) else TypeError
             shown = type(value).__name__ if error is TypeError else repr(value)
             raise error(f"{name} must be {text}; got {shown}")
@@ -214,8 +217,8 @@ def validate_params(table: Mapping[str, object], unchecked: Iterable[str] = ()
         @functools.wraps(entry)
         def checked(*args: P.args, **kwargs: P.kwargs) -> R:
             given = positional[:len(args)]
-            if by_name and len(args) <= len(positional) and names.issuperset(kwargs) and \
-                    kwargs.keys().isdisjoint(given) and required.issubset([*given, *kwargs]):
+            if (by_name and len(args) <= len(positional) and names.issuperset(kwargs) and
+                    kwargs.keys().isdisjoint(given) and required.issubset([*given, *kwargs])):
                 arguments = {**defaults, **dict(zip(given, args)), **kwargs}
                 arguments.update(check_params(table, **{name: arguments[name]
                                                         for name in table}))
@@ -364,8 +367,8 @@ def check_feasible(model):
         ends = model.edges[active].astype(np.int64)
         ci, cj = card[ends[:, 0]], card[ends[:, 1]]
         entry, k, a, b = model.edge_entries(active)
-        ok = (theta[entry] != -np.inf) & alive[node_off[ends[k, 0]] + a] & \
-            alive[node_off[ends[k, 1]] + b]
+        ok = ((theta[entry] != -np.inf) & alive[node_off[ends[k, 0]] + a] &
+              alive[node_off[ends[k, 1]] + b])
         rows = np.bincount((np.cumsum(ci) - ci)[k] + a, weights=ok, minlength=int(ci.sum()))
         cols = np.bincount((np.cumsum(cj) - cj)[k] + b, weights=ok, minlength=int(cj.sum()))
         dead = np.concatenate([concat_ranges(node_off[ends[:, 0]], ci)[rows == 0],

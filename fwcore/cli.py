@@ -207,8 +207,8 @@ def _cmd_infer(args):
     from .marginals.barrier_fw import infer
     from .marginals.result import progress_line
     model = _load(args)
-    oracle = args.oracle if not args.oracle_options else \
-        (args.oracle, _options(args.oracle_options))
+    oracle = (args.oracle if not args.oracle_options else
+              (args.oracle, _options(args.oracle_options)))
     progress = _Progress(args, progress_line)
     try:
         res = infer(model, method=args.method, oracle=oracle, domain=args.domain, rho=args.rho,
@@ -226,15 +226,15 @@ def _infer_summary(res, args):
     """What an `infer` result means, in words."""
     if res.method.startswith("exact/"):
         how = {"tree": "two-pass sum-product on a forest"}.get(res.method[6:], res.method[6:])
-        return [f"exact marginals by {how} in {res.time:.3f} s (the model is small or "
-                "simple enough: cheaper than Barrier FW)", f"log Z = {res.log_z_upper:.10g}"]
+        return [(f"exact marginals by {how} in {res.time:.3f} s (the model is small or "
+                 "simple enough: cheaper than Barrier FW)"), f"log Z = {res.log_z_upper:.10g}"]
     if res.method == "wmb":
         return [f"weighted mini-bucket elimination: {res.time:.3f} s, {res.n_iter} passes",
                 f"status {res.message}",
                 f"{res.log_z_lower:.10g} <= log Z <= {res.log_z_upper:.10g}  (certified)"]
-    lines = [f"Barrier FW over the {args.domain} polytope, oracle {args.oracle}: "
-             f"{res.time:.3f} s, {res.n_oracle_calls} MAP calls, {res.n_rho_updates} rho "
-             f"updates", f"status {res.message}", f"TRW objective = {res.primal:.10g}"]
+    lines = [(f"Barrier FW over the {args.domain} polytope, oracle {args.oracle}: "
+              f"{res.time:.3f} s, {res.n_oracle_calls} MAP calls, {res.n_rho_updates} rho "
+              f"updates"), f"status {res.message}", f"TRW objective = {res.primal:.10g}"]
     if res.status is Status.STALLED:
         lines.append("(an approximate MAP oracle proves nothing: try --oracle exact on small "
                      "models)")

@@ -48,8 +48,8 @@ def _functional_vars(model):
                           minlength=model.n_edges) == 0
     # j fixes i when each state b of j allows one a; all edges but one (the factor's pivot,
     # which holds its table: `fwcore.factor_graph`)
-    loose = np.bincount(model.edges[~fixes_i, 1], minlength=model.n_vars) + \
-        np.bincount(model.edges[~fixes_j, 0], minlength=model.n_vars)
+    loose = (np.bincount(model.edges[~fixes_i, 1], minlength=model.n_vars) +
+             np.bincount(model.edges[~fixes_j, 0], minlength=model.n_vars))
     ok = (loose <= 1) & (np.diff(model.adj_start) >= 3)
     return np.flatnonzero(ok).tolist()
 

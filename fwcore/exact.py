@@ -104,7 +104,8 @@ def exact_inference(model: PairwiseMRF | FactorGraph, method: str = "auto",
 
 @validate_params(_MAP_PARAMS, unchecked=("model",))
 @solves_factor_graphs
-def exact_map(model: PairwiseMRF | FactorGraph, method: str = "auto", memory_limit: float = 2**31) -> MapResult:
+def exact_map(model: PairwiseMRF | FactorGraph, method: str = "auto",
+              memory_limit: float = 2**31) -> MapResult:
     """Exact MAP: argmax_x <θ, μ(x)> (first maximiser in enumeration order for brute
     force). The methods and ``memory_limit`` of `exact_inference` but "tree" (on a forest
     the "tree" oracle is max-product, `fwcore.infer_map`); elimination runs max-product
@@ -158,8 +159,8 @@ def _chunks(model):
     step = max(1, _CHUNK_ENTRIES // max(1, model.n_vars + model.n_edges))
     for start in range(0, n_states, step):
         idx = np.arange(start, min(start + step, n_states), dtype=np.int64)
-        x = np.stack(np.unravel_index(idx, card), axis=1) if model.n_vars else \
-            np.zeros((idx.size, 0), dtype=np.int64)
+        x = (np.stack(np.unravel_index(idx, card), axis=1) if model.n_vars else
+             np.zeros((idx.size, 0), dtype=np.int64))
         flat = model.flat_index(x)
         yield flat, model.theta[flat].sum(axis=1)
 
@@ -195,7 +196,7 @@ def _bruteforce_map(model, deadline=None):
     best, best_x = -np.inf, np.zeros(model.n_vars, dtype=np.int64)
     card = model.card.astype(np.int64)
     offset = 0
-    for flat, s in _chunks(model):
+    for _flat, s in _chunks(model):
         k = int(np.argmax(s))
         if s[k] > best:
             best = s[k]

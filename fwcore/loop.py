@@ -21,9 +21,10 @@ Progress: every run that has a progress line logs it (`ProgressLog`) on the ``fw
 logger (`LOGGER`) at INFO, for its first record, then at most one a second, and its last:
 shown wherever the user's logging configuration shows INFO from ``fwcore``. With
 ``verbose=True`` the lines also go to stderr when logging would show them nowhere (so a
-configured logger never shows them twice); by default nothing is printed. `Guard` turns Ctrl-C into a flag at the boundary of a step a task runs
-outside the loop (the rho loop of `fwcore.infer`, one oracle call of `fwcore.infer_map`)
-or inside a phase whose partial work it keeps (BP sweeps).
+configured logger never shows them twice); by default nothing is printed. `Guard` turns
+Ctrl-C into a flag at the boundary of a step a task runs outside the loop (the rho loop of
+`fwcore.infer`, one oracle call of `fwcore.infer_map`) or inside a phase whose partial
+work it keeps (BP sweeps).
 """
 import logging
 import sys
@@ -40,8 +41,8 @@ LOGGER = logging.getLogger("fwcore")
 PROGRESS_EVERY = 1.0
 
 __all__ = ["run_loop", "Stopping", "Deadline", "TimeUp", "Callbacks", "TraceRecorder",
-           "ProgressLog", "LOGGER", "PROGRESS_EVERY", "Outcome", "Guard", "Interrupted", "keeping_best",
-           "best_on_interrupt", "budget_status", "stopped_on_budget"]
+           "ProgressLog", "LOGGER", "PROGRESS_EVERY", "Outcome", "Guard", "Interrupted",
+           "keeping_best", "best_on_interrupt", "budget_status", "stopped_on_budget"]
 
 
 class Guard:

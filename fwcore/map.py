@@ -5,8 +5,8 @@ import time
 
 import numpy as np
 
-from .checks import BOOL, CALLABLE, SEED, TIME, check_bound_feasible, check_feasible, \
-    check_model, validate_params
+from .checks import (BOOL, CALLABLE, SEED, TIME, check_bound_feasible, check_feasible,
+                     check_model, validate_params)
 from .loop import Callbacks, best_on_interrupt
 from .oracles._common import feasible_labelling, node_argmax
 from .oracles.base import resolve_oracle
@@ -71,8 +71,8 @@ def infer_map(model: PairwiseMRF | FactorGraph, method: str | object = "auto",
     if interrupted:
         x = feasible_labelling(model, model.theta, x)
     oracle.observer.close()
-    bound, status = (None, Status.INTERRUPTED) if interrupted else \
-        (oracle.upper_bound(), oracle.status)
+    bound, status = ((None, Status.INTERRUPTED) if interrupted else
+                     (oracle.upper_bound(), oracle.status))
     elapsed = time.perf_counter() - start
     score = float(model.score(x))
     if score == -np.inf:  # a feasible assignment proves feasibility; else try the bounds
@@ -88,6 +88,6 @@ def infer_map(model: PairwiseMRF | FactorGraph, method: str | object = "auto",
 
 def progress_line(record):
     """A progress record's line: the best score and bound so far."""
-    bound = "" if record.bound is None else \
-        f"  bound {record.bound:.6f}  ({gap_text(record.bound - record.score)})"
+    bound = ("" if record.bound is None else
+             f"  bound {record.bound:.6f}  ({gap_text(record.bound - record.score)})")
     return f"{record.time:.1f} s  score {record.score:.6f}{bound}"

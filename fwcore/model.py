@@ -36,8 +36,8 @@ class Named:
         names = self.names or ()
         if isinstance(variable, Hashable) and variable in names:
             return names.index(variable)
-        if isinstance(variable, (int, np.integer)) and not isinstance(variable, bool) \
-                and 0 <= variable < self.card.shape[0]:
+        if (isinstance(variable, (int, np.integer)) and not isinstance(variable, bool)
+                and 0 <= variable < self.card.shape[0]):
             return int(variable)
         shown = f"one of {_listed(names)}, or " if names else ""
         raise ValueError(f"variable {variable!r} is not in the model: give {shown}an index "
@@ -49,8 +49,8 @@ class Named:
         names = self.states[i] if self.states is not None else ()
         if isinstance(state, Hashable) and state in names:
             return names.index(state)
-        if isinstance(state, (int, np.integer)) and not isinstance(state, bool) \
-                and 0 <= state < self.card[i]:
+        if (isinstance(state, (int, np.integer)) and not isinstance(state, bool)
+                and 0 <= state < self.card[i]):
             return int(state)
         shown = f"one of {_listed(names)}, or " if names else ""
         label = f"variable {self.names[i]!r}" if self.names else f"variable {i}"
@@ -65,8 +65,8 @@ class Named:
             raise ValueError(f"values has {len(values)} entries; the model has "
                              f"{self.card.shape[0]} variables")
         keys = self.names if self.names is not None else range(len(values))
-        if self.states is not None and isinstance(values, np.ndarray) and \
-                values.ndim == 1 and values.dtype.kind in "iu":
+        if (self.states is not None and isinstance(values, np.ndarray) and
+                values.ndim == 1 and values.dtype.kind in "iu"):
             return {k: self.states[i][s] for i, (k, s) in enumerate(zip(keys, values))}
         return dict(zip(keys, values))
 
@@ -126,8 +126,9 @@ class PairwiseMRF(Named):
     unary : sequence of 1-D arrays, or 2-D array of shape (n, k) when all cards equal k
         Node log-potentials θ_i. ``None`` means all zero.
     edges : array-like of int, shape (E, 2)
-        Variable pairs: integers, or floats holding whole numbers (2.0, not 0.5). A pair written (j, i) with j > i is stored as (i, j) and its table
-        transposed. Self loops and duplicate pairs are rejected.
+        Variable pairs: integers, or floats holding whole numbers (2.0, not 0.5). A pair
+        written (j, i) with j > i is stored as (i, j) and its table transposed. Self loops
+        and duplicate pairs are rejected.
     pairwise : sequence of 2-D arrays, or 3-D array of shape (E, k, k)
         Edge log-potentials θ_ij, table ``[x_i, x_j]`` for the pair as given in ``edges``.
         ``None`` means all zero.
@@ -157,7 +158,8 @@ class PairwiseMRF(Named):
                                  "rows; give one table per edge")
             tables = list(pairwise)
         if n_edges and (edges.min() < 0 or edges.max() >= n):
-            raise ValueError(f"edges must index variables 0..{n - 1}; found {edges.min()}..{edges.max()}")
+            raise ValueError(f"edges must index variables 0..{n - 1}; "
+                             f"found {edges.min()}..{edges.max()}")
         flipped = edges[:, 0] > edges[:, 1]
         canonical = np.where(flipped[:, None], edges[:, ::-1], edges)
         shapes = [(int(card[i]), int(card[j])) for i, j in canonical]
@@ -205,7 +207,8 @@ class PairwiseMRF(Named):
         if n_edges:
             if (edges[:, 0] == edges[:, 1]).any():
                 e = int(np.flatnonzero(edges[:, 0] == edges[:, 1])[0])
-                raise ValueError(f"edges has a self loop at row {e}: ({edges[e, 0]}, {edges[e, 1]})")
+                raise ValueError(f"edges has a self loop at row {e}: "
+                                 f"({edges[e, 0]}, {edges[e, 1]})")
             keys = edges[:, 0] * n + edges[:, 1]
             uniq, first, counts = np.unique(keys, return_index=True, return_counts=True)
             if (counts > 1).any():
@@ -294,7 +297,8 @@ class PairwiseMRF(Named):
         k = int(self.card.max()) if self.n_vars else 1
         states = np.arange(k)
         node_mask = states < self.card[:, None]
-        pair_mask = node_mask[self.edges[:, 0]][:, :, None] & node_mask[self.edges[:, 1]][:, None, :]
+        pair_mask = (node_mask[self.edges[:, 0]][:, :, None]
+                     & node_mask[self.edges[:, 1]][:, None, :])
         node = np.full(node_mask.shape, -np.inf)
         pair = np.full(pair_mask.shape, -np.inf)
         node[node_mask] = scores[:self.node_off[-1]]
@@ -388,8 +392,8 @@ def _int_array(name, a):
     per million pairs, a third of numpy's conversion; a generator expression took 0.17-0.37
     s)."""
     arr = np.asarray(a)
-    if arr.ndim and arr.size and arr.dtype.kind in "iu" and not isinstance(a, np.ndarray) \
-            and not _BOOLS.isdisjoint(map(type, _elements(a, arr.ndim))):
+    if (arr.ndim and arr.size and arr.dtype.kind in "iu" and not isinstance(a, np.ndarray)
+            and not _BOOLS.isdisjoint(map(type, _elements(a, arr.ndim)))):
         k = next(k for k, v in enumerate(_elements(a, arr.ndim)) if type(v) in _BOOLS)
         where = k if arr.ndim == 1 else tuple(map(int, np.unravel_index(k, arr.shape)))
         raise TypeError(f"{name} must hold integers; got the bool {arr.flat[k] != 0} at "

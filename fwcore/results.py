@@ -1,10 +1,10 @@
 """The result vocabulary shared by every task (DESIGN.md "Contracts every task shares").
 
 Each task returns one frozen dataclass (scipy.optimize's ``OptimizeResult`` habit), a
-`Result`, whose common fields carry the same names everywhere: ``status``, ``time`` (seconds), ``n_iter``,
-``n_oracle_calls``, ``method``, ``gap`` (the optimality certificate, None without one),
-``certified`` (the bound is a proof), the bound (``log_z_upper`` for log Z,
-``upper_bound`` for a maximum score) and ``trace``: a `Trace` of `Record`s, one per
+`Result`, whose common fields carry the same names everywhere: ``status``, ``time``
+(seconds), ``n_iter``, ``n_oracle_calls``, ``method``, ``gap`` (the optimality certificate,
+None without one), ``certified`` (the bound is a proof), the bound (``log_z_upper`` for
+log Z, ``upper_bound`` for a maximum score) and ``trace``: a `Trace` of `Record`s, one per
 iteration, whose ``columns()`` gives a dict of arrays for plotting; ``success`` and
 ``message`` say in a word and in a sentence how the run ended, and the repr is a short
 summary (arrays by shape, the trace by its length). Learners carry the same as fitted
@@ -51,10 +51,10 @@ class Record:
     `fwcore.infer`, f for the engine, the dual objective for `fwcore.infer_lp`); ``gap``
     the freshly computed certificate at this iterate (None when there is none). The
     optional fields are filled by the solvers that have them: ``delta`` (contraction),
-    ``n_active`` (the size of the active set), ``step`` (`StepType`), ``outer`` (outer iteration, e.g.
-    the rho update of Barrier FW Alg. 2), ``bound`` (a certified upper bound: on the
-    maximum score for MAP, on log Z for marginal inference) and ``score`` (the best
-    decoded score so far)."""
+    ``n_active`` (the size of the active set), ``step`` (`StepType`), ``outer`` (outer
+    iteration, e.g. the rho update of Barrier FW Alg. 2), ``bound`` (a certified upper
+    bound: on the maximum score for MAP, on log Z for marginal inference) and ``score``
+    (the best decoded score so far)."""
 
     iteration: int
     time: float

@@ -107,8 +107,8 @@ def numpy_marginals(model, plan):
         pairs = _pair_marginals(local)
         mu[model.node_off[v]:model.node_off[v + 1]] = pairs[0].sum(axis=1) if pairs else local
         for e, pair in zip(plan.own_edges[v], pairs):
-            mu[model.edge_off[e]:model.edge_off[e + 1]] = \
-                (pair if plan.edges[e][0] == v else pair.T).ravel()
+            mu[model.edge_off[e]:model.edge_off[e + 1]] = (
+                (pair if plan.edges[e][0] == v else pair.T).ravel())
         for c in plan.children[v]:
             with np.errstate(divide="ignore", invalid="ignore"):
                 d = np.log(_marginal(prob, clique, plan.sep[c])) + comp_log_z[v] - messages[c]

@@ -73,7 +73,8 @@ def test_every_oracle_follows_the_contract(name, model_name):
     assert oracle.n_calls == 3
     if isinstance(oracle, LPOracle):
         mu = oracle.argmax_marginals(model.theta)
-        assert mu.shape == (model.dim,) and oracle.upper_bound() >= brute_max(model, model.theta) - 1e-7
+        assert (mu.shape == (model.dim,)
+                and oracle.upper_bound() >= brute_max(model, model.theta) - 1e-7)
 
 
 @pytest.mark.parametrize("name", INSTALLED)

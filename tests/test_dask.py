@@ -15,9 +15,9 @@ distributed = pytest.importorskip("distributed")
 def executor():
     # one in-process worker with two threads: no process start-up, no dashboard
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
-        yield client.get_executor()
+                                  dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            yield client.get_executor()
 
 
 def test_infer_many_on_a_local_cluster_equals_serial(executor):
@@ -45,8 +45,8 @@ def test_highs_oracles_run_in_a_daemonic_dask_worker_process():
     X, Y = synthetic_segmentation(2, size=45, seed=0)
     serial = MLEStruct(model=CRF(oracle="lp"), max_iter=2, method="fw").fit(X, Y)
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
-        par = MLEStruct(model=CRF(oracle="lp"), max_iter=2, method="fw",
-                        executor=client.get_executor()).fit(X, Y)
+                                  dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            par = MLEStruct(model=CRF(oracle="lp"), max_iter=2, method="fw",
+                            executor=client.get_executor()).fit(X, Y)
     np.testing.assert_allclose(serial.coef_, par.coef_, rtol=1e-9, atol=1e-12)

@@ -152,8 +152,8 @@ def test_check_feasible_against_brute_force():
 # -- C1 and M2: memory, in a capped subprocess ------------------------------------------
 
 def run_capped(cap_gib, *code):
-    """Run the ``code`` parts (each dedented) in a fresh interpreter limited to ``cap_gib`` GiB of address space;
-    return (exit code, stdout, stderr)."""
+    """Run the ``code`` parts (each dedented) in a fresh interpreter limited to ``cap_gib``
+    GiB of address space; return (exit code, stdout, stderr)."""
     def limit():
         cap = int(cap_gib * 2**30)
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))

@@ -16,8 +16,8 @@ ORACLES = ("trws", "icm", "portfolio", "exact")
 
 def _same(a, b):
     np.testing.assert_array_equal(a.mu, b.mu)
-    assert (a.log_z_upper, a.primal, a.gap, a.status, a.n_oracle_calls) == \
-        (b.log_z_upper, b.primal, b.gap, b.status, b.n_oracle_calls)
+    assert ((a.log_z_upper, a.primal, a.gap, a.status, a.n_oracle_calls) ==
+            (b.log_z_upper, b.primal, b.gap, b.status, b.n_oracle_calls))
 
 
 def _clock(step):
@@ -62,9 +62,9 @@ def _dask_executor():
     """A dask.distributed cluster's executor (one in-process worker, two threads)."""
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
-        yield client.get_executor()
+                                  dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            yield client.get_executor()
 
 
 @pytest.mark.parametrize("executor", [lambda: ThreadPoolExecutor(2),

@@ -27,8 +27,8 @@ def random_tree(n, card, seed):
 
 def rho_polytope_ok(model, rho):
     n_comp = model.n_components()
-    return (rho >= -1e-12).all() and (rho <= 1 + 1e-12).all() and \
-        abs(rho.sum() - (model.n_vars - n_comp)) < 1e-8
+    return ((rho >= -1e-12).all() and (rho <= 1 + 1e-12).all() and
+            abs(rho.sum() - (model.n_vars - n_comp)) < 1e-8)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -63,7 +63,8 @@ def test_bound_with_exact_oracle_is_above_log_z(make, seed):
         assert node.min() > 0 and node.sum() == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("name", ["clique10/1", "clique10/201", "clique10/801", "grid5x5/gridWi5Tr1"])
+@pytest.mark.parametrize("name", ["clique10/1", "clique10/201", "clique10/801",
+                                  "grid5x5/gridWi5Tr1"])
 def test_bound_on_shared_instances(instances, name):
     path = instances / "fw-inference" / f"{name}.uai"
     model = read_uai(path)
@@ -93,7 +94,8 @@ def test_fw_over_local_polytope_equals_trbp_fixed_point():
     assert fw.primal == pytest.approx(bp.primal, abs=1e-6)
     np.testing.assert_allclose(fw.mu, bp.mu, atol=1e-4)
     # over L the bound is above max over M
-    assert fw.log_z_upper >= infer(model, oracle="exact", rho=rho, rho_updates=0, tol=1e-3).primal - 1e-6
+    assert (fw.log_z_upper
+            >= infer(model, oracle="exact", rho=rho, rho_updates=0, tol=1e-3).primal - 1e-6)
 
 
 def test_approximate_oracles():
@@ -124,7 +126,8 @@ def test_trbp_rho_stays_in_spanning_tree_polytope():
     edges = np.vstack([a.edges, [[4, 5], [5, 6], [4, 6]]])
     pair = [a.pairwise(e) for e in range(a.n_edges)] + [np.eye(2)] * 3
     model = PairwiseMRF([2] * 7, None, edges, pair)
-    for res in (trbp(model, rho_updates=4), infer(model, oracle="exact", rho_updates=4, rho="coupling"),
+    for res in (trbp(model, rho_updates=4),
+                infer(model, oracle="exact", rho_updates=4, rho="coupling"),
                 infer(model, oracle="exact", rho_updates=4, rho_step="fixed")):
         assert rho_polytope_ok(model, res.rho)
         assert res.n_rho_updates == 4
@@ -141,7 +144,8 @@ def test_rho_line_search_minimises_the_bound_along_the_fw_direction():
           for (i, j), t in zip(model.edges, first.edge_marginals)]
     d = max_spanning_forest(model.n_vars, model.edges, np.array(mi)) - rho0
     grid = np.linspace(0.0, 1.0, 11)
-    bound = [infer(model, oracle="exact", rho=np.clip(rho0 + a * d, 0, 1), rho_updates=0, tol=1e-6).primal
+    bound = [infer(model, oracle="exact", rho=np.clip(rho0 + a * d, 0, 1), rho_updates=0,
+                   tol=1e-6).primal
              for a in grid]
     assert 0 < np.argmin(bound) < len(grid) - 1  # an interior minimum
     res = infer(model, oracle="exact", rho=rho0, rho_updates=1, tol=1e-6, rho_tol=0.05)
@@ -149,7 +153,8 @@ def test_rho_line_search_minimises_the_bound_along_the_fw_direction():
     np.testing.assert_allclose(res.rho, rho0 + step * d, atol=1e-12)
     assert abs(step - grid[np.argmin(bound)]) <= 0.1
     assert res.primal <= min(bound) + 1e-4
-    fixed = infer(model, oracle="exact", rho=rho0, rho_updates=1, tol=1e-6, rho_tol=0.05, rho_step="fixed")
+    fixed = infer(model, oracle="exact", rho=rho0, rho_updates=1, tol=1e-6, rho_tol=0.05,
+                  rho_step="fixed")
     np.testing.assert_allclose(fixed.rho, rho0 + 2 / 3 * d, atol=1e-12)
     # corrections capped at 100 steps cannot resolve mu* to a gap of 1e-6: the fixed step
     unresolved = infer(model, oracle="exact", rho=rho0, rho_updates=1, tol=1e-6, rho_tol=1e-6)

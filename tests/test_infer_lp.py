@@ -60,7 +60,8 @@ def test_tree_decodes_exact_map_and_bound_converges(method):
         res = infer_lp(model, method=method, max_iter=max_iter, tol=1e-9, **kw)
         assert res.score == pytest.approx(opt.score, abs=1e-9)
         assert res.score == pytest.approx(model.score(res.assignment))
-        assert opt.score - 1e-9 <= res.upper_bound <= opt.score + bound_tol * max(1.0, abs(opt.score))
+        assert (opt.score - 1e-9 <= res.upper_bound
+                <= opt.score + bound_tol * max(1.0, abs(opt.score)))
         cols = res.trace.columns()
         assert cols["primal"].shape == cols["bound"].shape == cols["score"].shape == (res.n_iter,)
         assert np.all(np.diff(cols["bound"]) <= 0) and np.all(np.diff(cols["score"]) >= 0)
@@ -82,7 +83,8 @@ def test_smoothed_optima_respect_sandwich_bounds(seed):
     assert l2.objective - width <= lp + 1e-6                        # unshifted: g̃* <= g*
     assert l2.objective - width >= lp - width - 1e-6
     soft = infer_lp(model, method="softmax-cd", gamma=gamma, max_iter=3000, tol=1e-12)
-    log_w = np.log(model.card).sum() + sum(np.log(model.card[i] * model.card[j]) for i, j in model.edges)
+    log_w = (np.log(model.card).sum()
+             + sum(np.log(model.card[i] * model.card[j]) for i, j in model.edges))
     assert soft.info["smoothing_width"] == pytest.approx(gamma * log_w)
     assert lp - 1e-6 <= soft.objective <= lp + gamma * log_w + 1e-6
     # the soft-max and L2 duals (and the smooth-and-strong pair) meet their own optima
@@ -129,8 +131,9 @@ def test_simplex_projection_matches_qp():
             h = scale * rng.normal(size=(3, width))
             value, u = l2max(h, gamma, projection)
             for r in range(3):
-                qp = minimize(lambda v: -(v @ h[r] - 0.5 * gamma * v @ v), np.full(width, 1 / width),
-                              jac=lambda v: -(h[r] - gamma * v), bounds=[(0, None)] * width,
+                qp = minimize(lambda v: -(v @ h[r] - 0.5 * gamma * v @ v),
+                              np.full(width, 1 / width), jac=lambda v: -(h[r] - gamma * v),
+                              bounds=[(0, None)] * width,
                               constraints=[{"type": "eq", "fun": lambda v: v.sum() - 1}],
                               method="SLSQP", options={"ftol": 1e-14, "maxiter": 500})
                 np.testing.assert_allclose(u[r], qp.x, atol=1e-6)
@@ -174,14 +177,23 @@ def _lp_with_factor(model, f):
     c = np.concatenate([model.theta, f.table[xs.sum(axis=1)]])
     rows = []
     for i in range(n):
-        r = np.zeros(nv + ne + nc); r[2 * i:2 * i + 2] = 1; rows.append((r, 1.0))
+        r = np.zeros(nv + ne + nc)
+        r[2 * i:2 * i + 2] = 1
+        rows.append((r, 1.0))
         for k in (0, 1):
-            r = np.zeros(nv + ne + nc); r[nv + ne:][xs[:, i] == k] = 1; r[2 * i + k] -= 1; rows.append((r, 0.0))
+            r = np.zeros(nv + ne + nc)
+            r[nv + ne:][xs[:, i] == k] = 1
+            r[2 * i + k] -= 1
+            rows.append((r, 0.0))
     for e, (i, j) in enumerate(model.edges):
         for k in (0, 1):
-            r = np.zeros(nv + ne + nc); r[nv + 4 * e + 2 * k:nv + 4 * e + 2 * k + 2] = 1; r[2 * i + k] -= 1
+            r = np.zeros(nv + ne + nc)
+            r[nv + 4 * e + 2 * k:nv + 4 * e + 2 * k + 2] = 1
+            r[2 * i + k] -= 1
             rows.append((r, 0.0))
-            r = np.zeros(nv + ne + nc); r[[nv + 4 * e + k, nv + 4 * e + 2 + k]] = 1; r[2 * j + k] -= 1
+            r = np.zeros(nv + ne + nc)
+            r[[nv + 4 * e + k, nv + 4 * e + 2 + k]] = 1
+            r[2 * j + k] -= 1
             rows.append((r, 0.0))
     a, b = np.array([r for r, _ in rows]), np.array([v for _, v in rows])
     res = linprog(-c, A_eq=a, b_eq=b, bounds=(0, None), method="highs")
@@ -193,7 +205,8 @@ def test_global_cardinality_factor_methods():
     model = generators.random_grid(2, 4, coupling=1.5, field=1.0, seed=7)
     f = CardinalityFactor(np.arange(8), s0=2.0, t=0.5, weight=2.0)
     lp, best = _lp_with_factor(model, f)
-    for method, kw, tol in [("subgradient", {}, 2e-2), ("mplp", {}, None), ("bcfw", {"reg": 0.01}, 5e-2)]:
+    for method, kw, tol in [("subgradient", {}, 2e-2), ("mplp", {}, None),
+                            ("bcfw", {"reg": 0.01}, 5e-2)]:
         res = infer_lp(model, method=method, factors=[f], max_iter=2000, tol=1e-9, **kw)
         assert res.score == pytest.approx(model.score(res.assignment) + f.potential(res.assignment))
         assert res.score <= best + 1e-9 and res.upper_bound >= lp - 1e-7
@@ -218,7 +231,8 @@ def test_stops_on_callback_and_time_with_best_assignment():
     res = infer_lp(model, method="subgradient", max_iter=100, tol=0.0,
                    callback=lambda it: seen.append(it) or it.iteration < 3)
     assert res.status is Status.INTERRUPTED and res.n_iter == 3 and len(seen) == 3
-    assert res.score == res.trace.columns()["score"].max() == pytest.approx(model.score(res.assignment))
+    assert (res.score == res.trace.columns()["score"].max()
+            == pytest.approx(model.score(res.assignment)))
     assert seen == list(res.trace) and seen[-1].bound == res.upper_bound
     res = infer_lp(model, method="bcfw", max_iter=10**6, tol=0.0, max_time=0.05)
     assert res.status is Status.MAX_TIME and res.n_iter >= 1
@@ -272,7 +286,8 @@ def test_impossible_states_are_never_decoded():
     for method in METHODS:
         res = infer_lp(model, method=method, max_iter=200)
         assert np.isfinite(res.score) and res.assignment[4] != 0
-        assert res.upper_bound >= opt.score - 1e-9 and np.isfinite(res.trace.columns()["primal"]).all()
+        assert (res.upper_bound >= opt.score - 1e-9
+                and np.isfinite(res.trace.columns()["primal"]).all())
 
 
 def test_protein_instance(instances):
@@ -284,7 +299,8 @@ def test_protein_instance(instances):
     ref = model.score(read_map(str(path) + ".MAP"))
     res = infer_lp(model, method="mplp", max_iter=200)
     # a forest: the LP is tight, so coordinate descent certifies the MAP
-    assert res.score == pytest.approx(ref, abs=1e-6) and res.upper_bound == pytest.approx(ref, abs=1e-6)
+    assert (res.score == pytest.approx(ref, abs=1e-6)
+            and res.upper_bound == pytest.approx(ref, abs=1e-6))
 
 
 def test_regions_reparameterisation_keeps_scores():
@@ -302,7 +318,8 @@ def test_regions_reparameterisation_keeps_scores():
     for _ in range(5):
         x = np.array([rng.integers(c) for c in card])
         i, j = regions.ends
-        total = hn[regions.node_off[:-1] + x].sum() + he[regions.edge_off[:-1] + x[i] * regions.card[j] + x[j]].sum()
+        total = (hn[regions.node_off[:-1] + x].sum()
+                 + he[regions.edge_off[:-1] + x[i] * regions.card[j] + x[j]].sum())
         assert total == pytest.approx(model.score(x))
 
 

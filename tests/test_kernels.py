@@ -686,7 +686,8 @@ def planted_model(rng, forest):
     else:
         pairs = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.6]
     edges = np.array(pairs, dtype=np.int64).reshape(-1, 2)
-    m = PairwiseMRF.from_flat(card, edges, np.zeros(int(card.sum() + (card[edges[:, 0]] * card[edges[:, 1]]).sum())))
+    m = PairwiseMRF.from_flat(
+        card, edges, np.zeros(int(card.sum() + (card[edges[:, 0]] * card[edges[:, 1]]).sum())))
     theta = rng.normal(size=m.dim)
     theta[rng.random(m.dim) < float(rng.choice([0.2, 0.5, 0.8]))] = -np.inf
     planted = rng.integers(0, card)

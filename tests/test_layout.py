@@ -21,8 +21,8 @@ def import_graph():
         deps = set()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom):
-                base = (here[:len(here) - node.level + 1] if node.level else []) + \
-                    ([node.module] if node.module else [])
+                base = ((here[:len(here) - node.level + 1] if node.level else []) +
+                        ([node.module] if node.module else []))
                 target = ".".join(base)
                 for alias in node.names:
                     if f"{target}.{alias.name}" in modules:

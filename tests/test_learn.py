@@ -150,7 +150,8 @@ def brute_primal(model, X, Y):
     total = 0.5 * lam * w @ w
     for e, y in zip(ex, Y):
         phi_y = f.features(e, e.mrf.marginal_vector(y))
-        total += max(np.mean(np.array(z) != y) - w @ (phi_y - f.features(e, e.mrf.marginal_vector(z)))
+        total += max(np.mean(np.array(z) != y)
+                     - w @ (phi_y - f.features(e, e.mrf.marginal_vector(z)))
                      for z in itertools.product(range(f.n_labels), repeat=len(y))) / len(X)
     return total
 
@@ -175,8 +176,8 @@ def test_segmentation_learning_beats_thresholding():
                     MLEStruct(reg=50.0, rho="matrix-tree", model=CRF(oracle="lp"), max_iter=2),
                     SSVM(reg=0.01, model=CRF(oracle="qpbo"), max_iter=8)):
         assert err(learner.fit(X, Y).predict(Xt)) < base
-    marg = MLEStruct(reg=50.0, model=CRF(oracle="qpbo"), max_iter=3).fit(X, Y)\
-        .predict_marginals(Xt[:2])
+    marg = (MLEStruct(reg=50.0, model=CRF(oracle="qpbo"), max_iter=3).fit(X, Y)
+            .predict_marginals(Xt[:2]))
     assert all(m.shape == (64, 2) and np.allclose(m.sum(1), 1) and (m >= 0).all() for m in marg)
 
 
@@ -277,8 +278,8 @@ def test_ctrl_c_in_the_set_up_returns_an_interrupted_unfitted_learner(cls, monke
 @pytest.mark.parametrize("cls", [MLEStruct, SSVM])
 def test_max_time_stops_with_max_time(cls):
     X, Y = cycle_data(2)
-    m = cls(model=CRF(oracle="bruteforce"), tol=0.0, max_iter=10**6, max_time=1e-9)\
-        .fit(X, Y)
+    m = (cls(model=CRF(oracle="bruteforce"), tol=0.0, max_iter=10**6, max_time=1e-9)
+         .fit(X, Y))
     # out of time before the first gap pass ended: the start point, nothing measured
     assert m.status_ is Status.MAX_TIME and m.n_iter_ == 0 and len(m.trace_) == 0
     assert m.gap_ is None and m.primal_ is None and np.isfinite(m.coef_).all()

@@ -197,8 +197,8 @@ def brute_matchings(n, allowed):
     out = []
     for p in itertools.permutations(range(n)):
         p = np.array(p)
-        if (p != np.arange(n)).all() and np.array_equal(p[p], np.arange(n)) \
-                and allowed[np.arange(n), p].all():
+        if ((p != np.arange(n)).all() and np.array_equal(p[p], np.arange(n))
+                and allowed[np.arange(n), p].all()):
             out.append(p)
     return np.array(out)
 
@@ -224,8 +224,8 @@ def test_perfect_matching_clamping_and_averaged_start():
     assert ((ex.start > 0) & (ex.start < 1) == ex.free).all()
     np.testing.assert_allclose(dom.to_matrix(ex.start).sum(axis=1), 1.0)
     np.testing.assert_array_equal(ex.start[~on_graph], 0.0)
-    m = MLEStruct(reg=1.0, entropy="bethe", model="general", tol=1e-5, max_iter=500)\
-        .fit([(G, A)], [y])
+    m = (MLEStruct(reg=1.0, entropy="bethe", model="general", tol=1e-5, max_iter=500)
+         .fit([(G, A)], [y]))
     assert m.gap_ <= 1e-5
     tau = m.marginals_[0]
     np.testing.assert_array_equal(tau[~ex.free], ex.start[~ex.free])  # clamped stay put

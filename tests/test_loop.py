@@ -25,7 +25,10 @@ class Halving:
         self.steps.append(k)
 
 
-def run(task=None, stopping=Stopping(100, tol=0.1), callbacks=None, **kw):
+_STOPPING = Stopping(100, tol=0.1)
+
+
+def run(task=None, stopping=_STOPPING, callbacks=None, **kw):
     task = task or Halving()
     return task, run_loop(task.measure, task.step, stopping, callbacks or Callbacks(), **kw)
 

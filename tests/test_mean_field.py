@@ -40,8 +40,8 @@ def test_the_bound_is_at_most_log_z_and_is_computed_exactly(seed):
     assert res.log_z_lower <= log_z + 1e-9
     assert res.certified
     expected = brute_force_bound(model, res.node_marginals)
-    assert res.log_z_lower == pytest.approx(expected, abs=1e-9) or \
-        res.log_z_lower == expected == -np.inf
+    assert (res.log_z_lower == pytest.approx(expected, abs=1e-9) or
+            res.log_z_lower == expected == -np.inf)
     for p, c in zip(res.node_marginals, model.card):
         assert p.shape == (c,) and p.min() >= 0 and p.sum() == pytest.approx(1.0)
 

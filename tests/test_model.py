@@ -137,7 +137,8 @@ def test_generator_families_match_their_recipes():
     f = gen.frustrated_clique(6, seed=0)
     assert all(f.pairwise(e)[0, 0] <= 0 for e in range(f.n_edges))
     # same seed, same model; different seed, different model
-    np.testing.assert_array_equal(gen.random_grid(3, seed=5).theta, gen.random_grid(3, seed=5).theta)
+    np.testing.assert_array_equal(gen.random_grid(3, seed=5).theta,
+                                  gen.random_grid(3, seed=5).theta)
     assert not np.array_equal(gen.random_grid(3, seed=5).theta, gen.random_grid(3, seed=6).theta)
 
 
@@ -161,7 +162,8 @@ def test_padded_tables_match_a_loop():
     for vec in (None, scores):
         node, pair, node_mask, pair_mask = model.padded_tables(vec)
         flat = model.theta if vec is None else scores
-        assert node.shape == node_mask.shape == (4, 4) and pair.shape == pair_mask.shape == (4, 4, 4)
+        assert (node.shape == node_mask.shape == (4, 4)
+                and pair.shape == pair_mask.shape == (4, 4, 4))
         for i, c in enumerate(card):
             np.testing.assert_array_equal(node[i, :c], model.unary(i, flat))
             assert np.isneginf(node[i, c:]).all() and node_mask[i].sum() == c
@@ -179,8 +181,8 @@ def test_names_and_states_are_checked_kept_and_read():
     m = PairwiseMRF([2, 3], edges=[(0, 1)], names=["rain", "grass"],
                     states=[["no", "yes"], ["dry", "damp", "wet"]])
     assert m.with_theta(m.theta).names == ("rain", "grass")
-    assert (m.var_index("grass"), m.var_index(0), m.state_index(1, "wet"), m.state_index(1, 1)) \
-        == (1, 0, 2, 1)
+    assert ((m.var_index("grass"), m.var_index(0), m.state_index(1, "wet"), m.state_index(1, 1))
+            == (1, 0, 2, 1))
     assert m.named(np.array([1, 2])) == {"rain": "yes", "grass": "wet"}
     assert list(m.named([np.ones(2), np.ones(3)])) == ["rain", "grass"]
     for kwargs, error in [({"names": ["a"]}, "names has 1 entries; the model has 2"),

@@ -35,11 +35,13 @@ def random_model(seed, n=7, max_card=3, p_edge=0.5, p_inf=0.1, tree=False, submo
         if tree:
             edges = [(int(rng.integers(0, j)), j) for j in range(1, n)]
         else:
-            edges = [(i, j) for i, j in itertools.combinations(range(n), 2) if rng.random() < p_edge]
+            edges = [(i, j) for i, j in itertools.combinations(range(n), 2)
+                     if rng.random() < p_edge]
         unary = [rng.normal(size=c) for c in card]
         pair = [rng.normal(scale=1.5, size=(card[i], card[j])) for i, j in edges]
         if submodular:  # attractive: score(0,0) + score(1,1) >= score(0,1) + score(1,0)
-            pair = [np.array([[w, 0.0], [0.0, w]]) + np.add.outer(rng.normal(size=2), rng.normal(size=2))
+            pair = [np.array([[w, 0.0], [0.0, w]])
+                    + np.add.outer(rng.normal(size=2), rng.normal(size=2))
                     for w in np.abs(rng.normal(scale=2.0, size=len(edges)))]
         for t in unary + pair:
             t[rng.random(t.shape) < p_inf] = -np.inf
@@ -330,8 +332,8 @@ def test_bk_maxflow_on_random_graphs(seed):
     np.fill_diagonal(cap, 0)
     tr = np.where(rng.random(n) < 0.3, rng.integers(-40, 41, size=n), 0).astype(float)
     pairs = [(i, j) for i in range(n) for j in range(i + 1, n) if cap[i, j] or cap[j, i]]
-    arcs = [(i, j, k, 0) for k, (i, j) in enumerate(pairs)] + \
-           [(j, i, k, 1) for k, (i, j) in enumerate(pairs)]
+    arcs = ([(i, j, k, 0) for k, (i, j) in enumerate(pairs)] +
+            [(j, i, k, 1) for k, (i, j) in enumerate(pairs)])
     arcs.sort()
     index = {(a[2], a[3]): pos for pos, a in enumerate(arcs)}
     head = np.array([a[1] for a in arcs], dtype=np.int32)
@@ -362,7 +364,7 @@ def np_message_sweeps(model, theta, msgs, gamma, weight, damping):
 
     def hat(s):
         h = model.unary(s, theta).copy()
-        for (u, v), m in msgs.items():
+        for (_u, v), m in msgs.items():
             if v == s:
                 h = h + m
         return h
@@ -540,24 +542,28 @@ def test_anneal_kernel_matches_twin(seed):
 def test_anneal_kernel_cut_into_calls_walks_as_one_call(seed):
     """Each call goes on from the last one's move, labelling and generator state (cuts
     inside and at the ends of the 4096-move temperature blocks): the walk of one call,
-    the twin's from the same start."""
+    the twin's from the same start; the best of the calls is the one call's best."""
     model, _ = random_model(seed, n=6, max_card=3, p_inf=0.15)
     x0 = np.random.default_rng(seed).integers(0, model.card).astype(np.int32)
     n_moves, cuts = 13000, [0, 1000, 4096, 4097, 9000, 13000]
     x, best_x, state, best = x0.copy(), np.empty_like(x0), seed, None
     for start, stop in zip(cuts[:-1], cuts[1:]):
+        x_start, state_start = x.copy(), state
         fin, bad, moves, _, state = _kernels.anneal(model.theta, model.graph, x, best_x, 2.0,
                                                     0.05, n_moves, start, stop, 0.0, state,
                                                     np.empty_like(x0))
         assert moves == stop - start
-        tx, _, _, _, _, _, tstate = np_anneal(model, model.theta, x0 if start == 0 else tx,
-                                              2.0, 0.05, n_moves, seed if start == 0 else
-                                              tstate, start, stop)
+        tx, _, tfin, tbad, _, _, tstate = np_anneal(model, model.theta, x_start, 2.0, 0.05,
+                                                    n_moves, state_start, start, stop)
         np.testing.assert_array_equal(x, tx)
         assert state == tstate
+        assert bad == tbad and fin == pytest.approx(tfin, abs=1e-9)
+        if best is None or bad < best[0] or (bad == best[0] and fin > best[1]):
+            best = (bad, fin)
     whole = np_anneal(model, model.theta, x0, 2.0, 0.05, n_moves, seed)
     np.testing.assert_array_equal(x, whole[0])
     assert state == whole[6]
+    assert best[0] == whole[3] and best[1] == pytest.approx(whole[2], abs=1e-9)
 
 
 def test_anneal_kernel_best_copy_after_log_overflow():

@@ -89,7 +89,8 @@ def test_ilp_bound_with_gap_is_valid():
     assert oracle.upper_bound() >= opt - 1e-9 and model.score(x) <= opt + 1e-9
 
 
-@pytest.mark.skipif(not HAVE_TB2, reason="pytoulbar2 not installed (pip install 'fwcore[toulbar2]')")
+@pytest.mark.skipif(not HAVE_TB2,
+                    reason="pytoulbar2 not installed (pip install 'fwcore[toulbar2]')")
 def test_toulbar2_coarse_scale_bound_still_valid():
     for seed in range(10):
         model, scores = random_model(seed)
@@ -128,8 +129,8 @@ def test_lp_integral_and_optimal_on_trees():
         opt = enumerate_max(model, scores)
         assert np.allclose(mu, np.round(mu), atol=1e-9)
         x = lp.argmax(scores)
-        assert np.allclose(mu, model.marginal_vector(x), atol=1e-9) or \
-            same(float(mu @ scores), opt)
+        assert (np.allclose(mu, model.marginal_vector(x), atol=1e-9) or
+                same(float(mu @ scores), opt))
         assert same(float(model.score(x, scores)), opt) and same(lp.upper_bound(), opt)
 
 

@@ -175,7 +175,8 @@ def test_named_parameters_bind_as_python_binds_them():
     assert checked(model=TINY, scale=2, steps=4) == (4, 2.0, False)
     for args, kwargs, words in [((TINY,), {}, "missing a required argument: 'steps'"),
                                 ((TINY, 1), {"steps": 2}, "multiple values for argument 'steps'"),
-                                ((TINY, 1), {"scal": 2}, "got an unexpected keyword argument 'scal'"),
+                                ((TINY, 1), {"scal": 2},
+                                 "got an unexpected keyword argument 'scal'"),
                                 ((TINY, 1, 2.0, True), {}, "too many positional arguments")]:
         with pytest.raises(TypeError, match=rf"^_named\(\) {words}$"):
             checked(*args, **kwargs)
@@ -190,8 +191,8 @@ def _brute_map(model, time_limit=None):
 def test_it_composes_with_solves_factor_graphs(checks_outside):
     check = validate_params({"time_limit": [Interval(0.0, lo_open=True), None]},
                             unchecked=("model",))
-    entry = check(solves_factor_graphs(_brute_map)) if checks_outside else \
-        solves_factor_graphs(check(_brute_map))
+    entry = (check(solves_factor_graphs(_brute_map)) if checks_outside else
+             solves_factor_graphs(check(_brute_map)))
     assert inspect.signature(entry) == inspect.signature(_brute_map)
     assert (entry.__name__, entry.__doc__) == ("_brute_map", "MAP by brute force.")
     assert list(entry.__fwcore_params__) == ["time_limit"]

@@ -30,8 +30,8 @@ def _inflated_max(model, m, noise, scores=None):
         X = np.array(flat).reshape(model.n_vars, m)
         v = sum((model.unary(i)[X[i, k]] + noise[i][k, X[i, k]]) / m
                 for i in range(model.n_vars) for k in range(m))
-        v += sum(model.pairwise(e)[X[i, k], X[j, l]] / m**2 for e, (i, j) in enumerate(model.edges)
-                 for k in range(m) for l in range(m))
+        v += sum(model.pairwise(e)[X[i, k], X[j, k2]] / m**2
+                 for e, (i, j) in enumerate(model.edges) for k in range(m) for k2 in range(m))
         best = max(best, v)
     return best
 

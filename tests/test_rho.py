@@ -35,8 +35,8 @@ def dense_rho(model, w):
 def test_matrix_tree_rho_matches_dense_twin_and_sums_to_forest_size(model):
     for w in (None, coupling_weights(model)):
         rho = matrix_tree_rho(model, w)
-        np.testing.assert_allclose(rho, dense_rho(model, np.ones(model.n_edges) if w is None else w),
-                                   atol=1e-10)
+        np.testing.assert_allclose(
+            rho, dense_rho(model, np.ones(model.n_edges) if w is None else w), atol=1e-10)
         assert np.isclose(rho.sum(), model.n_vars - model.n_components())
         check_rho(model, rho)
 

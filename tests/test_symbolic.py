@@ -168,11 +168,11 @@ def test_kernels_match_twins_on_random_graphs(seed):
     first = rng.permutation(m.n_vars)[:int(rng.integers(0, 4))].tolist() if m.n_vars else []
     order = elimination._bandwidth_order(m, first).tolist()
     assert order == bandwidth_twin(m, first).tolist()
-    for order in (order, rng.permutation(m.n_vars).tolist()):
-        sep, sizes = elimination._eliminate(m, order)
-        assert (sep, sizes) == eliminate_twin(m, order)
+    for ordering in (order, rng.permutation(m.n_vars).tolist()):
+        sep, sizes = elimination._eliminate(m, ordering)
+        assert (sep, sizes) == eliminate_twin(m, ordering)
         for cap in (1, 7, 64, max(sizes, default=1) - 1):  # stopped early
-            assert elimination._eliminate(m, order, cap) == eliminate_twin(m, order, cap)
+            assert elimination._eliminate(m, ordering, cap) == eliminate_twin(m, ordering, cap)
 
 
 @pytest.mark.parametrize("seed", range(250))

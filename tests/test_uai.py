@@ -369,8 +369,8 @@ def test_variables_in_no_factor_within_the_cap_are_read(tmp_path):
     ("MARKOV\n1\n2\n1\n1 0\n2\n1 1e1000000000000000\n", "line 7.*exponent"),
     ("MARKOV\n1\n2\n1\n1 0\n2\n1 1_0\n", "expected a number"),
     ("MARKOV\n1\n2_0\n0\n", "integer"),
-    ("MARKOV\n1\n134217728\n0\n", "line 3.*variable 0 has 134217728 states but is in "
-     "no factor.*MAX_UNUSED_STATES"),
+    ("MARKOV\n1\n134217728\n0\n", ("line 3.*variable 0 has 134217728 states but is in "
+                                   "no factor.*MAX_UNUSED_STATES")),
     ("MARKOV\n3\n2 2147483647 2\n1\n2 0 2\n4\n1 1 1 1\n", "line 3, token '2147483647'"),
     ("MARKOV\n2\n2 134217728\n1\n2 0 1\n268435456\n1 1\n", "file ends inside"),
     ("MARKOV\n1\n99999999999999999999999\n0\n", "too large"),
@@ -522,8 +522,8 @@ def test_read_model_picks_the_reader_from_the_suffix(tmp_path):
     model = random_grid(3, seed=1)
     path = tmp_path / "grid.UAI"  # suffixes are matched in any case
     write_uai(model, path)
-    for given in (path, str(path)):
-        np.testing.assert_array_equal(read_model(given).theta, read_uai(path).theta)
+    for source in (path, str(path)):
+        np.testing.assert_array_equal(read_model(source).theta, read_uai(path).theta)
     other = tmp_path / "grid.bif"
     other.write_text(path.read_text())
     with pytest.raises(ValueError, match=r"grid\.bif.*no model reader for suffix '\.bif'.*\.uai"):

@@ -154,8 +154,8 @@ def test_files_written_by_pyagrum_and_pgmpy():
     # read as the UAI format defines a table (the last variable of the scope fastest);
     # pyAgrum's own loadMRF orders MARKOV tables otherwise, so its marginals differ
     mrf = fwcore.read_model(DATA / "pyagrum_mrf.uai")
-    assert list(mrf.card) == [2, 2, 2, 3] and [s for s, _ in mrf.factors] == \
-        [(1, 0, 2), (3, 2), (0, 2)]
+    assert (list(mrf.card) == [2, 2, 2, 3] and [s for s, _ in mrf.factors] ==
+            [(1, 0, 2), (3, 2), (0, 2)])
     np.testing.assert_allclose(np.exp(mrf.factors[0][1][0, 0]), [0.924199, 0.779945])
     with pytest.raises(ValueError, match=r"pgmpy_sprinkler.uai: line \d+.*factor 2 .* is not "
                                          "a conditional probability table of its child x2"):

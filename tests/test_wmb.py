@@ -54,8 +54,8 @@ def test_exp_matches_numpy():
 def _pairwise(seed, n=3, scale=1.5, zeros=0.0):
     rng = np.random.default_rng(seed)
     card = rng.integers(2, 4, size=n * n)
-    edges = [(i * n + j, i * n + j + 1) for i in range(n) for j in range(n - 1)] + \
-        [(i * n + j, (i + 1) * n + j) for i in range(n - 1) for j in range(n)]
+    edges = ([(i * n + j, i * n + j + 1) for i in range(n) for j in range(n - 1)] +
+             [(i * n + j, (i + 1) * n + j) for i in range(n - 1) for j in range(n)])
     pw = [rng.normal(scale=scale, size=(card[i], card[j])) for i, j in edges]
     for t in pw:
         t[rng.random(t.shape) < zeros] = -np.inf

@@ -109,7 +109,8 @@ def _problem_class(name, doc, configs, reference_from_runs=False):
     def track_iters_to_best_score(self, table, config):
         """First pass whose best decoded score is within 1e-3 of the reference (the LP
         optimum, or the best score of all methods)."""
-        hit = np.flatnonzero(self.reference - self.result.trace.columns()["score"] <= REL * max(1.0, abs(self.reference)))
+        hit = np.flatnonzero(self.reference - self.result.trace.columns()["score"]
+                             <= REL * max(1.0, abs(self.reference)))
         return int(hit[0]) + 1 if hit.size else -1
 
     def track_iters_run(self, table, config):

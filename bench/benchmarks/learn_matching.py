@@ -56,7 +56,7 @@ def _true_weights(snr):
     return W
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _synthetic(snr, n):
     """n matchings sampled from the true model (seeded by snr and n; n = 0 is the held-out set)."""
     rng = np.random.default_rng([list(OFF_DIAGONAL).index(snr), n])
@@ -156,7 +156,7 @@ PAPER = {
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _frames(name):
     """The frames of a sequence in order (house1.txt, house2.txt, ...), each [30, 2]."""
     folder = INSTANCES / "cmu-house-hotel" / name

@@ -105,7 +105,7 @@ def seconds_to_accuracy(W, method, ref, levels=LEVELS, budget=BUDGET):
     <= level (inf: none within the budget), as App. F measures it: runs with max_iter
     k = 0, 1, 2, 3, 5, 8, ... (x 1.5) and no tolerance, each timed once, until every level
     is reached or a run takes ``budget`` seconds (its max_time)."""
-    out = {a: math.inf for a in levels}
+    out = dict.fromkeys(levels, math.inf)
     k = 0
     while True:
         t0 = time.perf_counter()

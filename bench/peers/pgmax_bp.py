@@ -5,7 +5,8 @@ it), with fwcore installed there too:
 
     python3 -m venv /tmp/pgmax-venv
     /tmp/pgmax-venv/bin/pip install --no-deps pgmax
-    /tmp/pgmax-venv/bin/pip install "jax==0.4.30" "jaxlib==0.4.30" scipy numba tqdm typing-extensions
+    /tmp/pgmax-venv/bin/pip install "jax==0.4.30" "jaxlib==0.4.30"
+    /tmp/pgmax-venv/bin/pip install scipy numba tqdm typing-extensions
     /tmp/pgmax-venv/bin/pip install .
     OPENBLAS_NUM_THREADS=1 /tmp/pgmax-venv/bin/python bench/peers/pgmax_bp.py
 
@@ -92,13 +93,15 @@ def main():
                  INSTANCES / "uai2014" / "Grids_12.uai"]:
         if path.exists():
             mar = fwcore.read_mar(f"{path}.MAR")
-            models.append((path.stem, fwcore.read_uai(path), np.array([m[1] for m in mar]), "exact"))
+            models.append((path.stem, fwcore.read_uai(path), np.array([m[1] for m in mar]),
+                           "exact"))
     models.append(("random_grid(100)", fwcore.random_grid(100, seed=0), None, "trws"))
     print(f"{'model':<18}{'method':<26}{'seconds':>9}{'zeta_mu':>9}")
     for name, model, exact, oracle in models:
         runs = {
             "pgmax loopy BP": pgmax_loopy_bp(model),
-            "fwcore loopy_bp": lambda: np.array([p[1] for p in fwcore.loopy_bp(model).node_marginals]),
+            "fwcore loopy_bp": lambda: np.array(
+                [p[1] for p in fwcore.loopy_bp(model).node_marginals]),
             "fwcore trbp": lambda: np.array([p[1] for p in fwcore.trbp(model).node_marginals]),
             f"fwcore infer ({oracle})": lambda: np.array(
                 [p[1] for p in fwcore.infer(model, oracle=oracle, max_time=600).node_marginals]),

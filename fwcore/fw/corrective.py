@@ -19,7 +19,7 @@ __all__ = ["CorrectiveStep", "MFWCorrection", "LocalSearch"]
 class CorrectiveStep(abc.ABC):
     """Base class of the FCFW corrective steps."""
 
-    def start(self, run):
+    def start(self, run):  # noqa: B027 (an optional hook: does nothing by default)
         """Called once when the run starts (before its first oracle call)."""
 
     @abc.abstractmethod

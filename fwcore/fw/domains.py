@@ -118,8 +118,8 @@ def check_domain(domain, name="domain"):
     if not isinstance(domain, Domain):
         raise TypeError(f"{name} must be a fwcore.fw.Domain (dim, atom_size, lmo(g), "
                         f"inner(g, atoms), add(x, atom, w), u0); got {type(domain).__name__}")
-    if domain.atom_size is None or domain.dim is None or int(domain.atom_size) < 1 \
-            or int(domain.dim) < 1:
+    if (domain.atom_size is None or domain.dim is None or int(domain.atom_size) < 1
+            or int(domain.dim) < 1):
         raise ValueError(f"{name} needs dim >= 1 and atom_size >= 1")
     u0 = domain.u0
     if u0 is not None and np.shape(u0) != (domain.dim,):
@@ -148,8 +148,8 @@ class Vertices:
         start = 0  # the real atoms in the contiguous runs between u0 rows: no copy of atoms
         for stop in [*np.flatnonzero(~real).tolist(), atoms.shape[0]]:
             if stop > start:
-                out[start:stop] = (1.0 - self.delta) * self.domain.inner(g, atoms[start:stop]) \
-                    + self.delta * gu
+                out[start:stop] = ((1.0 - self.delta) * self.domain.inner(g, atoms[start:stop])
+                                   + self.delta * gu)
             start = stop + 1
         return out
 

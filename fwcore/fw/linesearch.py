@@ -76,7 +76,8 @@ def make_step_rule(step):
     """A rule object from a name ('exact', 'agnostic') or a callable."""
     if isinstance(step, str):
         if step not in _RULES:
-            raise ValueError(f"unknown step rule {step!r}; valid names: {', '.join(sorted(_RULES))}")
+            raise ValueError(f"unknown step rule {step!r}; valid names: "
+                             f"{', '.join(sorted(_RULES))}")
         return _RULES[step]()
     if callable(step):
         return step

@@ -191,7 +191,8 @@ class _ActiveSetFW(_Run):
         self.x = self.vertices.dense(self.active.atoms, self.active.weights)
 
     def start(self):
-        for c in self.options.corrections:  # e.g. Barrier FW Alg. 2 line 23: re-correct a warm start
+        # e.g. Barrier FW Alg. 2 line 23: re-correct a warm start
+        for c in self.options.corrections:
             c.start(self)
 
     def _initial_active_set(self, init):
@@ -212,7 +213,8 @@ class _ActiveSetFW(_Run):
             raise ValueError(f"init atoms have length {active.atoms.shape[1]}; the domain's "
                              f"atom_size is {k}")
         if self.vertices.u0 is None and (active.atoms[:, 0] == U0_ATOM).any():
-            raise ValueError("init uses the interior point u0 (a row of -1) but the domain has no u0")
+            raise ValueError("init uses the interior point u0 (a row of -1) but the domain "
+                             "has no u0")
         return active
 
     @property
@@ -261,7 +263,8 @@ class _ActiveSetFW(_Run):
         if rule is not None:
             new = float(rule(self.vertices.delta, gap_full, uniform_gap))
             if not 0.0 <= new <= self.vertices.delta:
-                raise ValueError(f"delta_rule returned {new}; it must lie in [0, {self.vertices.delta}]")
+                raise ValueError(f"delta_rule returned {new}; it must lie in "
+                                 f"[0, {self.vertices.delta}]")
             if new < self.vertices.delta:  # Barrier FW eq. 6: x stays, weights move to u0
                 self.active.contract(self.vertices.delta, new)
                 self.vertices.delta = new
@@ -273,7 +276,8 @@ class _ActiveSetFW(_Run):
         else:
             i_s = self.active.add(s)
             scores = self.vertices.scores(g, self.active.atoms)
-            kind = (self.away_step if self.method == "away" else self._pairwise_step)(g, i_s, scores)
+            kind = (self.away_step if self.method == "away" else self._pairwise_step)(
+                g, i_s, scores)
             self.purge(keep_atoms=False)
         self.n_steps += 1
         if self.n_steps % self.options.refresh_every == 0:
@@ -452,7 +456,8 @@ def correct(objective, domain, init, correction, *, delta=0.0, max_time=None, st
     _check_objective(objective)
     check_domain(domain)
     if not isinstance(correction, MFWCorrection):
-        raise TypeError(f"correction must be a fwcore.fw.MFWCorrection; got {type(correction).__name__}")
+        raise TypeError(f"correction must be a fwcore.fw.MFWCorrection; "
+                        f"got {type(correction).__name__}")
     if delta > 0 and domain.u0 is None:
         raise ValueError("delta > 0 needs an interior point: give the domain a u0")
     options = ActiveSetOptions(method="fcfw", rule=make_step_rule(step), delta=delta)
@@ -462,8 +467,8 @@ def correct(objective, domain, init, correction, *, delta=0.0, max_time=None, st
     n_steps = correction.correct(run)
     f, _ = run.evaluate()
     atoms, weights = run.active_arrays()
-    status = Status.CONVERGED if correction.last_gap <= correction.tolerance(run, math.inf) \
-        else budget_status(run.out_of_time())
+    status = (Status.CONVERGED if correction.last_gap <= correction.tolerance(run, math.inf)
+              else budget_status(run.out_of_time()))
     return FWResult(x=run.x.copy(), atoms=atoms, weights=weights, primal=f,
                     gap=correction.last_gap, status=status, n_iter=n_steps, n_oracle_calls=0,
                     time=run.elapsed(), delta=run.delta, method="correction",
@@ -551,7 +556,8 @@ def block_coordinate_frank_wolfe(objective, domain, *, step="exact", tol=1e-6, m
     arguments as in `frank_wolfe`."""
     _check_objective(objective)
     if not isinstance(domain, ProductDomain):
-        raise TypeError(f"block_coordinate_frank_wolfe needs a ProductDomain; got {type(domain).__name__}")
+        raise TypeError(f"block_coordinate_frank_wolfe needs a ProductDomain; "
+                        f"got {type(domain).__name__}")
     stop = Stopping(max_iter, tol, max_oracle_calls, Deadline(max_time))
     return _BlockFW(objective, domain, make_step_rule(step), stop, callback, bool(trace), seed,
                     bool(averaging)).run()

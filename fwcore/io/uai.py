@@ -349,10 +349,10 @@ def write_uai(model: PairwiseMRF | FactorGraph, path: PathArg) -> None:
     else:
         check_model(model)
         scopes = [(i,) for i in range(model.n_vars)] + [tuple(e) for e in model.edges.tolist()]
-        tables = [model.unary(i) for i in range(model.n_vars)] + \
-            [model.pairwise(e).ravel() for e in range(model.n_edges)]
-        names = [f"the unary of variable {i}" for i in range(model.n_vars)] + \
-            [f"edge {e} ({i}, {j})" for e, (i, j) in enumerate(model.edges.tolist())]
+        tables = ([model.unary(i) for i in range(model.n_vars)] +
+                  [model.pairwise(e).ravel() for e in range(model.n_edges)])
+        names = ([f"the unary of variable {i}" for i in range(model.n_vars)] +
+                 [f"edge {e} ({i}, {j})" for e, (i, j) in enumerate(model.edges.tolist())])
     out = ["MARKOV", str(len(model.card)), " ".join(map(str, model.card)), str(len(scopes))]
     out += [" ".join(map(str, (len(s),) + s)) for s in scopes]
     for name, theta in zip(names, tables):
@@ -362,7 +362,7 @@ def write_uai(model: PairwiseMRF | FactorGraph, path: PathArg) -> None:
                              f"outside [{_LOG_TINY:.1f}, {_LOG_MAX:.1f}], where exp(θ) cannot "
                              "be written exactly as a potential; subtract a constant from "
                              "that factor (log Z shifts by the same constant)")
-        out += ["", str(theta.size), " ".join("%.17g" % v for v in np.exp(theta))]
+        out += ["", str(theta.size), " ".join(f"{v:.17g}" for v in np.exp(theta))]
     _write(path, out)
 
 
@@ -414,7 +414,7 @@ def write_mar(path: PathArg, node_marginals: Sequence[ArrayLike]) -> None:
         if not np.isfinite(p).all() or (p < -_ROUND_OFF).any() or (p > 1 + _ROUND_OFF).any():
             raise ValueError(f"node_marginals[{i}] must hold probabilities in [0, 1]")
         p = np.clip(p, 0.0, 1.0)  # round-off, e.g. 1.0000000000000002 from a normalisation
-        blocks.append(f"{p.size} " + " ".join("%.17g" % v for v in p))
+        blocks.append(f"{p.size} " + " ".join(f"{v:.17g}" for v in p))
     _write(path, ["MAR", " ".join([str(len(blocks))] + blocks)])
 
 

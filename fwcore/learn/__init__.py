@@ -9,5 +9,6 @@ from .mle_struct import MLEStruct
 from .ssvm import SSVM
 
 __all__ = ["CRF", "Matching", "ModelFamily", "CRFExample", "CRFFeatures", "CRFModel",
-           "MatchingModel", "LearnerModel", "NotFittedError", "VertexDecoder", "BlockEntropy", "MLEStruct", "SSVM",
+           "MatchingModel", "LearnerModel", "NotFittedError", "VertexDecoder", "BlockEntropy",
+           "MLEStruct", "SSVM",
            "distance_profile", "matching_features", "shape_context"]

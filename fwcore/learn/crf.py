@@ -122,7 +122,8 @@ def check_examples(X, n_labels, dims=None):
             raise ValueError(f"X[{k}] edges must be an integer array of shape (E, 2); got "
                              f"dtype {e.dtype}, shape {e.shape}")
         if v.shape[0] != e.shape[0]:
-            raise ValueError(f"X[{k}] has {e.shape[0]} edges but {v.shape[0]} rows of edge_features")
+            raise ValueError(f"X[{k}] has {e.shape[0]} edges but {v.shape[0]} rows of "
+                             "edge_features")
         if u.shape[0] == 0:
             raise ValueError(f"X[{k}] has no nodes")
         if dims is None:

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 import numpy as np
 
 
-from ..checks import BOOL, CALLABLE, EXECUTOR, SEED, TIME, Interval, Kind, Options, bind_table, \
-    check_params
+from ..checks import (BOOL, CALLABLE, EXECUTOR, SEED, TIME, Interval, Kind, Options, bind_table,
+                      check_params)
 from ..loop import Callbacks, Deadline, Guard, Stopping, run_loop
 from ..results import Record, Status, Trace, gap_text
 from .base import ModelFamily, run_tasks
@@ -100,7 +100,7 @@ class NotFittedError(ValueError, AttributeError):
     instance of scikit-learn's."""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _with_sklearn(sklearn_error):
     return type("NotFittedError", (NotFittedError, sklearn_error), {"__module__": __name__})
 
@@ -205,8 +205,8 @@ class StructuredLearner(abc.ABC):
         guard = Guard()  # Ctrl-C before the first pass: this call learned nothing; status_ says so
         built = guard(self._set_up, X, Y, p)
         if guard.interrupted:
-            self.status_, self.trace_, self.n_iter_, self.n_oracle_calls_ = \
-                Status.INTERRUPTED, Trace(), 0, 0
+            self.status_, self.trace_, self.n_iter_, self.n_oracle_calls_ = (
+                Status.INTERRUPTED, Trace(), 0, 0)
             return self
         model, solver = built
         self.features_ = model
@@ -289,7 +289,8 @@ def _progress_line(exact):
     oracle call is ``exact``, else an estimate."""
     def line(record):
         gaps = gap_text(record.gap if exact else None, None if exact else record.gap)
-        return f"pass {record.iteration}  {record.time:.1f} s  objective {record.primal:.6g}  {gaps}"
+        return (f"pass {record.iteration}  {record.time:.1f} s  "
+                f"objective {record.primal:.6g}  {gaps}")
     return line
 
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Optional
 
 import numpy as np
 
-from ..checks import BOOL, CALLABLE, SEED, TIME, Interval, Options, check_bound_feasible, \
-    validate_params
+from ..checks import (BOOL, CALLABLE, SEED, TIME, Interval, Options, check_bound_feasible,
+                      validate_params)
 from ..loop import Callbacks, Deadline, Stopping, run_loop
 from ..results import Record, Result, Status, Trace, gap_text
 from . import dual, primal
@@ -24,8 +23,10 @@ METHODS = {
     "subgradient": (lambda r, g, c, p, s: dual.subgradient(r), False, False),
     "mplp": (lambda r, g, c, p, s: dual.coordinate_descent(r, 0.0), False, False),
     "softmax-cd": (lambda r, g, c, p, s: dual.coordinate_descent(r, g), True, False),
-    "softmax-gd": (lambda r, g, c, p, s: dual.gradient(r, "softmax", g, 0.0, p, False), True, False),
-    "softmax-agd": (lambda r, g, c, p, s: dual.gradient(r, "softmax", g, 0.0, p, True), True, False),
+    "softmax-gd": (lambda r, g, c, p, s: dual.gradient(r, "softmax", g, 0.0, p, False),
+                   True, False),
+    "softmax-agd": (lambda r, g, c, p, s: dual.gradient(r, "softmax", g, 0.0, p, True),
+                    True, False),
     "l2-gd": (lambda r, g, c, p, s: dual.gradient(r, "l2", g, 0.0, p, False), True, False),
     "l2-agd": (lambda r, g, c, p, s: dual.gradient(r, "l2", g, 0.0, p, True), True, False),
     "bcfw": (lambda r, g, c, p, s: primal.primal_solver(r, "bcfw", c, 0.0, p, s), False, True),
@@ -51,8 +52,8 @@ _PARAMS = {
 
 def _progress_line(record):
     """A pass's progress line: the method's objective, the best score, the bound."""
-    bound = "" if record.bound is None else \
-        f"  bound {record.bound:.6f}  ({gap_text(record.bound - record.score)})"
+    bound = ("" if record.bound is None else
+             f"  bound {record.bound:.6f}  ({gap_text(record.bound - record.score)})")
     return (f"pass {record.iteration}  {record.time:.1f} s  objective {record.primal:.6f}  "
             f"score {record.score:.6f}{bound}")
 
@@ -68,9 +69,9 @@ class LPResult(Result):
     ``certified`` (the bound is a proof: True whenever there is a bound). ``objective``:
     the method's own objective at the end (the smoothed dual for soft-max/L2/AGD, L2
     shifted by qγ/2 as in the paper; the primal eq. 8 for BCFW). ``measure``: the last
-    optimality measure (duality gap for BCFW/SDCA, the largest absolute gradient entry for GD/AGD, relative
-    decrease per pass for CD, ‖subgradient‖² for subgradient). ``n_iter``: passes over
-    all regions. ``n_oracle_calls`` is 0: these solvers make no call to a MAP oracle of
+    optimality measure (duality gap for BCFW/SDCA, the largest absolute gradient entry for
+    GD/AGD, relative decrease per pass for CD, ‖subgradient‖² for subgradient). ``n_iter``:
+    passes over all regions. ``n_oracle_calls`` is 0: these solvers make no call to a MAP oracle of
     the model (each pass maximises every region, and global factors, locally).
     ``trace``: one `Record` per pass (``primal`` = the objective, ``bound`` and ``score``
     the best so far, ``gap`` their difference); ``trace.columns()`` gives the arrays.
@@ -78,8 +79,8 @@ class LPResult(Result):
 
     assignment: np.ndarray
     score: float
-    upper_bound: Optional[float]
-    gap: Optional[float]
+    upper_bound: float | None
+    gap: float | None
     certified: bool
     objective: float
     measure: float
@@ -94,10 +95,10 @@ class LPResult(Result):
 
 @validate_params(_PARAMS, unchecked=("model", "factors"))
 @solves_factor_graphs
-def infer_lp(model: PairwiseMRF | FactorGraph, method: str = "mplp", gamma: float = 0.01, reg: float = 0.01,
-             max_iter: int = 1000, tol: float = 1e-6, max_time: float | None = None,
-             callback=None, factors=(), projection: str = "sort", seed: int = 0,
-             verbose: bool = False) -> LPResult:
+def infer_lp(model: PairwiseMRF | FactorGraph, method: str = "mplp", gamma: float = 0.01,
+             reg: float = 0.01, max_iter: int = 1000, tol: float = 1e-6,
+             max_time: float | None = None, callback=None, factors=(),
+             projection: str = "sort", seed: int = 0, verbose: bool = False) -> LPResult:
     """MAP by the local-polytope LP relaxation (Smooth and Strong).
 
     Parameters
@@ -208,8 +209,8 @@ class _Passes:
         record = Record(iteration=k, time=time.perf_counter() - self.start,
                         primal=float(self.objective), gap=float(self.bound - score),
                         bound=float(self.bound), score=float(score))
-        relative = (self.bound - score) / max(1.0, abs(score)) if math.isfinite(score) \
-            else math.inf
+        relative = ((self.bound - score) / max(1.0, abs(score)) if math.isfinite(score)
+                    else math.inf)
         return record, min(relative, self.measure_value)
 
 

@@ -17,7 +17,8 @@ class _Smooth:
     (eq. 11), plus λ/2 ‖δ‖² when reg > 0 (smooth and strong, Sec. 4.3)."""
 
     def __init__(self, regions, kind, gamma, reg=0.0, projection="sort"):
-        self.regions, self.kind, self.gamma, self.reg, self.projection = regions, kind, gamma, reg, projection
+        self.regions, self.kind, self.gamma, self.reg, self.projection = (
+            regions, kind, gamma, reg, projection)
         # the paper plots the L2 objective shifted by qγ/2 (Sec. 4.2, footnote 2)
         self.shift = 0.5 * gamma * regions.n_regions if kind == "l2" else 0.0
 
@@ -102,7 +103,8 @@ def subgradient(regions):
             sg[block + top_n[regions.ends[end]]] += 1.0
             sg[regions.entry_msg[end][top]] -= 1.0
         sgc = [(np.arange(m.shape[1]) == top_n[f.scope][:, None]).astype(float) -
-               (np.arange(m.shape[1]) == xc[:, None]) for f, m, (xc, _) in zip(regions.factors, dc, fmax)]
+               (np.arange(m.shape[1]) == xc[:, None])
+               for f, m, (xc, _) in zip(regions.factors, dc, fmax)]
         norm2 = float((sg * sg).sum() + sum((s * s).sum() for s in sgc))
         yield g, g, x, norm2
         if norm2 == 0.0:
@@ -152,7 +154,8 @@ def coordinate_descent(regions, gamma):
     for nodes in regions.colouring():
         in_class = np.zeros(regions.n, dtype=bool)
         in_class[nodes] = True
-        classes.append([MessageGroups(regions, np.flatnonzero(in_class[regions.ends[end]]), end) for end in (0, 1)])
+        classes.append([MessageGroups(regions, np.flatnonzero(in_class[regions.ends[end]]), end)
+                        for end in (0, 1)])
     smooth = _Smooth(regions, "softmax", gamma) if gamma else None
     prev = np.inf
     while True:

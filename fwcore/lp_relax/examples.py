@@ -52,7 +52,8 @@ def segmentation(h=150, w=150, smoothness=1.0, noise=1.0, card_weight=0.01, seed
     Returns (model, factor, truth)."""
     rng = np.random.default_rng(seed)
     yy, xx = np.mgrid[0:h, 0:w]
-    truth = (((yy - 0.55 * h) / (0.3 * h)) ** 2 + ((xx - 0.45 * w) / (0.22 * w)) ** 2 < 1).astype(int)
+    truth = (((yy - 0.55 * h) / (0.3 * h)) ** 2
+             + ((xx - 0.45 * w) / (0.22 * w)) ** 2 < 1).astype(int)
     image = truth + noise * rng.normal(size=truth.shape)
     # log N(image; 1, noise) - log N(image; 0, noise), with a bias towards foreground
     llr = (image - 0.5) / noise ** 2 + 0.3

@@ -34,7 +34,8 @@ class _Primal:
         """δ(μ) for edges (a message vector) and for each global factor."""
         regions = self.regions
         d = (regions.edge_to_node(self.mu_e) - self.mu_n[regions.msg_node]) / self.reg
-        dc = [(m - regions.factor_rows(self.mu_n, c, 0.0)) / self.reg for c, m in enumerate(self.mc)]
+        dc = [(m - regions.factor_rows(self.mu_n, c, 0.0)) / self.reg
+              for c, m in enumerate(self.mc)]
         return d, dc
 
     def sweep(self, rng):
@@ -56,7 +57,8 @@ class _Primal:
         hn, he = regions.node_hat(d, dc), regions.edge_hat(d)
         fmax = factor_max(regions, dc)
         bound = nonsmooth_dual(regions, hn, he, fmax)
-        linear = _dot(self.mu_n, regions.node_theta) + _dot(self.mu_e, regions.edge_theta) + sum(self.lin_c)
+        linear = (_dot(self.mu_n, regions.node_theta) + _dot(self.mu_e, regions.edge_theta)
+                  + sum(self.lin_c))
         penalty = 0.5 * reg * float((d * d).sum() + sum((m * m).sum() for m in dc))  # ‖Aμ‖²/(2λ)
         return linear - penalty, bound, hn, he, fmax, penalty
 
@@ -84,7 +86,8 @@ class BCFW(_Primal):
     def update_nodes(self, hn):
         nodes = self.regions.nodes
         step = _onehot(nodes.argmax(hn), nodes.total) - self.mu_n
-        eta = _steps(nodes.sum(_times(hn, step)), self.regions.n_parents * nodes.sum(step * step), self.reg)
+        eta = _steps(nodes.sum(_times(hn, step)), self.regions.n_parents * nodes.sum(step * step),
+                     self.reg)
         self.mu_n += nodes.expand(eta) * step
 
     def update_factor(self, c, dc):
@@ -103,7 +106,7 @@ class BCFW(_Primal):
         regions = self.regions
         gap = (regions.nodes.max(hn).sum() - _dot(self.mu_n, hn) +
                regions.edges.max(he).sum() - _dot(self.mu_e, he))
-        for (xc, vmax), m, lin, dc in zip(fmax, self.mc, self.lin_c, self.messages()[1]):
+        for (_xc, vmax), m, lin, dc in zip(fmax, self.mc, self.lin_c, self.messages()[1]):
             gap += vmax - (lin - (dc * m).sum())
         return primal, bound, float(gap)
 
@@ -137,14 +140,15 @@ class SDCA(_Primal):
         primal, bound, hn, he, _, penalty = super().evaluate()
         regions, gamma = self.regions, self.gamma
         primal -= 0.5 * gamma * float((self.mu_n ** 2).sum() + (self.mu_e ** 2).sum())
-        dual = l2max(hn, gamma, self.projection, regions.nodes)[0].sum() + \
-            l2max(he, gamma, self.projection, regions.edges)[0].sum() + penalty
+        dual = (l2max(hn, gamma, self.projection, regions.nodes)[0].sum() +
+                l2max(he, gamma, self.projection, regions.edges)[0].sum() + penalty)
         return primal, bound, float(dual - primal)
 
 
 def primal_solver(regions, method, reg, gamma, projection, seed):
-    """Generator of (objective, bound, x, measure) tuples (see `dual`) for "bcfw" (objective f(μ) of eq. 8) or "sdca" (objective
-    f(μ) - γ/2‖μ‖² + qγ/2, shifted as the paper shifts the L2 objective)."""
+    """Generator of (objective, bound, x, measure) tuples (see `dual`) for "bcfw" (objective
+    f(μ) of eq. 8) or "sdca" (objective f(μ) - γ/2‖μ‖² + qγ/2, shifted as the paper shifts
+    the L2 objective)."""
     solver = BCFW(regions, reg) if method == "bcfw" else SDCA(regions, reg, gamma, projection)
     shift = 0.5 * gamma * regions.n_regions if method == "sdca" else 0.0
     rng = np.random.default_rng(seed)

@@ -104,7 +104,8 @@ class MessageGroups:
         if end == 0:     # row-major already groups the rows
             self.seg = Segments(np.repeat(card_j, card_i))
         else:
-            entries, key0, key1 = (a[np.argsort(key1, kind="stable")] for a in (entries, key0, key1))
+            entries, key0, key1 = (a[np.argsort(key1, kind="stable")]
+                                   for a in (entries, key0, key1))
             self.seg = Segments(np.repeat(card_i, card_j))
         self.entries = entries
         self.msg = (key0 if end == 0 else key1)[self.seg.starts]
@@ -156,7 +157,8 @@ class Regions:
             np.bincount(f.scope, minlength=n) for f in self.factors)
         self.n_regions = n + n_edges + len(self.factors)              # q in the paper
         # Σ_r log W_r: the soft-max sandwich width (eq. 5) per unit γ (pairwise part)
-        self.log_states = float(np.log(card).sum() + np.log(card[self.ends[0]] * card[self.ends[1]]).sum())
+        self.log_states = float(np.log(card).sum()
+                                + np.log(card[self.ends[0]] * card[self.ends[1]]).sum())
 
     # -- reparameterisation (eq. 2) ------------------------------------------------------
 

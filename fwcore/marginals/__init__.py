@@ -1,8 +1,8 @@
 """Marginal inference: Barrier FW (`infer`, Alg. 2) over the TRW objective (`trw`) with its
 spanning-tree weights (`rho`), the TRW bound in tree-decomposition form (`trw_dual`),
 weighted mini-bucket elimination (`wmb`), conditioning (`condition`), the mean-field lower
-bound (`mean_field`), the message-passing baselines (`bp`), Perturb-and-MAP (`perturb`), many models at once
-(`batch`), and the result they share (`result`)."""
+bound (`mean_field`), the message-passing baselines (`bp`), Perturb-and-MAP (`perturb`),
+many models at once (`batch`), and the result they share (`result`)."""
 from .barrier_fw import infer
 from .batch import infer_many
 from .bp import loopy_bp, trbp

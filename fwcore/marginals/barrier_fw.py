@@ -24,13 +24,12 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Optional
 
 import numpy as np
 
 from .. import _kernels
-from ..checks import BOOL, CALLABLE, SEED, TIME, Interval, Options, check_bound_feasible, \
-    check_feasible, check_model, finite_penalty, validate_params
+from ..checks import (BOOL, CALLABLE, SEED, TIME, Interval, Options, check_bound_feasible,
+                      check_feasible, check_model, finite_penalty, validate_params)
 from ..fw import (U0_ATOM, Domain, FWResult, LocalSearch, MFWCorrection, adaptive_delta,
                   correct, frank_wolfe, safeguarded_newton)
 from ..auto import barrier_fw_oracle, infer_method
@@ -62,7 +61,8 @@ _MAX_VERTICES = 256
 #: rho line search: relative tolerance on B' and bracket, and most corrections per update
 _RHO_LINE_SEARCH_TOL = 0.01
 _RHO_LINE_SEARCH_STEPS = 8
-#: share of max_time an approximate oracle's run leaves to `fwcore.marginals.trw_dual.trw_dual_bound`
+#: share of max_time an approximate oracle's run leaves to
+#: `fwcore.marginals.trw_dual.trw_dual_bound`
 _DUAL_BOUND_SHARE = 0.2
 #: ICM sweeps per local-search vertex and local-search steps when ``local_search=True``
 _ICM_SWEEPS = 100
@@ -248,15 +248,15 @@ class _Run:
     adaptive: bool
     delta0: float
     t0: float
-    max_time: Optional[float]
-    fw_time: Optional[float] = None
-    objective: Optional[TRWObjective] = None
-    dom: Optional[_OraclePolytope] = None
-    recorder: Optional[Recorder] = None
+    max_time: float | None
+    fw_time: float | None = None
+    objective: TRWObjective | None = None
+    dom: _OraclePolytope | None = None
+    recorder: Recorder | None = None
     guard: Guard = field(default_factory=Guard)
-    rho: Optional[np.ndarray] = None
-    res: Optional[FWResult] = None
-    res_rho: Optional[np.ndarray] = None
+    rho: np.ndarray | None = None
+    res: FWResult | None = None
+    res_rho: np.ndarray | None = None
     calls: int = 0
     n_iter: int = 0
     outer: int = 0
@@ -285,8 +285,8 @@ def _set_up(run, exact, oracle, entropy, rho, seed, callback, verbose):
     # checks the user's values, not the penalty (which may exceed what a model may hold)
     dom = run.dom = _make_domain(run.given, oracle, run.domain, seed)
     # an approximate oracle leaves a share of max_time to the tree-decomposition bound
-    run.fw_time = run.max_time if dom.exact or run.max_time is None else \
-        (1 - _DUAL_BOUND_SHARE) * run.max_time
+    run.fw_time = (run.max_time if dom.exact or run.max_time is None else
+                   (1 - _DUAL_BOUND_SHARE) * run.max_time)
     dom.deadline = None if run.fw_time is None else run.t0 + run.fw_time
     # with adaptive delta a record's gap is over M (or L): TRW + gap + slack bounds log Z
     run.recorder = Recorder(callback, bool(verbose), run.t0,
@@ -593,8 +593,8 @@ def _final_gap(run, mu, g):
     Ctrl-C or past max_time no oracle is called; else one call measures it, with the
     oracle's bound on the max score (App. J)."""
     ctrl_c = run.status is Status.INTERRUPTED and not run.recorder.stopped
-    if run.dom.exact and run.adaptive and run.status is Status.CONVERGED and \
-            run.dom.last_call_exact():
+    if (run.dom.exact and run.adaptive and run.status is Status.CONVERGED and
+            run.dom.last_call_exact()):
         # the last record is mu with a fresh exact gap over M (or L): no MAP call needed
         gap = run.recorder.records[-1].gap
         return gap, gap

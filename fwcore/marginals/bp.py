@@ -24,8 +24,8 @@ import numpy as np
 
 from .._kernels import (BP_BLOCK, binary_messages, binary_node_sums, trbp_binary_sweeps,
                         trbp_sweeps)
-from ..checks import BOOL, CALLABLE, N_JOBS, TIME, Interval, check_feasible, check_model, \
-    n_threads, validate_params
+from ..checks import (BOOL, CALLABLE, N_JOBS, TIME, Interval, check_feasible, check_model,
+                      n_threads, validate_params)
 from ..factor_graph import FactorGraph, solves_factor_graphs
 from ..loop import Callbacks, Deadline, Guard, Stopping, run_loop
 from ..model import PairwiseMRF, concat_ranges
@@ -137,7 +137,7 @@ def _threaded_binary_sweeps(pool, n_jobs, graph, node_theta, table, sender, rho,
     messages = [partial(binary_messages, table, sender, node_sum, logm, new, damping, lo, hi)
                 for lo, hi in zip(blocks[:-1], blocks[1:])]
     change = math.inf
-    for sweep in range(1, n_sweeps + 1):
+    for sweep in range(1, n_sweeps + 1):  # noqa: B007 (the sweeps done are returned)
         _on_threads(pool, sums)
         change = max(_on_threads(pool, messages))
         np.copyto(logm, new)
@@ -176,8 +176,8 @@ def _beliefs(model, rho, logm, msg_off):
     rho2 = np.repeat(np.concatenate([rho, rho]), np.diff(msg_off))
     node = model.theta[:n_node]
     n_inf = np.isneginf(node) + np.bincount(slots, weights=dead, minlength=n_node)
-    finite_sum = np.where(np.isneginf(node), 0.0, node) + \
-        np.bincount(slots, weights=rho2 * weighted, minlength=n_node)
+    finite_sum = (np.where(np.isneginf(node), 0.0, node) +
+                  np.bincount(slots, weights=rho2 * weighted, minlength=n_node))
     node_sum = np.where(n_inf > 0, -np.inf, finite_sum)
     b_node = _segment_log_normalise(node_sum, model.node_off[:-1]) if n_node else node_sum
     if not n_edges:
@@ -215,11 +215,12 @@ def trbp(model: PairwiseMRF | FactorGraph, *, entropy: str = "trw",
          damping: float = 0.5, max_iter: int = 1000, tol: float = 1e-8,
          max_time: float | None = None, callback=None, verbose: bool = False,
          n_jobs: int = 1) -> MarginalResult:
-    """Tree-reweighted BP (log domain, `fwcore.marginals.bp.trbp_beliefs`) with the outer rho loop of
-    Barrier FW Alg. 2 (rho_updates FW steps on rho towards the maximum spanning forest on
-    the beliefs' mutual information). ``entropy`` and ``rho`` as in `fwcore.marginals.rho`:
-    "trw" with ρ from ``rho`` (None: "matrix-tree"; `fwcore.marginals.rho.initial_rho`),
-    or "bethe", ρ = 1 with no ρ to update: loopy BP (method "loopy-bp", `loopy_bp`).
+    """Tree-reweighted BP (log domain, `fwcore.marginals.bp.trbp_beliefs`) with the outer
+    rho loop of Barrier FW Alg. 2 (rho_updates FW steps on rho towards the maximum spanning
+    forest on the beliefs' mutual information). ``entropy`` and ``rho`` as in
+    `fwcore.marginals.rho`: "trw" with ρ from ``rho`` (None: "matrix-tree";
+    `fwcore.marginals.rho.initial_rho`), or "bethe", ρ = 1 with no ρ to update: loopy BP
+    (method "loopy-bp", `loopy_bp`).
     ``log_z_upper`` is TRW(beliefs; rho), an upper bound on log Z (with "trw") only at an
     exact fixed point, so ``certified`` is False; ``gap`` is None.
     ``callback(record)`` is called once per rho iteration (``iteration`` = BP sweeps).
@@ -274,8 +275,8 @@ class _RhoLoop:
 
     def __init__(self, model, rho, rho_updates, damping, max_iter, tol, deadline, t0, n_jobs):
         self.model, self.rho, self.deadline, self.t0 = model, rho, deadline, t0
-        self.rho_updates, self.damping, self.max_iter, self.tol, self.n_jobs = \
-            rho_updates, damping, max_iter, tol, n_jobs
+        self.rho_updates, self.damping, self.max_iter, self.tol, self.n_jobs = (
+            rho_updates, damping, max_iter, tol, n_jobs)
         self.objective = TRWObjective(model, rho)
         self.guard = Guard()
         self.mu, self.mu_rho, self.n_iter = model.uniform_marginals(), rho, 0

@@ -7,11 +7,11 @@ variables, its tables sliced at a (`clamp`), not the full model with −inf pena
 clamped branch of an 8x8 grid cost 3.8x an unclamped run of Barrier FW when evidence
 was written as −inf (issue 29); as a smaller model, each of the 8 branches of a 6x6 grid
 clamped on 3 variables takes 0.6-0.9x the unclamped run (``random_grid(6, coupling=4,
-seed=4)``, exact oracle: 0.8-1.2 s against 1.3 s). `conditioned` bounds every branch with any certified
-bound and combines them; `conditioned_anytime` branches on more variables while time
-remains; `choose_conditioning` picks the variables; `fixed_by_evidence` finds the
-variables that −inf evidence already fixes, so that a model read with evidence can be
-shrunk by `clamp` before inference.
+seed=4)``, exact oracle: 0.8-1.2 s against 1.3 s). `conditioned` bounds every branch
+with any certified bound and combines them; `conditioned_anytime` branches on more
+variables while time remains; `choose_conditioning` picks the variables;
+`fixed_by_evidence` finds the variables that −inf evidence already fixes, so that a model
+read with evidence can be shrunk by `clamp` before inference.
 """
 from __future__ import annotations
 
@@ -154,8 +154,8 @@ def fixed_by_evidence(model: PairwiseMRF | FactorGraph) -> dict:
         return {v: int(np.argmax(u)) for v, u in enumerate(unary) if np.isfinite(u).sum() == 1}
     check_model(model)
     node = model.theta[:model.node_off[-1]]
-    finite = np.add.reduceat(np.isfinite(node), model.node_off[:-1]) if model.n_vars else \
-        np.zeros(0, dtype=np.int64)
+    finite = (np.add.reduceat(np.isfinite(node), model.node_off[:-1]) if model.n_vars else
+              np.zeros(0, dtype=np.int64))
     fixed = np.flatnonzero(finite == 1).tolist()
     return {v: int(np.flatnonzero(np.isfinite(model.unary(v)))[0]) for v in fixed}
 
@@ -380,8 +380,8 @@ def conditioned_anytime(model: PairwiseMRF | FactorGraph, bound, max_time: float
               if math.prod(int(model.card[v]) for v in order[:k]) <= MAX_BRANCHES]
     best, records = None, []
     for k in levels:
-        if records and deadline - time.perf_counter() < records[-1].time - \
-                (records[-2].time if len(records) > 1 else 0.0):
+        if records and deadline - time.perf_counter() < records[-1].time - (
+                records[-2].time if len(records) > 1 else 0.0):
             break  # less time left than the last level took: the next takes more
         fields, record = _level(model, bound, tuple(order[:k]), deadline, mean_field, t0)
         records.append(record)

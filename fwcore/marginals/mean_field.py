@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 
@@ -53,7 +52,7 @@ class MeanFieldResult(Result):
     n_iter: int
     time: float
     method: str = "mean-field"
-    gap: Optional[float] = None
+    gap: float | None = None
     certified: bool = True
     n_oracle_calls: int = 0
     trace: Trace = Trace()

@@ -8,7 +8,7 @@ import math
 import time
 from concurrent.futures import CancelledError
 from dataclasses import dataclass
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 import numpy as np
 
@@ -52,8 +52,8 @@ class PerturbResult(Result):
     log_z: float
     log_z_stderr: float
     samples: np.ndarray
-    node_marginals: Optional[list]
-    edge_marginals: Optional[list]
+    node_marginals: list | None
+    edge_marginals: list | None
     status: Status
     n_iter: int
     n_oracle_calls: int
@@ -62,7 +62,7 @@ class PerturbResult(Result):
     method: str
     trace: Trace = Trace()
     certified: bool = False
-    gap: Optional[float] = None
+    gap: float | None = None
 
 
 #: the largest count model (`_Inflated`: its count vectors and tables) built, in entries
@@ -104,15 +104,15 @@ class _Inflated:
         for k, c in counts.items():  # the tables of every variable with k states at once
             idx = np.flatnonzero(card == k)
             rows = model.theta[model.node_off[idx][:, None] + np.arange(k)]
-            theta[off[idx][:, None] + np.arange(len(c))] = \
-                _pairs(c, rows[:, :, None], np.ones((1, 1)))[:, :, 0] / m
+            theta[off[idx][:, None] + np.arange(len(c))] = (
+                _pairs(c, rows[:, :, None], np.ones((1, 1)))[:, :, 0] / m)
         pair_cards = np.stack([card[edges[:, 0]], card[edges[:, 1]]], axis=1)
         for a, b in np.unique(pair_cards, axis=0).tolist():
             es = np.flatnonzero((pair_cards[:, 0] == a) & (pair_cards[:, 1] == b))
             tables = model.theta[model.edge_off[es][:, None] + np.arange(a * b)]
             values = _pairs(counts[a], tables.reshape(-1, a, b), counts[b]) / (m * m)
-            theta[off[model.n_vars + es][:, None] + np.arange(values[0].size)] = \
-                values.reshape(len(es), -1)
+            theta[off[model.n_vars + es][:, None] + np.arange(values[0].size)] = (
+                values.reshape(len(es), -1))
         self.graph = PairwiseMRF.from_flat(n_states.astype(np.int64), edges, theta)
 
     def perturbed(self, scores, noise):
@@ -294,7 +294,7 @@ class _Estimate(NamedTuple):
     values: np.ndarray
     trace: Trace
     calls: int
-    total: Optional[np.ndarray]
+    total: np.ndarray | None
     interrupted: bool
 
 

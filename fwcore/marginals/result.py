@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 
@@ -28,19 +27,20 @@ class MarginalResult(Result):
     proven by an exact oracle or by the oracle's bound on the max score (None when there
     is no proof; the status is ``converged`` only when it is at most ``tol``),
     ``log_z_upper`` (primal + certified_gap, an upper bound on log Z, when ``certified``;
-    the TRW / Bethe value or primal + gap otherwise), ``delta`` (contraction at the end), ``n_oracle_calls`` (MAP or LP
-    calls), ``n_icm_calls`` (local search), ``status``, ``n_iter`` (inner iterations or BP
-    sweeps, all rho iterations), ``n_rho_updates`` done, ``time`` (seconds), ``method``,
-    ``trace`` (a `Record` per iteration; ``outer`` is the rho iteration), ``log_z_lower``
-    (a certified lower bound on log Z where the method gives one, else None)."""
+    the TRW / Bethe value or primal + gap otherwise), ``delta`` (contraction at the end),
+    ``n_oracle_calls`` (MAP or LP calls), ``n_icm_calls`` (local search), ``status``,
+    ``n_iter`` (inner iterations or BP sweeps, all rho iterations), ``n_rho_updates`` done,
+    ``time`` (seconds), ``method``, ``trace`` (a `Record` per iteration; ``outer`` is the
+    rho iteration), ``log_z_lower`` (a certified lower bound on log Z where the method
+    gives one, else None)."""
 
     node_marginals: list
     edge_marginals: list
     mu: np.ndarray
-    rho: Optional[np.ndarray]
+    rho: np.ndarray | None
     primal: float
-    gap: Optional[float]
-    certified_gap: Optional[float]
+    gap: float | None
+    certified_gap: float | None
     log_z_upper: float
     certified: bool
     delta: float
@@ -52,7 +52,7 @@ class MarginalResult(Result):
     time: float
     method: str
     trace: Trace = Trace()
-    log_z_lower: Optional[float] = None
+    log_z_lower: float | None = None
 
     def proven_gap(self):
         return self.certified_gap
@@ -86,11 +86,11 @@ class Recorder:
     """The engine's callback in a Barrier FW run: turns the engine's records (f = −TRW)
     into `Record`s with the TRW value, the rho iteration (``outer``) and the oracle calls
     of the whole run, and hands them to the run's `fwcore.loop.Callbacks` (kept in
-    ``records``, its progress logged (on stderr with ``verbose``), then the user's ``callback``; ``stopped``: it
-    returned False; `close` logs the last progress line). With ``slack`` (a function returning what the oracle call behind
-    the record's gap proves, see `fwcore.marginals.barrier_fw.MarginalPolytope.slack`, or
-    None) a record's ``bound`` is TRW + gap + slack, a certified upper bound on log Z
-    (Barrier FW App. J)."""
+    ``records``, its progress logged (on stderr with ``verbose``), then the user's
+    ``callback``; ``stopped``: it returned False; `close` logs the last progress line).
+    With ``slack`` (a function returning what the oracle call behind the record's gap
+    proves, see `fwcore.marginals.barrier_fw.MarginalPolytope.slack`, or None) a record's
+    ``bound`` is TRW + gap + slack, a certified upper bound on log Z (Barrier FW App. J)."""
 
     def __init__(self, callback, verbose, t0, slack=None):
         self.t0, self.slack = t0, slack

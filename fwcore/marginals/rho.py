@@ -182,7 +182,8 @@ def check_rho(model, rho, tree_polytope=True):
     of the spanning-tree polytope, which the TRW bound needs)."""
     rho = np.asarray(rho, dtype=np.float64)
     if rho.shape != (model.n_edges,):
-        raise ValueError(f"rho must have shape ({model.n_edges},), one value per edge; got {rho.shape}")
+        raise ValueError(f"rho must have shape ({model.n_edges},), one value per edge; "
+                         f"got {rho.shape}")
     if not np.all(np.isfinite(rho)) or (rho < -_RHO_TOL).any() or (rho > 1 + _RHO_TOL).any():
         raise ValueError("rho must lie in [0, 1] on every edge (edge appearance probabilities)")
     if tree_polytope and model.n_edges:

@@ -29,8 +29,8 @@ import time
 import numpy as np
 
 from .._wmb import short_rows, weighted_logsumexp
-from ..checks import BOOL, CALLABLE, TIME, Interval, check_bound_feasible, check_feasible, \
-    check_model, validate_params
+from ..checks import (BOOL, CALLABLE, TIME, Interval, check_bound_feasible, check_feasible,
+                      check_model, validate_params)
 from ..factor_graph import FactorGraph
 from ..loop import Callbacks, Deadline, Stopping, run_loop
 from ..model import PairwiseMRF
@@ -215,8 +215,8 @@ class MiniBuckets:
             g, fewest = None, math.inf
             for h in groups:
                 joined = h[0] | s
-                if len(h[0]) < fewest and len(joined) <= max_vars and \
-                        self.entries_of(joined) <= max_entries:
+                if (len(h[0]) < fewest and len(joined) <= max_vars and
+                        self.entries_of(joined) <= max_entries):
                     g, fewest = h, len(h[0])
             if g is not None:
                 g[0] = g[0] | s
@@ -482,8 +482,8 @@ class WeightedMiniBucket:
         for v, clusters in zip(reversed(mb.order), reversed(mb.bucket)):
             score = np.zeros(int(mb.card[v]))
             for c in clusters:
-                parts = [self.base[c], self.repar[c]] + \
-                    [self.forward_msg[k] for k in mb.children[c]]
+                parts = ([self.base[c], self.repar[c]] +
+                         [self.forward_msg[k] for k in mb.children[c]])
                 for t in parts:
                     index = tuple(0 if n == 1 else x[u]
                                   for u, n in zip(mb.scope[c][:-1], t.shape[:-1]))
@@ -542,8 +542,8 @@ def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None
         table entries), the next started after one pass of the last while
         ``memory_limit`` allows and 2 of its passes and a read of its beliefs fit in
         ``max_time`` (predicted from the last pass), the last one run while its passes
-        tighten the bound by more than ``tol``. An int: one stage with mini-buckets of at most ``ibound`` + 1 variables
-        (Merlin's ``--ibound``).
+        tighten the bound by more than ``tol``. An int: one stage with mini-buckets of at
+        most ``ibound`` + 1 variables (Merlin's ``--ibound``).
     memory_limit : bytes for the cluster tables (8 per entry) and the temporaries.
     The bound is certified at every stop (``log_z_upper``, the least over all passes);
     ``log_z_lower`` is the best of the scores of the labellings decoded after each pass
@@ -584,8 +584,8 @@ class _Run:
     def __init__(self, model, ibound, memory_limit, tol, deadline, t0, order_deadline):
         if not isinstance(model, (PairwiseMRF, FactorGraph)):
             check_model(model)
-        self.model, self.ibound, self.tol, self.deadline, self.t0 = \
-            model, ibound, tol, deadline, t0
+        self.model, self.ibound, self.tol, self.deadline, self.t0 = (
+            model, ibound, tol, deadline, t0)
         self.memory_limit, self.order_deadline = memory_limit, order_deadline
         self.card = card = np.asarray(model.card, dtype=np.int64)
         self.fixed = fixed_by_evidence(model)
@@ -668,8 +668,8 @@ class _Run:
         left = self.deadline.left()
         if self.stage_passes:
             tree = None if mb.exact else self._next_tree()
-            cost = math.inf if tree is None else \
-                self.pass_time * tree.entries / max(mb.entries, 1)
+            cost = (math.inf if tree is None else
+                    self.pass_time * tree.entries / max(mb.entries, 1))
             if tree is not None and (left is None or left > _STAGE_PASSES * cost +
                                      self._read_time(tree.entries)):
                 if self.marginals is None:

@@ -612,8 +612,8 @@ def matching_marginals(W, *, method="fw", entropy="bethe", rho=None, graph="bipa
         try:
             free, start, calls = matching_face(domain, allowed)
         except ValueError as err:
-            raise ValueError("W has no perfect matching avoiding its -inf entries (Z = 0)") \
-                from err
+            raise ValueError(
+                "W has no perfect matching avoiding its -inf entries (Z = 0)") from err
         face, tau = _Face(domain, allowed, free, start), start.copy()
     const = float(w[~free & (tau > 0.5)].sum())  # the edges in every perfect matching
     if not free.any():  # one perfect matching: exact

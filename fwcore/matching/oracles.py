@@ -22,7 +22,8 @@ def _check_weights(W, name="W"):
     if W.ndim != 2:
         raise ValueError(f"{name} must be a 2-D weight matrix; got shape {W.shape}")
     if np.isnan(W).any() or np.isposinf(W).any():
-        raise ValueError(f"{name} contains NaN or +inf; weights must be finite (or -inf to forbid a pair)")
+        raise ValueError(f"{name} contains NaN or +inf; weights must be finite (or -inf to "
+                         "forbid a pair)")
     return W
 
 
@@ -186,8 +187,8 @@ class _Blossom:
                 if inb[j] == b:
                     i, j = j, i
                 bj = inb[j]
-                if bj != b and self.label[bj] == 1 and \
-                        (bj not in best_to or self.slack(i, j) < self.slack(*best_to[bj])):
+                if bj != b and self.label[bj] == 1 and (
+                        bj not in best_to or self.slack(i, j) < self.slack(*best_to[bj])):
                     best_to[bj] = (i, j)
             self.bestedge[sub] = None
         self.bestedges[b] = list(best_to.values())
@@ -350,8 +351,8 @@ class _Blossom:
                 self._dual_step()
             # blossoms with zero dual are expanded at the end of a stage
             for b in range(n, 2 * n):
-                if self.base[b] >= 0 and self.parent[b] == -1 and label[b] == 1 \
-                        and self.dual[b] == 0:
+                if (self.base[b] >= 0 and self.parent[b] == -1 and label[b] == 1
+                        and self.dual[b] == 0):
                     self.expand_blossom(b, True)
         return self.mate
 
@@ -366,14 +367,14 @@ class _Blossom:
                 if kind == 0 or d < delta:
                     delta, kind, edge = d, 2, self.bestedge[v]
         for b in range(2 * n):
-            if (b < n or self.base[b] >= 0) and self.parent[b] == -1 and label[b] == 1 \
-                    and self.bestedge[b] is not None:
+            if ((b < n or self.base[b] >= 0) and self.parent[b] == -1 and label[b] == 1
+                    and self.bestedge[b] is not None):
                 d = self.slack(*self.bestedge[b]) / 2.0
                 if kind == 0 or d < delta:
                     delta, kind, edge = d, 3, self.bestedge[b]
         for b in range(n, 2 * n):
-            if self.base[b] >= 0 and self.parent[b] == -1 and label[b] == 2 \
-                    and (kind == 0 or self.dual[b] < delta):
+            if (self.base[b] >= 0 and self.parent[b] == -1 and label[b] == 2
+                    and (kind == 0 or self.dual[b] < delta)):
                 delta, kind, blossom = self.dual[b], 4, b
         if kind == 0:
             raise RuntimeError("blossom algorithm found no augmenting step; please report "

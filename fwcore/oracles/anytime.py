@@ -248,7 +248,8 @@ class ExpansionOracle(MapOracle):
         score = float(m.score(x, scores))
         end = None if time_limit is None else start + time_limit
         with keeping_best(lambda inner: x):
-            for self.n_cycles in range(1, self.max_cycles + 1):
+            # the loop counts its cycles on the oracle (n_cycles), deliberately
+            for self.n_cycles in range(1, self.max_cycles + 1):  # noqa: B020
                 before = score
                 for propose in self._proposals():
                     if end is not None and not self.fusion.fits(end):

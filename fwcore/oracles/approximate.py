@@ -209,7 +209,8 @@ class TRWSOracle(_MessagePassing):
         t0 = now = time.perf_counter()
         status = budget_status()
         with keeping_best(lambda inner: best_x):  # Ctrl-C: the best decoding so far
-            for self.n_iter in range(1, self.max_iter + 1):
+            # the loop counts its iterations on the oracle (n_iter), deliberately
+            for self.n_iter in range(1, self.max_iter + 1):  # noqa: B020
                 last = now
                 bound, _ = self._sweep(scores, self._gamma, self._node_weight, 0.0)
                 x, val = self._decode(scores, True)
@@ -261,7 +262,8 @@ class MaxProductOracle(_MessagePassing):
         t0 = time.perf_counter()
         status = budget_status()
         with keeping_best(lambda inner: best_x):  # Ctrl-C: the best decoding so far
-            for self.n_iter in range(1, self.max_iter + 1):
+            # the loop counts its iterations on the oracle (n_iter), deliberately
+            for self.n_iter in range(1, self.max_iter + 1):  # noqa: B020
                 _, change = self._sweep(scores, self._ones, self._zeros, self.damping)
                 x, val = self._decode(scores, False)
                 if best_x is None or val > best:

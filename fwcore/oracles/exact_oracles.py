@@ -1,5 +1,6 @@
 """Exact MAP oracles (DESIGN.md "MAP oracles"): brute force, max-product dynamic
-programming on forests, enumeration over a binary vertex cover, an integer program over the local polytope (HiGHS), toulbar2.
+programming on forests, enumeration over a binary vertex cover, an integer program over the
+local polytope (HiGHS), toulbar2.
 
 Each sets ``status`` after a call: ``Status.CONVERGED`` when the answer is proven optimal,
 ``Status.MAX_TIME`` when a time limit stopped the search first (best incumbent returned,
@@ -11,8 +12,8 @@ import time
 
 import numpy as np
 
-from ..checks import HIGHS_MEMORY_LIMIT, Interval, TIME, check_lp_size, validate_params, \
-    finite_penalty
+from ..checks import (HIGHS_MEMORY_LIMIT, Interval, TIME, check_lp_size, validate_params,
+                      finite_penalty)
 from .. import _oracles
 from ..elimination import EliminationPlan
 from ..exact import _bruteforce_map
@@ -170,8 +171,8 @@ class CoverOracle(MapOracle):
         super().__init__(model)
         found = binary_cover(model)
         if found is None or found[0].size > max_cover:
-            size = "needs a non-binary variable" if found is None else \
-                f"has {found[0].size} variables"
+            size = ("needs a non-binary variable" if found is None else
+                    f"has {found[0].size} variables")
             raise ValueError(f"the cover oracle's vertex cover {size}; it needs at most "
                              f"max_cover={max_cover} binary ones: use 'elimination' or "
                              f"{_INSTEAD}")
@@ -268,8 +269,9 @@ class Toulbar2Oracle(MapOracle):
     finite penalty of `fwcore.checks.finite_penalty` (soft, not toulbar2's ``top``: a
     Solve that proves infeasibility against ``top`` leaves toulbar2's global options
     changed, and later searches crawl). Rounding moves each assignment's score by at most
-    (n + E) / (2 scale), so the returned assignment is optimal to within (n + E) / scale, its score is recomputed
-    exactly from θ, and the bound is the solver's dual bound widened by (n + E) / scale.
+    (n + E) / (2 scale), so the returned assignment is optimal to within (n + E) / scale,
+    its score is recomputed exactly from θ, and the bound is the solver's dual bound widened
+    by (n + E) / scale.
     ``scale`` defaults to 2**52 / ((n + E + 1) max(1, Σ_f range of θ_f)), so that no sum
     of costs, forbidden entries included, exceeds 2**52 (toulbar2's MAX_COST is ~2**58).
     Options: ``time_limit`` (seconds for the whole call; toulbar2 gets the whole seconds

@@ -1,7 +1,8 @@
 """The local-polytope LP oracle (DESIGN.md "MAP oracles"; the L_δ variant of Barrier FW
 Sec. 3 uses it as its linear oracle).
 
-    max <θ, μ>  s.t.  μ ∈ L = {μ ≥ 0, Σ_x μ_i(x) = 1, Σ_x' μ_ij(x, x') = μ_i(x), Σ_x μ_ij(x, x') = μ_j(x')}
+    max <θ, μ>  s.t.  μ ∈ L = {μ ≥ 0, Σ_x μ_i(x) = 1, Σ_x' μ_ij(x, x') = μ_i(x),
+                              Σ_x μ_ij(x, x') = μ_j(x')}
 
 solved by HiGHS through `scipy.optimize.linprog` on a sparse constraint matrix built once.
 The optimum μ may be fractional on graphs with cycles; on forests L is the marginal
@@ -10,8 +11,8 @@ polytope and the dual simplex returns an integral vertex.
 import numpy as np
 
 from .. import _kernels
-from ..checks import HIGHS_MEMORY_LIMIT, TIME, Options, check_lp_size, finite_penalty, \
-    validate_params
+from ..checks import (HIGHS_MEMORY_LIMIT, TIME, Options, check_lp_size, finite_penalty,
+                      validate_params)
 from ..results import Status
 from .base import LPOracle, register_oracle
 from ._common import local_polytope_constraints, lp_objective, node_argmax, run_highs

@@ -94,8 +94,8 @@ class PortfolioOracle(MapOracle):
         if self.anytime:
             self._anneal = AnnealOracle(model, anytime=True, seed=seed)
             self._expansion = ExpansionOracle(model) if (model.card > 2).any() else None
-            self._fusion = Fusion(model) if self._expansion is None else \
-                self._expansion.fusion
+            self._fusion = (Fusion(model) if self._expansion is None else
+                            self._expansion.fusion)
             trws = [m for m in self.members if isinstance(m, TRWSOracle)]
             self._trws = trws[0] if trws else TRWSOracle(model)
 
