@@ -101,22 +101,33 @@ class TimeUp(Exception):
 
 
 class Deadline:
-    """The wall-clock time a run must end by, ``seconds`` (None: never) from now. Kept in
-    `time.time` so that it means the same in the process workers of an executor (a task
-    queued behind others gets only the time that is left when it starts). Picklable."""
+    """The time a run must end by, ``seconds`` (None: never) from now, on the one clock of
+    every run (`time.monotonic`). Pickled as the seconds left, so that a deadline sent to
+    another process or machine means the same time budget on that worker's own clock (a
+    task queued behind others gets only what is left when it is unpickled)."""
 
     def __init__(self, seconds=None):
-        self.at = None if seconds is None else time.time() + seconds
+        self.at = None if seconds is None else time.monotonic() + seconds
+
+    def __getstate__(self):
+        return {"left": None if self.at is None else self.at - time.monotonic()}
+
+    def __setstate__(self, state):
+        self.at = None if state["left"] is None else time.monotonic() + state["left"]
 
     def passed(self):
-        return self.at is not None and time.time() >= self.at
+        return self.at is not None and time.monotonic() >= self.at
+
+    def seconds_left(self):
+        """Seconds left, never negative (None: no limit); unlike `left`, never raises."""
+        return None if self.at is None else max(self.at - time.monotonic(), 0.0)
 
     def left(self):
         """Seconds left (None: no limit), the ``time_limit`` of the next call; raises
         `TimeUp` when none is left."""
         if self.at is None:
             return None
-        left = self.at - time.time()
+        left = self.at - time.monotonic()
         if left <= 0.0:
             raise TimeUp
         return left

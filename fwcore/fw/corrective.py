@@ -7,7 +7,6 @@ before the first oracle call. A step works on the run's active set V through the
 """
 import abc
 import math
-import time
 
 import numpy as np
 
@@ -89,11 +88,10 @@ class MFWCorrection(CorrectiveStep):
 
     def _fused(self, run, tol, max_steps):
         """`correct` by ``kernel``: one call, then the run's bookkeeping."""
-        at = run.stop.deadline.at
+        left = run.stop.deadline.seconds_left()
         steps, self.last_gap, f, g = self.kernel(
             run.x, run.active.atoms, run.active.weights, run.vertices.u0, run.vertices.delta,
-            tol, max_steps, run.options.drop_tol,
-            0.0 if at is None else max(at - time.time(), 1e-9))
+            tol, max_steps, run.options.drop_tol, 0.0 if left is None else max(left, 1e-9))
         run.moved()
         run.evaluated(f, g)
         return steps
