@@ -9,7 +9,7 @@ from .checks import (BOOL, CALLABLE, SEED, TIME, check_bound_feasible, check_fea
                      check_model, validate_params)
 from .loop import Callbacks, best_on_interrupt
 from .oracles._common import feasible_labelling, node_argmax
-from .oracles.base import resolve_oracle
+from .oracles.base import MapOracle, build_oracle
 from .results import MapResult, Record, Status, Trace, gap_text
 from .factor_graph import FactorGraph, solves_factor_graphs
 from .model import PairwiseMRF
@@ -59,8 +59,11 @@ def infer_map(model: PairwiseMRF | FactorGraph, method: str | object = "auto",
     start = time.perf_counter()
     model = check_feasible(check_model(model))
     anytime = options.pop("anytime", time_limit is not None)  # as seed: for those taking it
-    oracle = resolve_oracle(method, model, seed=seed, anytime=anytime, **options)
-    oracle.observer = Callbacks(callback, trace=False, line=progress_line, verbose=verbose)
+    oracle = build_oracle(method, model, seed=seed, anytime=anytime, **options)
+    progress = Callbacks(callback, trace=False, line=progress_line, verbose=verbose)
+    ours = not isinstance(method, MapOracle)  # a user's oracle object is never changed
+    if ours:
+        oracle.observer = progress
     if time_limit is not None:  # the checks and the oracle's construction count towards it
         time_limit = max(time_limit - (time.perf_counter() - start), 1e-2)
     # Ctrl-C: the oracle's best labelling so far (an oracle that keeps none: the best node
@@ -70,7 +73,10 @@ def infer_map(model: PairwiseMRF | FactorGraph, method: str | object = "auto",
         lambda: node_argmax(model, model.theta))
     if interrupted:
         x = feasible_labelling(model, model.theta, x)
-    oracle.observer.close()
+    if not ours:  # its progress records, after the call
+        for record in oracle.progress:
+            progress(record)
+    progress.close()
     bound, status = ((None, Status.INTERRUPTED) if interrupted else
                      (oracle.upper_bound(), oracle.status))
     elapsed = time.perf_counter() - start

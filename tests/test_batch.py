@@ -19,7 +19,7 @@ def _same(a, b):
 
 
 def test_threads_and_processes_equal_serial(models):
-    kw = dict(rho_updates=2, seed=0)
+    kw = dict(method="barrier-fw", rho_updates=2, seed=0)
     serial = fwcore.infer_many(models, **kw)
     assert len(serial) == len(models)
     with ThreadPoolExecutor(2) as ex:
@@ -32,4 +32,4 @@ def test_bad_executor_and_errors_propagate(models):
     with pytest.raises(TypeError, match="executor"):
         fwcore.infer_many(models, executor=object())
     with ThreadPoolExecutor(2) as ex, pytest.raises(ValueError, match="oracle"):
-        fwcore.infer_many(models, executor=ex, oracle="no-such-oracle")
+        fwcore.infer_many(models, executor=ex, method="barrier-fw", oracle="no-such-oracle")

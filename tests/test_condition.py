@@ -124,7 +124,7 @@ def exact(model, max_time=None):
 
 
 def barrier_fw(model, max_time=None):
-    return fwcore.infer(model, oracle="exact", max_time=max_time)
+    return fwcore.barrier_fw(model, oracle="exact", max_time=max_time)
 
 
 @pytest.mark.parametrize("seed", range(20))

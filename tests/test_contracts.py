@@ -100,7 +100,7 @@ def test_a_user_oracle_object_is_used_and_left_unchanged():
     mine = resolve_oracle("trws", model, time_limit=50.0)
     before = {k: v for k, v in vars(mine).items() if isinstance(v, (int, float, str, type(None)))
               and k not in ("n_calls", "status", "_bound", "n_iter")}
-    res = fwcore.infer(model, oracle=mine, max_time=5.0, rho_updates=1)
+    res = fwcore.barrier_fw(model, oracle=mine, max_time=5.0, rho_updates=1)
     after = {k: v for k, v in vars(mine).items() if k in before}
     assert after == before and mine.time_limit == 50.0
     assert res.n_oracle_calls == mine.n_calls > 0

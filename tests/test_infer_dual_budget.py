@@ -16,7 +16,7 @@ def test_final_bound_takes_a_bounded_share_of_max_time(monkeypatch):
 
     monkeypatch.setattr(barrier_fw, "trw_dual_bound", recorded)
     start = time.perf_counter()
-    res = fwcore.infer(fwcore.random_grid(12, coupling=1.0, seed=0), oracle="icm",
+    res = fwcore.barrier_fw(fwcore.random_grid(12, coupling=1.0, seed=0), oracle="icm",
                        max_iter=5, rho_updates=1, max_time=600.0, seed=0)
     (called, deadline), = calls
     assert deadline <= called + max(barrier_fw._DUAL_BOUND_SECONDS, called - start)

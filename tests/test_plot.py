@@ -12,7 +12,7 @@ mpl.use("Agg")
 
 def test_trace_marginals_and_map_figures():
     model = fwcore.random_grid(4, 5, coupling=1.0, seed=0)
-    res = fwcore.infer(model, oracle="exact", max_time=30)
+    res = fwcore.barrier_fw(model, oracle="exact", max_time=30)
     ax = plot_trace(res)
     labels = [line.get_label() for line in ax.get_lines()]
     assert labels[0] == "primal" and "certified bound" in labels

@@ -62,7 +62,7 @@ _SNIPPET = """\
     from fwcore.learn.datasets import synthetic_segmentation
 
     m = fwcore.random_grid(3, 3, seed=0)
-    res = fwcore.infer(m, oracle="exact", max_time=10.0)
+    res = fwcore.barrier_fw(m, oracle="exact", max_time=10.0)
     best = fwcore.infer_map(m, method="icm", time_limit=1.0)
     lz: float = res.log_z_upper + best.score + fwcore.exact_inference(m).log_z
     fwcore.write_uai(m, "m.uai")
@@ -253,7 +253,7 @@ def test_every_result_type_has_a_short_repr_on_a_100x100_grid():
         + [(r * 100, (r + 1) * 100) for r in range(99)],
         np.zeros(int(grid.card.sum()) + 4 * 9999))
     results = [
-        fwcore.infer(grid, method="barrier-fw", oracle="icm", rho_updates=1, max_iter=3,
+        fwcore.barrier_fw(grid, oracle="icm", rho_updates=1, max_iter=3,
                      max_time=20),
         fwcore.infer(grid, max_time=5), fwcore.trbp(grid, max_iter=3),
         fwcore.infer_map(grid, method="icm"), fwcore.infer_lp(grid, max_iter=3),

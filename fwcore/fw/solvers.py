@@ -7,7 +7,6 @@ and block-coordinate FW over a product domain (FW variants review Alg. 3; Lacost
 et al. 2013 with weighted averaging).
 """
 import math
-import time
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -78,7 +77,7 @@ class ActiveSetOptions:
 
 # -- the shared outer loop -----------------------------------------------------------------
 
-class _Run:
+class _EngineRun:
     """A Frank-Wolfe run on `fwcore.loop.run_loop`, with the best-iterate snapshots.
 
     Subclasses provide ``x``, ``delta``, ``probe(g) -> (gap, criterion, info)`` (no state
@@ -97,10 +96,9 @@ class _Run:
         self.best = None  # f, state, gap at the best iterate (no gap before the first one)
         self.last_step = StepType.INIT
         self._direction = None  # (gradient, probe info) of the iterate just measured
-        self.t0 = time.perf_counter()
 
     def elapsed(self):
-        return time.perf_counter() - self.t0
+        return self.stop.deadline.elapsed()
 
     def out_of_time(self):
         return self.stop.deadline.passed()
@@ -179,7 +177,7 @@ class _Run:
 
 # -- FW, away-step, pairwise and fully-corrective FW --------------------------------------
 
-class _ActiveSetFW(_Run):
+class _ActiveSetFW(_EngineRun):
 
     def __init__(self, objective, domain, options, stop, callback=None, keep_trace=False,
                  init=None):
@@ -477,7 +475,7 @@ def correct(objective, domain, init, correction, *, delta=0.0, max_time=None, st
 
 # -- block-coordinate FW ----------------------------------------------------------------
 
-class _BlockFW(_Run):
+class _BlockFW(_EngineRun):
     """FW variants review Alg. 3 (BCFW): one FW step on a random block at a time; one
     iteration is a pass over all blocks in a random order."""
 

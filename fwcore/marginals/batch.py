@@ -1,5 +1,5 @@
 """Many independent inference problems at once, on any `concurrent.futures.Executor`."""
-from .barrier_fw import infer
+from .api import infer
 from ..checks import EXECUTOR, validate_params
 
 __all__ = ["infer_many"]
