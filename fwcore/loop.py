@@ -117,6 +117,11 @@ class Deadline:
         return {"left": None if self.at is None else self.at - now,
                 "elapsed": now - self.started}
 
+    def __dask_tokenize__(self):
+        """A token fixed for the deadline's life (dask hashes task arguments: the pickled
+        state, seconds left, changes with time)."""
+        return ("fwcore.loop.Deadline", self.started, self.at)
+
     def __setstate__(self, state):
         now = time.monotonic()
         self.started = now - state["elapsed"]

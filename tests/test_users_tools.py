@@ -92,9 +92,9 @@ def test_mypy_catches_a_misspelled_keyword_and_passes_strict_use(tmp_path):
     code, out = _mypy(tmp_path, """\
         import fwcore
         m = fwcore.random_grid(3, 3, seed=0)
-        fwcore.infer(m, orcle="exact")
+        fwcore.barrier_fw(m, orcle="exact")
     """)
-    assert code == 1 and 'Unexpected keyword argument "orcle" for "infer"' in out, out
+    assert code == 1 and 'Unexpected keyword argument "orcle" for "barrier_fw"' in out, out
     code, out = _mypy(tmp_path, _SNIPPET, "--strict")
     assert code == 0, out
 

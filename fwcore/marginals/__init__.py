@@ -7,7 +7,7 @@ baselines (`bp`), the mean-field lower bound (`mean_field`), Perturb-and-MAP
 they share (`result`)."""
 from .api import infer
 from .wmb import weighted_mini_bucket
-from .barrier_fw import barrier_fw
+from . import barrier_fw  # noqa: F401 (registers "barrier-fw"; fwcore.barrier_fw is its function)
 from .bp import loopy_bp, trbp
 from .mean_field import MeanFieldResult, mean_field_lower_bound
 from .perturb import PerturbResult, perturb_and_map
@@ -17,7 +17,7 @@ from .condition import (ConditionedResult, choose_conditioning, clamp, condition
 from .registry import MarginalMethod, available_methods, register_method
 from .result import MarginalResult
 
-__all__ = ["infer", "available_methods", "register_method", "MarginalMethod", "barrier_fw",
+__all__ = ["infer", "available_methods", "register_method", "MarginalMethod",
            "infer_many", "trbp", "loopy_bp", "perturb_and_map", "PerturbResult",
            "MarginalResult", "weighted_mini_bucket", "clamp", "fixed_by_evidence",
            "conditioned", "conditioned_anytime", "choose_conditioning", "ConditionedResult",

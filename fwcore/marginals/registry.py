@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..checks import bind_table, check_params
+from ..checks import BOOL, Kind, bind_table, check_params, validate_params
 from ..loop import Budget, Callbacks, Deadline
 from ..results import Status
 from .result import MarginalResult, progress_line
@@ -44,6 +44,7 @@ CERTIFICATES = frozenset({"upper", "lower", "exact"})
 RUN_ARGUMENTS = ("model", "budget", "callbacks")
 
 _registry: dict[str, MarginalMethod] = {}
+_TEXT = Kind(lambda v: isinstance(v, str), "a str")
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,11 @@ class MarginalMethod:
         return check_params(self.options, **options)
 
 
+@validate_params({"name": _TEXT, "certifies": Kind(lambda v: isinstance(v, (tuple, list,
+                                                                         frozenset, set)),
+                                                     "a collection of certificates"),
+                  "iteration": _TEXT, "seeded": BOOL, "summary": _TEXT},
+                 unchecked=("run", "options"))
 def register_method(name: str, run: Callable, options: Mapping, *, certifies=(),
                     iteration: str, seeded: bool = False, summary: str = "") -> MarginalMethod:
     """Register ``run`` as the method ``name`` (module docstring). ``options`` must name
