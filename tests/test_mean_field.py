@@ -168,3 +168,14 @@ def test_a_model_arc_consistency_proves_infeasible_is_a_value_error():
     model = fwcore.PairwiseMRF([2, 2], [[0.0, 1.0], [-np.inf, -np.inf]])
     with pytest.raises(ValueError, match="no feasible assignment"):
         mean_field_lower_bound(model)
+
+
+def test_a_start_near_the_largest_float_is_the_distribution_it_means():
+    # weights of 1e308 overflowed their sum to inf, q became [0, 0] and L(q) = 0 was
+    # returned as a certified bound on a model whose log Z is -399 (issue 41, case 8)
+    model = fwcore.random_grid(3, coupling=1.0, seed=0).with_theta(
+        fwcore.random_grid(3, coupling=1.0, seed=0).theta - 50.0)
+    log_z = fwcore.exact_inference(model).log_z
+    res = mean_field_lower_bound(model, start=[[1e308, 1e308]] * 9, max_iter=0)
+    uniform = mean_field_lower_bound(model, max_iter=0)
+    assert res.log_z_lower == pytest.approx(uniform.log_z_lower) and res.log_z_lower <= log_z

@@ -187,9 +187,10 @@ def _check_start(start, card):
     q = []
     for i, p in enumerate(start):
         p = np.array(p, dtype=np.float64).reshape(-1)
-        if p.shape != (card[i],) or not np.isfinite(p).all() or (p < 0).any() or p.sum() <= 0:
+        if p.shape != (card[i],) or not np.isfinite(p).all() or (p < 0).any() or p.max() <= 0:
             raise ValueError(f"start[{i}] must be {card[i]} non-negative weights, not all "
                              f"zero; got {p}")
+        p = p / p.max()  # weights near the largest float: their sum overflows
         q.append(p / p.sum())
     return q
 
