@@ -407,19 +407,22 @@ def frank_wolfe(objective, domain, *, method="fw", step="exact", tol=1e-6, max_i
         Ctrl-C came before the first gap was computed: no oracle call follows Ctrl-C).
     init : None (u0 when the domain has one, else the vertex lmo(0)), an atom, an
         ``(atoms, weights)`` pair or an `ActiveSet` (warm start).
-    delta, delta_rule : contraction towards ``domain.u0``; ``delta_rule(delta, gap,
-        uniform_gap) -> new delta`` (e.g. `adaptive_delta`) may shrink it each iteration,
-        re-weighting by Barrier FW eq. 6.
+    delta, delta_rule : contraction towards ``domain.u0``;
+        ``delta_rule(delta, gap, uniform_gap) -> new delta`` (e.g. `adaptive_delta`) may
+        shrink it each iteration, re-weighting by Barrier FW eq. 6.
     corrections : FCFW corrective steps (`fwcore.fw.corrective`: `MFWCorrection`,
         `LocalSearch`), run in order after each FW step; None: ``[MFWCorrection()]`` for
         'fcfw' (at most 100 away steps to the run's tol), none for the other methods.
-    max_vertices : cap on |V|, so that a correction step (which scores every atom of V)
+    max_vertices : cap on ``|V|``, so that a correction step (which scores every atom of V)
         costs at most max_vertices x the model: when V is full it shrinks to 3/4 of the
         cap, zero-weight vertices forgotten first, then the lightest weighted ones with
         their weight moved to the best vertex of V (see ``_ActiveSetFW.add_vertex``).
-    drop_tol : weights <= drop_tol are dropped (x moved to the remaining atoms' hull).
-    refresh_every : renormalise the weights and recompute x from the atoms this often.
-    debug : check the active-set invariants after every step (AssertionError if broken).
+    drop_tol : float
+        weights <= drop_tol are dropped (x moved to the remaining atoms' hull).
+    refresh_every : int
+        renormalise the weights and recompute x from the atoms this often.
+    debug : bool
+        check the active-set invariants after every step (AssertionError if broken).
     """
     _check_objective(objective)
     check_domain(domain)

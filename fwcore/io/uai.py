@@ -421,7 +421,7 @@ def write_mar(path: PathArg, node_marginals: Sequence[ArrayLike]) -> None:
 def read_pr(path: PathArg) -> float:
     """Natural log Z from a ``.PR`` file (which holds log10 Z; ln Z = value · ln 10).
     A value of -inf (Z = 0) is accepted; so is the older form with a leading count 1.
-    A value whose ln Z a double cannot hold (|log10 Z| > 7.8e307) is an error."""
+    A value whose ln Z a double cannot hold (``|log10 Z|`` > 7.8e307) is an error."""
     t = _Tokens(path)
     t.header(("PR",), "a partition-function file")
     return _optional_count(t, lambda: _parse_pr(t))

@@ -276,7 +276,7 @@ def _mean_field_lower(model, marginals, deadline):
 
 
 def _product_bound(model):
-    """log Z ≤ Σ_f max θ_f + Σ_v log |X_v|: a certified bound on a branch that was not
+    """log Z ≤ Σ_f max θ_f + Σ_v log ``|X_v|``: a certified bound on a branch that was not
     bounded (Ctrl-C or max_time came first)."""
     tables = factors_of(model)
     return float(sum(np.max(t) for _, t in tables) +
@@ -418,7 +418,7 @@ def conditioned(model: PairwiseMRF | FactorGraph, bound, variables: Sequence[int
     with ``max_time`` they get a share of each branch's time
     (`fwcore.auto.TIME_SHARES`). Ctrl-C, or a branch's bound interrupted, ends the run
     (status ``interrupted``); branches not bounded then, or when ``max_time`` runs out,
-    count with the product bound Σ_f max θ_f + Σ_v log |X_v| (certified, loose).
+    count with the product bound Σ_f max θ_f + Σ_v log ``|X_v|`` (certified, loose).
     """
     deadline = Deadline(max_time)
     variables = _check_variables(model, variables)
@@ -505,7 +505,7 @@ def factor_coupling(scope, table):
 
 def choose_conditioning(model: PairwiseMRF | FactorGraph, k: int) -> np.ndarray:
     """``k`` variables to clamp (int64, in the order chosen), greedily: each time the
-    variable of largest coupling-weighted degree Σ_{f ∋ v} `factor_coupling`(f) over the
+    variable of largest coupling-weighted degree Σ_{f ∋ v} `factor_coupling` of f over the
     factors still tying two or more unclamped variables (ties: lowest index).
 
     Measured with `conditioned` over `fwcore.infer` (exact oracle, defaults) on the ten

@@ -545,8 +545,11 @@ def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None
         ``max_time`` (predicted from the last pass), the last one run while its passes
         tighten the bound by more than ``tol``. An int: one stage with mini-buckets of at
         most ``ibound`` + 1 variables (Merlin's ``--ibound``).
-    memory_limit : bytes for the cluster tables (8 per entry) and the temporaries.
-    max_iter : passes (forward and backward).
+    memory_limit : float
+        bytes for the cluster tables (8 per entry) and the temporaries.
+    max_iter : int
+        passes (forward and backward).
+
     The bound is certified at every stop (``log_z_upper``, the least over all passes);
     ``log_z_lower`` is the best of the scores of the labellings decoded after each pass
     (log Z ≥ max_x score(x)) and the naive mean-field bound started from the best of them
