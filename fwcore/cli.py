@@ -237,12 +237,7 @@ def _infer_summary(res):
     if res.status is Status.STALLED and not res.certified:
         lines.append("(an approximate MAP oracle proves nothing: try --oracle exact on small "
                      "models)")
-    lower = res.log_z_lower if res.log_z_lower is not None else -math.inf
-    if res.certified:
-        lines.append(f"{lower:.10g} <= log Z <= {res.log_z_upper:.10g}  (certified)")
-    else:
-        lines.append(f"log Z ~ {res.log_z_upper:.10g}  (an estimate, not a bound)" +
-                     (f"; log Z >= {lower:.10g} (certified)" if math.isfinite(lower) else ""))
+    lines.append(res.interval_text())
     return lines
 
 

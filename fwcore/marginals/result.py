@@ -2,6 +2,7 @@
 its progress line, and Barrier FW's trace recorder."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,6 +48,24 @@ class MarginalResult(Result):
 
     def proven_gap(self):
         return self.certified_gap
+
+    @property
+    def message(self):
+        """How the run ended and what it proves about log Z, in a sentence: the certified
+        interval (its width is what a user reads as "how far off"), else the estimate."""
+        return f"{Result.message.fget(self)}; {self.interval_text()}"
+
+    def interval_text(self):
+        """'L <= log Z <= U (certified, width W)', or the side that is certified, or 'log Z
+        ~ U (an estimate, not a bound)'."""
+        lower = self.log_z_lower if self.log_z_lower is not None else -math.inf
+        if self.certified and math.isfinite(lower):
+            return (f"{lower:.10g} <= log Z <= {self.log_z_upper:.10g} (certified, width "
+                    f"{self.log_z_upper - lower:.3g})")
+        if self.certified:
+            return f"log Z <= {self.log_z_upper:.10g} (certified)"
+        estimate = f"log Z ~ {self.log_z_upper:.10g} (an estimate, not a bound)"
+        return estimate + (f"; log Z >= {lower:.10g} (certified)" if math.isfinite(lower) else "")
 
     @classmethod
     def from_mu(cls, model, mu, **fields):
