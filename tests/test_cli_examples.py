@@ -69,7 +69,7 @@ def test_cli_infer_writes_a_certified_bound(tmp_path, capsys):
     assert main(["infer", str(DATA / "clique10.uai"), "--quiet", "--rho-updates", "2",
                  "--method", "barrier-fw", "--oracle", "exact", "--out", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "(certified)" in text
+    assert "(certified" in text
     exact = fwcore.exact_inference(fwcore.read_uai(DATA / "clique10.uai"))
     assert fwcore.read_pr(f"{out}.PR") >= exact.log_z - 1e-9
     assert len(fwcore.read_mar(f"{out}.MAR")) == 10
@@ -83,7 +83,7 @@ def test_cli_infer_says_what_its_answer_is(capsys):
           "--rho-updates", "1"])
     text = capsys.readouterr().out
     # ICM proves no bound; the tree-decomposition bound certifies one anyway
-    assert "(certified)" in text and "status converged" not in text
+    assert "(certified" in text and "status converged" not in text
 
 
 def test_cli_map_writes_the_optimum(tmp_path, capsys):

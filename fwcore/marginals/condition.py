@@ -332,15 +332,18 @@ class _Level:
         self.bounded += 1
         if result is None:
             return
-        self.upper[a] = constant + result.log_z_upper
-        branch_lower = _lower_of(result)
-        self.marginals[a] = (kept, result.node_marginals)
-        self.certified &= bool(result.certified)
-        self.calls += result.n_oracle_calls
-        self.statuses.append(result.status)
+        upper, certified = result.log_z_upper, bool(result.certified)
         if result.status is Status.INTERRUPTED:  # the branch's Ctrl-C ends the level
             self.interrupted = True
-        elif self.mean_field and branch_lower < result.log_z_upper:
+            if not certified:  # stopped before it proved a bound: the product bound
+                upper, certified = _product_bound(smaller), True
+        self.upper[a] = constant + upper
+        branch_lower = _lower_of(result)
+        self.marginals[a] = (kept, result.node_marginals)
+        self.certified &= certified
+        self.calls += result.n_oracle_calls
+        self.statuses.append(result.status)
+        if not self.interrupted and self.mean_field and branch_lower < upper:
             branch_lower = max(branch_lower, _mean_field_lower(
                 smaller, result.node_marginals, Deadline() if branch is None else branch))
         self.lower[a] = constant + branch_lower
