@@ -33,6 +33,7 @@ from .marginals import (ConditionedResult, MarginalResult, MeanFieldResult, Pert
 from .lp_relax import CardinalityFactor, Factor, LPResult, infer_lp
 from .learn import MLEStruct, SSVM, CRFExample
 from . import datasets
+from .io import read_bif, write_bif, read_xmlbif, write_xmlbif, to_pgmpy, to_pyagrum
 
 __version__ = "0.1.0"
 
@@ -57,4 +58,5 @@ __all__ = [
     "CardinalityFactor", "Factor", "LPResult", "infer_lp",
     "MLEStruct", "SSVM", "CRFExample",
     "datasets",
+    "read_bif", "write_bif", "read_xmlbif", "write_xmlbif", "to_pgmpy", "to_pyagrum",
 ]

@@ -202,7 +202,10 @@ def answers():
         kwargs = {p: inputs[p] for p in required(func)}
         if "callback" in inspect.signature(func).parameters:
             kwargs["callback"] = seen.append
-        out[name] = (func(**kwargs), seen)
+        try:
+            out[name] = (func(**kwargs), seen)
+        except ImportError:  # an optional extra that is not installed (to_pgmpy)
+            out[name] = (None, seen)
     return out
 
 

@@ -147,13 +147,15 @@ def test_files_written_by_pyagrum_and_pgmpy():
     '#' comments, also after a count on its line, tables printed to 6 digits) and by
     pgmpy 1.1.2's ``UAIWriter`` (a BAYES file whose tables are not in the order of its
     scopes: refused, naming the factor)."""
-    bn = fwcore.read_model(DATA / "pyagrum_bn.uai")
+    with pytest.warns(UserWarning, match="looks written by pyAgrum"):  # a CPT of 2 parents
+        bn = fwcore.read_model(DATA / "pyagrum_bn.uai")
     assert abs(fwcore.exact_inference(bn).log_z) < 1e-5   # CPTs: Z = 1 to print precision
     np.testing.assert_allclose(  # LazyPropagation's marginal of its root A
         fwcore.exact_inference(bn).node_marginals[0], [0.4636923, 0.5363077], atol=1e-5)
     # read as the UAI format defines a table (the last variable of the scope fastest);
     # pyAgrum's own loadMRF orders MARKOV tables otherwise, so its marginals differ
-    mrf = fwcore.read_model(DATA / "pyagrum_mrf.uai")
+    with pytest.warns(UserWarning, match="looks written by pyAgrum"):
+        mrf = fwcore.read_model(DATA / "pyagrum_mrf.uai")
     assert (list(mrf.card) == [2, 2, 2, 3] and [s for s, _ in mrf.factors] ==
             [(1, 0, 2), (3, 2), (0, 2)])
     np.testing.assert_allclose(np.exp(mrf.factors[0][1][0, 0]), [0.924199, 0.779945])

@@ -8,9 +8,17 @@ line (as pyAgrum writes them). A model file holds potentials, not logs, so
 
 Tables are read in the format's order, the last variable of a scope fastest, as toulbar2
 and Merlin read them. pyAgrum 3.3.1 writes another order for a CPT of two or more parents
-(its parents reversed) and for MARKOV factors (that of its own tensors): its files read
-without error (the CPTs stay normalised) but as other tables; convert the pyAgrum object
-with `fwcore.from_pyagrum` instead.
+(its parents reversed) and for MARKOV factors of three or more variables (that of its own
+tensors): its files read without error (the CPTs stay normalised) but as other tables.
+`read_uai` warns when a file carries pyAgrum's marks (its comments) and such a table;
+convert the network with pyAgrum instead: ``fwcore.from_pyagrum(pyagrum.loadBN(path))``
+(``loadMRF`` for MARKOV), or ``pyagrum.saveBN(bn, "model.bif")`` then
+``fwcore.read_model("model.bif")`` (`fwcore.io.bif`).
+
+`write_uai` writes a BAYES file when the model has a Bayesian-network form
+(`fwcore.bayes.bayes_form`: one CPT per variable over an acyclic graph, as read from a
+BAYES, BIF or XMLBIF file or converted from pgmpy or pyAgrum), else a MARKOV file. The
+format has no names: `fwcore.io.bif` keeps them.
 
 Every reader takes a path or ``-`` (standard input) and reads gzip, xz and bzip2 files
 (recognised by their first bytes, whatever the suffix); every writer takes a path or
@@ -48,6 +56,7 @@ from typing import Any, Union
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..bayes import bayes_form
 from ..checks import Interval, Options, check_model, validate_params
 from ..factor_graph import FactorGraph, model_from_factors
 from ..model import PairwiseMRF
@@ -113,10 +122,12 @@ def _read_bytes(path):
 
 class _Tokens:
     """Whitespace tokens of a file with their line numbers (``#`` comments dropped), and a
-    cursor over them."""
+    cursor over them; ``data``: the file's bytes (`_warn_pyagrum_order` reads its
+    comments)."""
 
     def __init__(self, path):
         self.path, data = _read_bytes(path)
+        self.data = data
         self.toks, self.lines = [], []
         for ln, line in enumerate(data.split(b"\n"), 1):
             words = line.partition(b"#")[0].split()
@@ -289,7 +300,36 @@ def read_uai(path: PathArg, *, unnormalized: str = "error") -> PairwiseMRF | Fac
         if bayes:
             _check_cpt(t, f, scope, tables[-1], start, t.lines[scope_pos[f]], unnormalized)
     t.end()
-    return model_from_factors(card, list(zip(scopes, tables)))
+    _warn_pyagrum_order(t, bayes, scopes, scope_pos)
+    model = model_from_factors(card, list(zip(scopes, tables)))
+    t.data = None
+    return model
+
+
+def _warn_pyagrum_order(t, bayes, scopes, scope_pos):
+    """Warn when the file carries pyAgrum's marks (a BAYES file: a ``# name`` comment on
+    every scope line; a MARKOV file: ``# nbr Nodes``) and a table that pyAgrum 3.3.1
+    writes in its own order (a CPT of two or more parents, a factor of three or more
+    variables): such a table reads as another one (the module docstring)."""
+    if b"#" not in t.data:
+        return
+    odd = [f for f, s in enumerate(scopes) if len(s) >= 3]
+    if not odd:
+        return
+    if bayes:
+        lines = t.data.split(b"\n")
+        marked = all(b"#" in lines[t.lines[p] - 1] for p in scope_pos)
+    else:
+        marked = b"# nbr Nodes" in t.data
+    if marked:
+        what = "CPTs of two or more parents" if bayes else "factors of three or more variables"
+        warnings.warn(
+            f"{t.path}: the file looks written by pyAgrum, which writes {what} in its own "
+            f"order ({len(odd)} here, the first: factor {odd[0]}); read as the UAI format "
+            "orders them, they are other tables. Convert it with pyAgrum: "
+            "fwcore.from_pyagrum(pyagrum.loadBN(path)) (loadMRF for MARKOV), or "
+            "pyagrum.saveBN(bn, 'model.bif') and fwcore.read_model('model.bif')",
+            stacklevel=4)
 
 
 def _check_cpt(t, f, scope, theta, start, line, unnormalized):
@@ -333,9 +373,11 @@ def _check_unused_states(t, card, scopes, first):
 
 
 def write_uai(model: PairwiseMRF | FactorGraph, path: PathArg) -> None:
-    """Write ``model`` (a `PairwiseMRF` or a `FactorGraph`) as a UAI MARKOV file: for a
-    PairwiseMRF one factor per variable, then one per edge; for a FactorGraph its factors
-    as given. Each table = exp(θ) printed with 17 significant digits, so `read_uai`
+    """Write ``model`` (a `PairwiseMRF` or a `FactorGraph`) as a UAI BAYES file when it
+    has a Bayesian-network form (`fwcore.bayes.bayes_form`, CPT rows summing to 1 within
+    `CPT_TOL`: one CPT per variable, its parents then itself), else as a MARKOV file: for
+    a PairwiseMRF one factor per variable, then one per edge; for a FactorGraph its
+    factors as given. Each table = exp(θ) printed with 17 significant digits, so `read_uai`
     returns θ to ~1e-16 (−inf exactly, as a 0 entry).
 
     Finite θ must lie in [log(tiny), log(max)] ≈ [−708.4, 709.8]; outside it exp(θ)
@@ -353,6 +395,10 @@ def write_uai(model: PairwiseMRF | FactorGraph, path: PathArg) -> None:
                   [model.pairwise(e).ravel() for e in range(model.n_edges)])
         names = ([f"the unary of variable {i}" for i in range(model.n_vars)] +
                  [f"edge {e} ({i}, {j})" for e, (i, j) in enumerate(model.edges.tolist())])
+    form = bayes_form(model, tol=CPT_TOL)
+    if form is not None:
+        _write(path, _bayes_lines(model, form))
+        return
     out = ["MARKOV", str(len(model.card)), " ".join(map(str, model.card)), str(len(scopes))]
     out += [" ".join(map(str, (len(s),) + s)) for s in scopes]
     for name, theta in zip(names, tables):
@@ -364,6 +410,16 @@ def write_uai(model: PairwiseMRF | FactorGraph, path: PathArg) -> None:
                              "that factor (log Z shifts by the same constant)")
         out += ["", str(theta.size), " ".join(f"{v:.17g}" for v in np.exp(theta))]
     _write(path, out)
+
+
+def _bayes_lines(model, form):
+    """A BAYES file's lines: per variable its CPT (`fwcore.bayes.BayesForm`), the scope
+    its parents then the variable, the entries with the variable fastest (17 digits)."""
+    out = ["BAYES", str(model.n_vars), " ".join(map(str, model.card)), str(model.n_vars)]
+    out += [" ".join(map(str, (len(p) + 1, *p, v))) for v, p in enumerate(form.parents)]
+    for cpt in form.cpts:
+        out += ["", str(cpt.size), " ".join(f"{v:.17g}" for v in cpt.ravel())]
+    return out
 
 
 # -- answer and evidence files ----------------------------------------------------------
@@ -603,7 +659,7 @@ def _int_array(name, x):
     return x.astype(np.int64)
 
 
-def _write(path, lines):
+def _write(path, lines, encoding="ascii"):
     """Write ``lines`` to the file ``path`` (compressed by its suffix, `COMPRESSED`) or,
     for `STDIO`, to standard output."""
     if not isinstance(path, (str, os.PathLike)):
@@ -616,5 +672,5 @@ def _write(path, lines):
         return
     compressed = COMPRESSED.get(os.path.splitext(os.fspath(path))[1].lower())
     opener = open if compressed is None else compressed[1].open
-    with opener(path, "wt", encoding="ascii") as f:
+    with opener(path, "wt", encoding=encoding) as f:
         f.write(text)
