@@ -33,7 +33,11 @@ from .marginals import (ConditionedResult, MarginalResult, MeanFieldResult, Pert
 from .lp_relax import CardinalityFactor, Factor, LPResult, infer_lp
 from .learn import MLEStruct, SSVM, CRFExample
 from . import datasets
-from .io import read_bif, write_bif, read_xmlbif, write_xmlbif, to_pgmpy, to_pyagrum
+from .io import (read_bif, write_bif, read_xmlbif, write_xmlbif, to_pgmpy, to_pyagrum,
+                 read_query)
+from .queries import QueryResult, query
+from .sampling import SampleResult, sample
+from .mmap import MMAPResult, infer_mmap
 
 __version__ = "0.1.0"
 
@@ -59,4 +63,5 @@ __all__ = [
     "MLEStruct", "SSVM", "CRFExample",
     "datasets",
     "read_bif", "write_bif", "read_xmlbif", "write_xmlbif", "to_pgmpy", "to_pyagrum",
+    "QueryResult", "query", "SampleResult", "sample", "MMAPResult", "infer_mmap", "read_query",
 ]

@@ -2,6 +2,7 @@
 `to_pgmpy` / `to_pyagrum`: round trips through fwcore, pgmpy and pyAgrum keep names,
 states and log P(e) (the pgmpy and pyAgrum tests skip, saying why, without them)."""
 import math
+import sys
 import warnings
 from pathlib import Path
 
@@ -12,45 +13,12 @@ import fwcore
 from fwcore.bayes import bayes_form
 from fwcore.io.bif import read_bif, read_xmlbif, write_bif, write_xmlbif
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # --import-mode=importlib
+from networks import evidence_cases, random_network  # noqa: E402
+
 DATA = Path(__file__).parent / "data"
 ASIA = DATA / "asia.bif"
 SPRINKLER = DATA / "sprinkler.xml"
-
-
-def random_network(n, seed, max_parents=3, max_card=4):
-    """A Bayesian network of ``n`` variables (random DAG, cards 2..max_card, Dirichlet
-    CPTs with some zeros), variables named and declared in a shuffled order."""
-    rng = np.random.default_rng(seed)
-    card = rng.integers(2, max_card + 1, size=n)
-    factors = []
-    for v in range(n):
-        parents = sorted(rng.choice(v, size=min(v, int(rng.integers(0, max_parents + 1))),
-                                    replace=False).tolist()) if v else []
-        cpt = rng.dirichlet(np.full(card[v], 0.7), size=int(np.prod(card[parents]))).reshape(
-            [*card[parents], card[v]])
-        cpt[cpt < 0.02] = 0.0
-        cpt /= cpt.sum(axis=-1, keepdims=True)
-        with np.errstate(divide="ignore"):
-            factors.append(((*parents, v), np.log(cpt)))
-    perm = rng.permutation(n)  # variable v is declared at position perm[v]
-    names = [f"V{perm[v]}" for v in range(n)]
-    states = [[f"{names[v]}_{k}" for k in range(card[v])] for v in range(n)]
-    return fwcore.factor_graph.model_from_factors(card, factors, names, states)
-
-
-def evidence_cases(model, seed, count=4):
-    """A few evidence dicts by name and state name, drawn from the network (so each has
-    a positive probability): ancestral samples of its `bayes_form`."""
-    rng = np.random.default_rng(seed)
-    form = bayes_form(model)
-    cases = []
-    for _ in range(count):
-        x = np.zeros(model.n_vars, dtype=int)
-        for v in form.order:
-            x[v] = rng.choice(model.card[v], p=form.cpts[v][tuple(x[list(form.parents[v])])])
-        chosen = rng.choice(model.n_vars, size=min(3, model.n_vars), replace=False)
-        cases.append({model.names[v]: model.states[v][x[v]] for v in chosen})
-    return cases
 
 
 def log_p(model, evidence):

@@ -113,7 +113,8 @@ def test_map_of_a_compressed_model_to_stdout(tmp_path):
 def _help_examples():
     """Every example command of `fwcore --help` and of each command's help, as argv."""
     commands = []
-    for argv in (["--help"], ["exact", "--help"], ["infer", "--help"], ["map", "--help"]):
+    for argv in (["--help"], ["exact", "--help"], ["infer", "--help"], ["map", "--help"],
+                 ["sample", "--help"], ["mmap", "--help"]):
         text = io.StringIO()
         with contextlib.redirect_stdout(text), pytest.raises(SystemExit):
             main(argv)
@@ -131,11 +132,12 @@ def test_every_help_example_runs(tmp_path, monkeypatch, capsys):
     fwcore.write_uai(model, "model.uai")
     fwcore.write_uai(model, "model.uai.gz")
     fwcore.write_evid("model.uai.evid", {0: 1})
+    Path("model.uai.query").write_text("3 7 0 20\n")
     for argv in examples:
         assert main(argv[1:]) == 0, (argv, capsys.readouterr().err)
         out = capsys.readouterr().out
         if argv[-2:] == ["--out", "-"]:  # the answer file on stdout, nothing else
-            assert out.startswith(("MAP\n", "MAR\n")) and "score" not in out
+            assert out.startswith(("MAP\n", "MAR\n", "MMAP\n3 ", "x0,x1,")) and "score" not in out
     assert fwcore.read_map("model.uai.MAP").shape == (36,)  # --out alone: the model's name
     assert len(fwcore.read_mar("res.MAR")) == 36
 

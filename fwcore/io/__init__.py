@@ -11,12 +11,13 @@ from ..model import PairwiseMRF
 from .bif import read_bif, read_xmlbif, write_bif, write_xmlbif
 from .convert import from_networkx, from_pgmpy, from_pyagrum, to_pgmpy, to_pyagrum
 from .uai import (COMPRESSED, STDIO, PathArg, apply_evidence, read_evid, read_map, read_mar,
-                  read_pr, read_uai, write_evid, write_map, write_mar, write_pr, write_uai)
+                  read_pr, read_query, read_uai, write_evid, write_map, write_mar, write_pr,
+                  write_uai)
 
 __all__ = ["read_model", "read_uai", "write_uai", "read_mar", "write_mar", "read_pr",
            "write_pr", "read_map", "write_map", "read_evid", "write_evid", "apply_evidence",
            "from_networkx", "from_pgmpy", "from_pyagrum", "read_bif", "write_bif",
-           "read_xmlbif", "write_xmlbif", "to_pgmpy", "to_pyagrum"]
+           "read_xmlbif", "write_xmlbif", "to_pgmpy", "to_pyagrum", "read_query"]
 
 #: model file readers by suffix (lower case)
 MODEL_READERS = {".uai": read_uai, ".bif": read_bif, ".xml": read_xmlbif,

@@ -4,7 +4,8 @@ The formats are those of the UAI inference competitions (2008-2014): whitespace-
 tokens, line breaks carry no meaning; ``#`` starts a comment that runs to the end of its
 line (as pyAgrum writes them). A model file holds potentials, not logs, so
 θ = log(table) and zero entries become −inf. Answer files: ``.MAR`` (node marginals),
-``.PR`` (log10 Z), ``.MAP``/``.MPE`` (an assignment); ``.evid`` (clamped variables).
+``.PR`` (log10 Z), ``.MAP``/``.MPE``/``.MMAP`` (an assignment; marginal MAP's: of the
+query variables); ``.evid`` (clamped variables), query files (marginal MAP's variables).
 
 Tables are read in the format's order, the last variable of a scope fastest, as toulbar2
 and Merlin read them. pyAgrum 3.3.1 writes another order for a CPT of two or more parents
@@ -62,7 +63,8 @@ from ..factor_graph import FactorGraph, model_from_factors
 from ..model import PairwiseMRF
 
 __all__ = ["read_uai", "write_uai", "read_mar", "write_mar", "read_pr", "write_pr",
-           "read_map", "write_map", "read_evid", "write_evid", "apply_evidence", "STDIO",
+           "read_map", "write_map", "read_evid", "write_evid", "apply_evidence", "read_query",
+           "STDIO",
            "COMPRESSED", "CPT_TOL", "PathArg"]
 
 #: a file path, or `STDIO`
@@ -504,7 +506,7 @@ def read_map(path: PathArg) -> np.ndarray:
     """An assignment (int64 array) from a ``.MAP`` or ``.MPE`` file: the header, n, then
     n states. The older form with a leading solution count of 1 is accepted."""
     t = _Tokens(path)
-    t.header(("MAP", "MPE"), "an assignment file")
+    t.header(("MAP", "MPE", "MMAP"), "an assignment file")
     return _optional_count(t, lambda: _parse_map(t))
 
 
@@ -518,7 +520,7 @@ def _parse_map(t):
     return x
 
 
-@validate_params({"header": Options("MAP", "MPE")}, unchecked=("path", "assignment"))
+@validate_params({"header": Options("MAP", "MPE", "MMAP")}, unchecked=("path", "assignment"))
 def write_map(path: PathArg, assignment: ArrayLike, header: str = "MAP") -> None:
     """Write an assignment as a ``.MAP`` (or, with ``header="MPE"``, ``.MPE``) file."""
     x = _int_array("assignment", assignment)
@@ -579,38 +581,76 @@ def write_evid(path: PathArg, evidence: Mapping[int, int]) -> None:
     _write(path, [" ".join(map(str, [len(pairs), *(a for p in pairs for a in p)]))])
 
 
+def read_query(path: PathArg) -> list[int]:
+    """The query variables of a marginal MAP task from a query file (Merlin's
+    ``--query-file``): their number, then their indices; returned in ascending order, as
+    Merlin orders them (and its ``.MMAP`` answer). A variable given twice is an error."""
+    t = _Tokens(path)
+    k = t.int("the number of query variables")
+    if k > t.left():
+        raise t.error(f"the file declares {k} query variables but has only {t.left()} tokens "
+                      "left")
+    found = [t.int(f"query variable {m}", hi=MAX_INDEX - 1) for m in range(k)]
+    t.end()
+    if len(set(found)) < k:
+        raise t.error(f"variable {_first_twice(found)} is a query variable twice", 0)
+    return sorted(found)
+
+
+def _first_twice(values):
+    seen = set()
+    return next(v for v in values if v in seen or seen.add(v))
+
+
 def apply_evidence(model: PairwiseMRF | FactorGraph,
                    evidence: Mapping[Any, Any]) -> PairwiseMRF | FactorGraph:
-    """Clamp variables: a new model of the same kind, same variables and names, in which
-    each observed variable's other states are impossible (θ_i = −inf; a `FactorGraph`
-    gets a unary factor per observed variable, and its reduction conditions on it).
+    """Observe variables: a new model of the same kind, same variables and names, whose
+    distribution is the model's times each observation's likelihood (a `FactorGraph`
+    gets a unary factor per observed variable, and its reduction conditions on hard ones).
 
-    ``evidence`` maps variables to states: a variable is one of ``model.names`` or an
-    index, a state one of its ``model.states`` or an index (`fwcore.model.Named`), so
-    ``{"WetGrass": 1}`` on a converted network, ``read_evid(path)`` on a file's model."""
+    ``evidence`` maps variables to what is observed: a variable is one of ``model.names``
+    or an index; hard evidence is a state, one of its ``model.states`` or an index
+    (`fwcore.model.Named`): its other states become impossible (θ_i = −inf), so
+    ``{"WetGrass": 1}`` on a converted network, ``read_evid(path)`` on a file's model;
+    soft (likelihood, virtual) evidence is a vector λ of ``card[i]`` likelihoods >= 0,
+    not all zero (a list or an array): θ_i += log λ, as pgmpy's virtual evidence and
+    pyAgrum's soft evidence do, e.g. ``{"X": [0.2, 0.8]}``. A BAYES network's log Z with
+    evidence is log P(e) (the likelihood of the soft part)."""
     if not isinstance(evidence, Mapping):
         raise TypeError(f"evidence must be a mapping {{variable: state}}; got "
                         f"{type(evidence).__name__}")
     if not isinstance(model, FactorGraph):
         check_model(model)
-    pairs = {}
+    logs = {}
     for v, s in evidence.items():
         i = model.var_index(v)
-        if i in pairs:
+        if i in logs:
             raise ValueError(f"evidence gives variable {v!r} twice (as a name and an index)")
-        pairs[i] = model.state_index(i, s)
+        logs[i] = _log_likelihood(model, i, v, s)
     if isinstance(model, FactorGraph):
-        clamps = [((v,), np.where(np.arange(model.card[v]) == s, 0.0, -np.inf))
-                  for v, s in pairs.items()]
-        return FactorGraph(model.card, list(model.factors) + clamps, names=model.names,
-                           states=model.states)
+        return FactorGraph(model.card, list(model.factors) + [((v,), t) for v, t in logs.items()],
+                           names=model.names, states=model.states)
     theta = model.theta.copy()
-    for v, s in pairs.items():
-        block = theta[model.node_off[v]:model.node_off[v + 1]]
-        keep = block[s]
-        block[:] = -np.inf
-        block[s] = keep
+    for v, t in logs.items():
+        theta[model.node_off[v]:model.node_off[v + 1]] += t
     return model.with_theta(theta)
+
+
+def _log_likelihood(model, i, name, observed):
+    """log λ of the observation ``observed`` of variable i (given as ``name``): 0 at an
+    observed state and −inf elsewhere, or the log of a likelihood vector."""
+    card = int(model.card[i])
+    named = (model.states is not None and isinstance(observed, tuple)
+             and observed in model.states[i])
+    if isinstance(observed, (list, tuple, np.ndarray)) and not named:
+        lam = np.asarray(observed)
+        if (lam.shape != (card,) or lam.dtype.kind not in "iuf" or not np.isfinite(lam).all()
+                or (lam < 0).any() or not (lam > 0).any()):
+            raise ValueError(f"soft evidence on variable {name!r} must be {card} finite "
+                             f"likelihoods >= 0, not all zero (one per state); got {observed!r}")
+        with np.errstate(divide="ignore"):
+            return np.log(lam.astype(np.float64))
+    return np.where(np.arange(card) == model.state_index(i, observed), 0.0, -np.inf)
 
 
 # -- helpers --------------------------------------------------------------------------
