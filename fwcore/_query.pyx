@@ -83,24 +83,28 @@ def topological_order(const int64_t[::1] start, const int64_t[::1] parents):
     return order[:tail]
 
 
-cdef inline int64_t draw(const double* cum, int64_t size, double u) noexcept nogil:
-    """The first j with cum[j] > u * cum[size - 1] (cum: cumulative weights), at most
-    size - 1: a draw from the weights."""
-    cdef double target = u * cum[size - 1]
-    cdef int64_t j = 0
-    while j < size - 1 and cum[j] <= target:
-        j += 1
-    return j
+cdef inline int64_t draw(const double* w, int64_t size, double u) noexcept nogil:
+    """A draw from the weights w[0..size-1] with the uniform u: the first j whose
+    running sum w[0] + ... + w[j] exceeds u times their total (at most size - 1)."""
+    cdef double total = 0.0, acc = 0.0, target
+    cdef int64_t j
+    for j in range(size):
+        total += w[j]
+    target = u * total
+    for j in range(size - 1):
+        acc += w[j]
+        if acc > target:
+            return j
+    return size - 1
 
 
 def forward_sample(const int64_t[::1] order, const int32_t[::1] card,
                    const int64_t[::1] par_start, const int64_t[::1] par_var,
                    const int64_t[::1] par_stride, const int64_t[::1] cpt_off,
-                   const double[::1] cum, const double[:, ::1] u, int32_t[:, ::1] x):
+                   const double[::1] cpt, const double[:, ::1] u, int32_t[:, ::1] x):
     """Ancestral samples of a Bayesian network into ``x`` (variable, sample): in
     ``order``, x_v of sample k is drawn with ``u[v, k]`` from the row r = Σ_p x_p
-    par_stride[p] of v's CPT, whose cumulative entries are ``cum[cpt_off[v] + r card_v:
-    ... + card_v]``."""
+    par_stride[p] of v's CPT, ``cpt[cpt_off[v] + r card_v: ... + card_v]``."""
     cdef int64_t m = x.shape[1], step, v, k, p, row, cv
     with nogil:
         for step in range(order.shape[0]):
@@ -110,7 +114,7 @@ def forward_sample(const int64_t[::1] order, const int32_t[::1] card,
                 row = 0
                 for p in range(par_start[v], par_start[v + 1]):
                     row += x[par_var[p], k] * par_stride[p]
-                x[v, k] = <int32_t>draw(&cum[cpt_off[v] + row * cv], cv, u[v, k])
+                x[v, k] = <int32_t>draw(&cpt[cpt_off[v] + row * cv], cv, u[v, k])
 
 
 ctypedef struct Tree:
@@ -396,7 +400,7 @@ def backward_sample(Messages tree, const double[::1] theta, const double[:, ::1]
     cdef Clique w
     cdef int status
     cdef int64_t m = x.shape[1], step, v, k, a, o, xv, cv, j, s
-    cdef double mv, total
+    cdef double mv
     with nogil:
         status = clique_alloc(&g, &w)
         for step in range(g.n - 1, -1, -1):
@@ -416,10 +420,8 @@ def backward_sample(Messages tree, const double[::1] theta, const double[:, ::1]
                         w.off[o] += xv * w.stride[o * w.ncl + a]
                 entries(&w, cv)
                 mv = g.msg[g.msg_off[v] + j]
-                total = 0.0
                 for s in range(cv):
-                    total += exp(w.t[s] - mv)
-                    w.t[s] = total
+                    w.t[s] = exp(w.t[s] - mv)
                 x[v, k] = <int32_t>draw(w.t, cv, u[v, k])
                 if stop(&g, &w, cv, &status):
                     break

@@ -67,16 +67,23 @@ def bayes_form(model: PairwiseMRF | FactorGraph, tol: float = 1e-9) -> BayesForm
     if not n or not n >= _n_factors(model) >= int((card > 1).sum()):
         return None
     factors = factor_view(model)
-    candidates = []
-    for scope, theta in factors:
-        if not scope:  # a constant
-            return None
-        axes = list(dict.fromkeys([len(scope) - 1, 0, *range(1, len(scope) - 1)]))
-        p = np.exp(theta)
-        ok = [a for a in axes if np.all(np.abs(p.sum(axis=a) - 1.0) <= tol)]
-        if not ok:
-            return None
-        candidates.append(ok)
+    if any(not scope for scope, _ in factors):  # a constant
+        return None
+    # the normalisation of every axis, vectorised over the factors of each table shape
+    groups = {}
+    for f, (_, theta) in enumerate(factors):
+        groups.setdefault(theta.shape, []).append(f)
+    candidates, probs = [None] * len(factors), [None] * len(factors)
+    for shape, fs in groups.items():
+        p = np.exp(np.stack([factors[f][1] for f in fs]))
+        axes = list(dict.fromkeys([len(shape) - 1, 0, *range(1, len(shape) - 1)]))
+        good = [np.abs(p.sum(axis=1 + a) - 1.0).reshape(len(fs), -1).max(axis=1) <= tol
+                for a in axes]
+        for k, f in enumerate(fs):
+            candidates[f] = [a for a, g in zip(axes, good) if g[k]]
+            probs[f] = p[k]
+    if not all(candidates):
+        return None
     child_of = [-1] * len(factors)
     owner = np.full(n, -1, dtype=np.int64)
     for f in sorted(range(len(factors)), key=lambda f: len(candidates[f])):
@@ -89,11 +96,11 @@ def bayes_form(model: PairwiseMRF | FactorGraph, tol: float = 1e-9) -> BayesForm
     if (owner[card > 1] < 0).any():
         return None
     parents, cpts = [()] * n, [np.ones(1)] * n
-    for f, (scope, theta) in enumerate(factors):
+    for f, (scope, _) in enumerate(factors):
         a = child_of[f]
         v = scope[a]
         parents[v] = scope[:a] + scope[a + 1:]
-        cpts[v] = np.moveaxis(np.exp(theta), a, -1)
+        cpts[v] = probs[f].transpose((*range(a), *range(a + 1, len(scope)), a))
     start = np.zeros(n + 1, dtype=np.int64)
     np.cumsum([len(p) for p in parents], out=start[1:])
     flat = np.fromiter((u for p in parents for u in p), np.int64, int(start[-1]))

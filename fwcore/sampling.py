@@ -96,28 +96,29 @@ def _chunks(n, n_vars):
 
 
 def _forward(model, form: BayesForm, n, rng):
-    """Ancestral samples (n, n_vars) from the network's CPTs (flat cumulative rows)."""
+    """Ancestral samples (n, n_vars) from the network's CPTs (flat, the child fastest)."""
     card = model.card.astype(np.int64)
-    sizes = np.array([c.size for c in form.cpts], dtype=np.int64)
+    cpt = np.concatenate([c.ravel() for c in form.cpts])
+    sizes = np.fromiter((c.size for c in form.cpts), np.int64, model.n_vars)
     cpt_off = np.zeros(model.n_vars, dtype=np.int64)
     np.cumsum(sizes[:-1], out=cpt_off[1:])
-    cum = np.concatenate([np.cumsum(c, axis=-1).ravel() for c in form.cpts])
     par_start = np.zeros(model.n_vars + 1, dtype=np.int64)
     np.cumsum([len(p) for p in form.parents], out=par_start[1:])
     par_var = np.fromiter((u for p in form.parents for u in p), np.int64, int(par_start[-1]))
-    # the stride of parent k of v in its CPT's row index: the cards of the parents after it
+    # the stride of parent k of v in its CPT's row index: the product of the cards of
+    # v's parents after k (a loop over the positions from the end, not the variables)
+    later = np.repeat(par_start[1:], np.diff(par_start)) - 1 - np.arange(par_var.size)
     par_stride = np.ones(par_var.size, dtype=np.int64)
-    for v, parents in enumerate(form.parents):
-        if len(parents) > 1:
-            later = card[list(parents)][:0:-1]
-            par_stride[par_start[v]:par_start[v + 1]] = np.append(np.cumprod(later)[::-1], 1)
+    for d in range(1, int(later.max(initial=0)) + 1):
+        k = np.flatnonzero(later >= d)
+        par_stride[k] *= card[par_var[k + d]]
     out = np.empty((n, model.n_vars), dtype=np.int32)
     card32 = model.card.astype(np.int32)
     for lo, hi in _chunks(n, model.n_vars):
         u = rng.random((model.n_vars, hi - lo))
         x = np.empty((model.n_vars, hi - lo), dtype=np.int32)
         _query.forward_sample(form.order, card32, par_start, par_var, par_stride, cpt_off,
-                              cum, u, x)
+                              cpt, u, x)
         out[lo:hi] = x.T
     return out
 

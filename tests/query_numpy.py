@@ -25,20 +25,21 @@ def topological_order(start, parents):
     return np.array(queue, dtype=np.int64)
 
 
-def _draw(cum, u):
-    """Per column: the first j with cum[j] > u * cum[-1] (at most len - 1)."""
-    target = u * cum[-1]
-    return np.minimum((cum <= target).sum(axis=0), cum.shape[0] - 1)
+def _draw(w, u):
+    """Per column of the weights ``w``: the first j whose running sum exceeds u times
+    their total (at most len - 1)."""
+    cum = np.cumsum(w, axis=0)
+    return np.minimum((cum <= u * cum[-1]).sum(axis=0), w.shape[0] - 1)
 
 
-def forward_sample(order, card, par_start, par_var, par_stride, cpt_off, cum, u):
+def forward_sample(order, card, par_start, par_var, par_stride, cpt_off, cpt, u):
     x = np.zeros(u.shape, dtype=np.int32)
     for v in order:
         row = np.zeros(u.shape[1], dtype=np.int64)
         for k in range(par_start[v], par_start[v + 1]):
             row += x[par_var[k]].astype(np.int64) * par_stride[k]
         idx = cpt_off[v] + row[None, :] * card[v] + np.arange(card[v])[:, None]
-        x[v] = _draw(cum[idx], u[v])
+        x[v] = _draw(cpt[idx], u[v])
     return x
 
 
@@ -91,8 +92,7 @@ def backward_sample(tree, model, msgs, u):
         index = tuple(x[s] for s in sep)
         slab = t[(slice(None),) + index] if sep else t[:, None].repeat(u.shape[1], axis=1)
         m = msgs[v][index] if sep else np.full(u.shape[1], msgs[v])
-        cum = np.cumsum(np.exp(slab - m), axis=0)
-        x[v] = _draw(cum, u[v])
+        x[v] = _draw(np.exp(slab - m), u[v])
     return x
 
 

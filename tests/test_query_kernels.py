@@ -74,14 +74,14 @@ def test_forward_sample_matches_its_twin(seed):
     card = model.card.astype(np.int64)
     sizes = np.array([c.size for c in form.cpts])
     cpt_off = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    cum = np.concatenate([np.cumsum(c, axis=-1).ravel() for c in form.cpts])
+    cpt = np.concatenate([c.ravel() for c in form.cpts])
     par_start = np.concatenate([[0], np.cumsum([len(p) for p in form.parents])])
     par_var = np.array([u for p in form.parents for u in p], dtype=np.int64)
     par_stride = np.array([int(np.prod(card[list(p[k + 1:])])) for p in form.parents
                            for k in range(len(p))], dtype=np.int64)
     u = rng.random((model.n_vars, 500))
     expected = twin.forward_sample(form.order, card, par_start, par_var, par_stride, cpt_off,
-                                   cum, u)
+                                   cpt, u)
     np.testing.assert_array_equal(got, expected.T)
 
 
