@@ -5,7 +5,8 @@ The engine shared with `fwcore.sampling` and `fwcore.mmap` is `MessageTree`: var
 elimination on the clique tree of an order whose last variables are given (constrained
 elimination: the query variables after all others), every message kept in one flat array
 (`fwcore._query.up_pass`). The order is `fwcore.elimination.EliminationPlan`'s, its
-variables of ``last`` moved to the end; its memory (the messages, and the plan's own
+variables of ``last`` moved to the end, or a greedy min-fill over the other variables
+when that is better (`_constrained_order`); its memory (the messages, and the plan's own
 check) is checked before anything is allocated. Past exact reach every entry point
 raises a ValueError naming the model's size and saying that no approximate method is
 available yet: the ``method`` argument is where such methods will plug in.
@@ -17,6 +18,7 @@ is the roots' sum (the components without a query variable add their own).
 """
 from __future__ import annotations
 
+import heapq
 import math
 import time
 from dataclasses import dataclass, field
@@ -27,7 +29,7 @@ import numpy as np
 
 from . import _query
 from .checks import INFEASIBLE, Interval, Options, check_model, validate_params
-from .elimination import EliminationPlan, _eliminate
+from .elimination import EliminationPlan, _eliminate, _functional_vars
 from .factor_graph import FactorGraph
 from .io.uai import apply_evidence
 from .model import PairwiseMRF
@@ -59,9 +61,7 @@ class MessageTree:
             raise _past_reach(model, what, str(err)) from None
         order = np.asarray(plan.order, dtype=np.int64)
         if len(last):
-            is_last = np.zeros(n, dtype=bool)
-            is_last[list(last)] = True
-            order = np.concatenate([order[~is_last[order]], np.asarray(last, dtype=np.int64)])
+            order = _constrained_order(model, order, last, memory_limit / 8)
         sep, sizes = _eliminate(model, order, memory_limit / 8)
         if sep is None:
             raise _past_reach(model, what, f"with the query variables last, a clique table "
@@ -128,6 +128,86 @@ class MessageTree:
         card = self.model.card
         return self.msg[self.msg_off[v]:self.msg_off[v + 1]].reshape(
             [int(card[u]) for u in self.sep[v]])
+
+
+#: work (neighbour pairs examined) of the constrained min-fill before it gives up
+CONSTRAINED_MIN_FILL_WORK = 2e7
+
+
+def _constrained_order(model, order, last, cap):
+    """An elimination order ending with ``last``: the better (smaller largest clique
+    table, then smaller total) of ``order`` with ``last`` moved to the end, and the
+    variables ``_functional_vars`` first then a greedy weighted min-fill over the others
+    (`_constrained_min_fill`); a candidate over ``cap`` entries loses."""
+    n = model.n_vars
+    is_last = np.zeros(n, dtype=bool)
+    is_last[list(last)] = True
+    tail = np.asarray(last, dtype=np.int64)
+    candidates = [np.concatenate([order[~is_last[order]], tail])]
+    first = [v for v in _functional_vars(model) if not is_last[v]]
+    greedy = _constrained_min_fill(model, first, is_last)
+    if greedy is not None:
+        candidates.append(np.concatenate([greedy, tail]))
+    scored = []
+    for k, candidate in enumerate(candidates):
+        sep, sizes = _eliminate(model, candidate, cap)
+        scored.append(((sep is None, max(sizes, default=0), sum(sizes), k), candidate))
+    return min(scored, key=lambda c: c[0])[1]
+
+
+def _constrained_min_fill(model, first, is_last):
+    """``first``, then the other variables not in ``is_last`` by greedy weighted min-fill
+    (fill edges weigh card_a card_b, ties by clique table size, then index), the variables
+    of ``is_last`` never eliminated but present in the graph; None once
+    `CONSTRAINED_MIN_FILL_WORK` is spent. Python sets and a lazy heap: a query's order
+    on models that elimination can answer (a kernel with a candidate mask in
+    `fwcore._symbolic.min_fill` would serve here)."""
+    n = model.n_vars
+    start, adj = model.adj_start, model.adj_var.tolist()
+    nbrs = [set(adj[start[v]:start[v + 1]]) for v in range(n)]
+    w = model.card.astype(np.float64).tolist()
+    work = 0
+
+    def cost(v):
+        nonlocal work
+        ns = list(nbrs[v])
+        work += len(ns) * len(ns)
+        fill = sum(w[a] * w[b] for k, a in enumerate(ns) for b in ns[k + 1:]
+                   if b not in nbrs[a])
+        return (fill, w[v] * math.prod(w[u] for u in ns), v)
+
+    def eliminate(v):
+        ns = nbrs[v]
+        for u in ns:
+            nbrs[u].discard(v)
+            nbrs[u] |= ns - {u}
+        return ns
+
+    done = np.zeros(n, dtype=bool)
+    for v in first:
+        eliminate(v)
+        done[v] = True
+    current = {v: cost(v) for v in range(n) if not done[v] and not is_last[v]}
+    heap = list(current.values())
+    heapq.heapify(heap)
+    order = list(first)
+    while heap:
+        c = heapq.heappop(heap)
+        v = c[2]
+        if done[v] or current[v] != c:
+            continue
+        done[v] = True
+        order.append(v)
+        touched = set()
+        for u in eliminate(v):
+            touched |= nbrs[u] | {u}
+        for u in touched:
+            if not done[u] and not is_last[u]:
+                current[u] = cost(u)
+                heapq.heappush(heap, current[u])
+        if work > CONSTRAINED_MIN_FILL_WORK:
+            return None
+    return np.asarray(order, dtype=np.int64)
 
 
 def _csr(rows, values, n):
