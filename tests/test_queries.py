@@ -3,6 +3,7 @@
 pyAgrum's own answers on the asia and sprinkler networks (those tests skip, saying why,
 without the library)."""
 import math
+import time
 import sys
 from pathlib import Path
 
@@ -232,3 +233,14 @@ def test_the_sample_command_writes_csv(tmp_path, capsys):
     expected = fwcore.sample(fwcore.read_model(ASIA), 50, seed=3).samples
     np.testing.assert_array_equal(got, expected)
     assert "50 samples by exact/forward sampling" in capsys.readouterr().out
+
+
+def test_marginal_map_past_its_max_time_raises_timeout_error():
+    grid = fwcore.random_grid(16, 16, coupling=1.0, seed=0)
+    q = list(range(0, 256, 17))
+    t0 = time.perf_counter()
+    with pytest.raises(TimeoutError, match="did not finish within max_time=0.001 s.*no "
+                                           "partial form"):
+        fwcore.infer_mmap(grid, q, max_time=0.001)
+    assert time.perf_counter() - t0 < 5.0
+    assert fwcore.infer_mmap(grid, q[:3], max_time=60).optimal

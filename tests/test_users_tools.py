@@ -267,6 +267,8 @@ def test_every_result_type_has_a_short_repr_on_a_100x100_grid():
         fwcore.matching_marginals(np.random.default_rng(0).normal(size=(100, 100)),
                                   max_iter=3),
         fwcore.conditioned(grid, lambda m: fwcore.trbp(m, max_iter=2), [0], mean_field=False),
+        fwcore.sample(comb, 5, seed=0), fwcore.query(comb, [0, 1, 2]),
+        fwcore.infer_mmap(comb, [0, 9999]),
     ]
     domain = fwcore.fw.Simplex(10000)
     objective = fwcore.fw.Quadratic.least_squares(np.eye(10000)[:5], np.ones(5))
