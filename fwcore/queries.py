@@ -58,7 +58,9 @@ class MessageTree:
         try:
             plan = EliminationPlan(model, memory_limit)
         except ValueError as err:
-            raise _past_reach(model, what, str(err)) from None
+            # the planner's own alternatives (weighted mini-bucket for log Z, MAP oracles)
+            # answer other questions than this one
+            raise _past_reach(model, what, str(err).split(". Alternatives")[0]) from None
         order = np.asarray(plan.order, dtype=np.int64)
         if len(last):
             order = _constrained_order(model, order, last, memory_limit / 8)
