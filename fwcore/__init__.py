@@ -35,6 +35,11 @@ from .marginals.barrier_fw import barrier_fw
 from .lp_relax import CardinalityFactor, Factor, LPResult, infer_lp
 from .learn import MLEStruct, SSVM, CRFExample
 from . import datasets
+from .io import (read_bif, write_bif, read_xmlbif, write_xmlbif, to_pgmpy, to_pyagrum,
+                 read_query)
+from .queries import QueryResult, query
+from .sampling import SampleResult, sample
+from .mmap import MMAPResult, infer_mmap
 
 __version__ = "0.1.0"
 
@@ -60,4 +65,6 @@ __all__ = [
     "CardinalityFactor", "Factor", "LPResult", "infer_lp",
     "MLEStruct", "SSVM", "CRFExample",
     "datasets",
+    "read_bif", "write_bif", "read_xmlbif", "write_xmlbif", "to_pgmpy", "to_pyagrum",
+    "QueryResult", "query", "SampleResult", "sample", "MMAPResult", "infer_mmap", "read_query",
 ]

@@ -367,6 +367,8 @@ def _parser():
     _add_exact(sub)
     _add_infer(sub)
     _add_map(sub)
+    _add_sample(sub)
+    _add_mmap(sub)
     return p
 
 
@@ -495,6 +497,105 @@ def _add_map(sub):
     _out(mp, "PREFIX.MAP")
     _quiet(mp)
     mp.set_defaults(run=_cmd_map)
+
+
+def _add_sample(sub):
+    from .sampling import sample
+    sa = sub.add_parser(
+        "sample", help="exact samples (forward for Bayesian networks, else through the "
+                       "elimination tree)",
+        description="Exact samples of the model given the evidence: forward (ancestral) "
+                    "sampling of a Bayesian network without evidence, else backward "
+                    "sampling through the clique tree of variable elimination (models "
+                    "whose elimination fits --memory-limit).",
+        epilog=_examples("fwcore sample model.uai -n 1000 --seed 0 --out samples",
+                         "fwcore sample model.uai --evid model.uai.evid -n 5 --out -"),
+        formatter_class=_Formatter)
+    _common(sa)
+    sa.add_argument("-n", "--n", type=int, default=1000, metavar="N",
+                    help="how many samples (default 1000)")
+    sa.add_argument("--seed", type=int, help="seed of the generator (the same samples "
+                                             "every run)")
+    _memory_limit(sa, sample)
+    _out(sa, "PREFIX.csv: a header of variable names, then a sample a line (states by "
+             "index)")
+    sa.set_defaults(run=_cmd_sample)
+
+
+def _memory_limit(sub, entry):
+    mib = _defaults(entry)["memory_limit"] / 2**20
+    sub.add_argument("--memory-limit", type=float, default=mib, metavar="MIB",
+                     help=f"largest elimination memory allowed, in MiB (default {mib:g})")
+
+
+def _cmd_sample(args):
+    from .io.uai import STDIO
+    from .sampling import sample
+    model = _load(args)
+    res = sample(model, args.n, seed=args.seed, memory_limit=int(args.memory_limit * 2**20))
+    if args.out:
+        names = model.names or [f"x{i}" for i in range(model.n_vars)]
+        target = sys.stdout if args.out == STDIO else f"{args.out}.csv"
+        np.savetxt(target, res.samples, fmt="%d", delimiter=",",
+                   header=",".join(map(str, names)), comments="")
+    out = _summary_stream(args)
+    print(f"{args.model}: {_describe(model)}", file=out)
+    print(f"{args.n} samples by {res.method} sampling in {res.time:.3f} s", file=out)
+    print("sample frequencies of x_i = 0, 1, ...:", file=out)
+    freq = [np.bincount(res.samples[:, v], minlength=int(c)) / args.n
+            for v, c in enumerate(model.card)]
+    _print_marginals(freq, _SHOWN, out)
+    if args.out:
+        print(f"wrote {_named(args.out, '.csv')}", file=out)
+    return 0
+
+
+def _add_mmap(sub):
+    from .mmap import infer_mmap
+    mm = sub.add_parser(
+        "mmap", help="marginal MAP: the most likely state of the query variables, the "
+                     "others summed out",
+        description="Marginal MAP (Merlin's -t MMAP --query-file): the most likely joint "
+                    "state of the query variables given the evidence, the other variables "
+                    "summed out; exact by constrained variable elimination (models whose "
+                    "elimination with the query variables last fits --memory-limit).",
+        epilog=_examples("fwcore mmap model.uai --query-file model.uai.query",
+                         "fwcore mmap model.uai --query-file model.uai.query --evid "
+                         "model.uai.evid --out -"),
+        formatter_class=_Formatter)
+    _common(mm)
+    mm.add_argument("--query-file", required=True, metavar="FILE",
+                    help="the query variables: their number, then their indices (as "
+                         "Merlin reads them)")
+    _max_time(mm, " (an exact answer has no partial form: an elimination still running "
+                  "then is an error)")
+    _memory_limit(mm, infer_mmap)
+    _out(mm, "PREFIX.MMAP: the query variables' states in ascending variable order, as "
+             "Merlin writes them")
+    mm.set_defaults(run=_cmd_mmap)
+
+
+def _cmd_mmap(args):
+    from .io.uai import STDIO, read_query, write_map
+    from .mmap import infer_mmap
+    model = _load(args)
+    res = infer_mmap(model, read_query(args.query_file), max_time=args.max_time,
+                     memory_limit=int(args.memory_limit * 2**20))
+    if args.out:
+        write_map(STDIO if args.out == STDIO else f"{args.out}.MMAP", res.assignment,
+                  header="MMAP")
+    out = _summary_stream(args)
+    print(f"{args.model}: {_describe(model)}", file=out)
+    print(f"marginal MAP of {len(res.variables)} variables by exact constrained elimination "
+          f"in {res.time:.3f} s (induced width {res.info['induced_width']})", file=out)
+    print(f"log mass of the answer = {res.score:.10g}, P(answer | evidence) = "
+          f"{res.probability:.6g}", file=out)
+    if args.out:
+        print(f"wrote {_named(args.out, '.MMAP')}", file=out)
+    else:
+        print("assignment:", " ".join(f"x{v}={s}" for v, s in
+                                      zip(res.variables, res.assignment.tolist())), file=out)
+    return 0
 
 
 def main(argv=None):

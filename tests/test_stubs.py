@@ -97,7 +97,8 @@ def stub_of(source):
             lines.append(f"    {name}: {'np.ndarray' if '[' in ctype else 'Any'}")
         for name, arguments in methods or [("__init__", "self")]:
             args = ", ".join(_argument(a, classes) for a in _split(arguments))
-            lines.append(f"    def {name}({args}) -> Any: ...")
+            returns = "None" if name == "__init__" else "Any"
+            lines.append(f"    def {name}({args}) -> {returns}: ...")
     for name, arguments in _signatures(text):
         args = ", ".join(_argument(a, classes) for a in _split(arguments))
         lines.append(f"\ndef {name}({args}) -> Any: ...")
