@@ -253,7 +253,7 @@ def _cmd_map(args):
     model = _load(args)
     progress = _Progress(args, progress_line)
     try:
-        res = infer_map(model, method=args.method, time_limit=args.max_time, seed=args.seed,
+        res = infer_map(model, method=args.method, max_time=args.max_time, seed=args.seed,
                         callback=progress, verbose=progress.verbose, **options)
     finally:
         progress.close()
@@ -274,7 +274,8 @@ def _cmd_map(args):
 
 #: `fwcore.infer_map`'s own arguments, which ``map`` takes as these, never as --option
 _MAP_ARGUMENTS = {"model": "its MODEL argument", "method": "--method",
-                  "time_limit": "--max-time SECONDS", "seed": "--seed",
+                  "max_time": "--max-time SECONDS", "time_limit": "--max-time SECONDS",
+                  "seed": "--seed",
                   "callback": "none (the progress on stderr; --quiet for none)",
                   "verbose": "none (the progress on stderr; --quiet for none)"}
 

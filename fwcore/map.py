@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 
@@ -16,27 +17,31 @@ from .model import PairwiseMRF
 
 __all__ = ["infer_map"]
 
-_PARAMS = {"time_limit": TIME, "seed": SEED, "callback": [CALLABLE, None], "verbose": BOOL}
+_PARAMS = {"max_time": TIME, "seed": SEED, "callback": [CALLABLE, None], "verbose": BOOL,
+           "time_limit": TIME}
 
 
 @validate_params(_PARAMS, unchecked=("model", "method"))
 @solves_factor_graphs
 def infer_map(model: PairwiseMRF | FactorGraph, method: str | object = "auto",
-              time_limit: float | None = None, seed: int | None = None, callback=None,
-              verbose: bool = False, **options) -> MapResult:
+              max_time: float | None = None, seed: int | None = None, callback=None,
+              verbose: bool = False, *, time_limit: float | None = None,
+              **options) -> MapResult:
     """MAP assignment of ``model`` (argmax of <θ, μ(x)>) by the oracle named ``method``.
 
     method : "exact" (the cheapest exact oracle: tree, bruteforce, elimination, cover,
-        toulbar2 or ilp, see `fwcore.oracles.exact_choice`), "auto" (that exact oracle when
-        it is tree, brute force, elimination or cover or when edge tables forbid pairs of
-        states, as a `FactorGraph`'s do, else the approximate "portfolio"), or any name in
-        ``fwcore.available_oracles()`` (bruteforce, elimination, tree, cover, ilp, toulbar2,
-        icm, qpbo, trws, maxproduct, anneal, expansion, swap, portfolio, lp).
-    time_limit : seconds for the call (oracles that stop early return their best
+        aobb, toulbar2 or ilp, see `fwcore.oracles.exact_choice`), "auto" (the rule of
+        `fwcore.auto.auto_oracle`: that exact oracle when it is cheap, AND/OR search
+        ("aobb") on models with factors over three or more variables or -inf tables, else
+        the approximate "portfolio"), or any name in ``fwcore.available_oracles()``
+        (bruteforce, elimination, tree, cover, aobb, ilp, toulbar2, icm, qpbo, trws,
+        maxproduct, anneal, expansion, swap, portfolio, lp).
+    max_time : seconds for the call (oracles that stop early return their best
         labelling with status ``max_time``); the anytime oracles (portfolio, anneal) use
         all of it unless their bound proves optimality first (``anytime=False`` among the
         options keeps them to their fixed effort; like ``seed``, it goes only to the
-        oracles that take it). seed : for the oracles that take one.
+        oracles that take it). ``time_limit``: the same, its former name (deprecated).
+        seed : for the oracles that take one.
     callback : ``callback(record)`` with each progress record of an anytime oracle (time,
         score, bound) as it is made; False stops the call as Ctrl-C does (status
         ``interrupted``, the best labelling so far). verbose : those records' progress
@@ -46,10 +51,10 @@ def infer_map(model: PairwiseMRF | FactorGraph, method: str | object = "auto",
 
     Returns a `MapResult`: ``assignment``, ``score``, ``upper_bound`` (None when the method
     has none), ``status`` (the oracle's: ``converged`` only when exact or proven by the
-    bound; ``interrupted`` on Ctrl-C, with no bound and the best labelling the oracle had
-    found (portfolio, anneal, expansion, swap, icm, trws, maxproduct keep theirs; others
-    give the best node scores' assignment), repaired off -inf entries,
-    ``time`` (seconds, oracle construction included), ``method`` (the oracle used) and
+    bound; ``interrupted`` on Ctrl-C, with the best labelling the oracle had found
+    (portfolio, anneal, aobb, expansion, swap, icm, trws, maxproduct keep theirs; others
+    give the best node scores' assignment), repaired off -inf entries, and the best bound
+    its progress records had (None without), ``time`` (seconds, oracle construction included), ``method`` (the oracle used) and
     ``trace``: the anytime oracles' (time, score, bound) records (times from the start of
     the oracle's call), else one record at the end. A
     model with no feasible assignment raises ValueError: before the oracle runs when arc
@@ -57,6 +62,14 @@ def infer_map(model: PairwiseMRF | FactorGraph, method: str | object = "auto",
     maximum or any certified bound proves it.
     """
     start = time.perf_counter()
+    if time_limit is not None:
+        if max_time is not None:
+            raise TypeError("infer_map takes max_time (seconds); time_limit is its former "
+                            "name: give one of them")
+        warnings.warn("infer_map's time_limit is now max_time", DeprecationWarning,
+                      stacklevel=3)
+        max_time = time_limit
+    time_limit = max_time
     model = check_feasible(check_model(model))
     anytime = options.pop("anytime", time_limit is not None)  # as seed: for those taking it
     oracle = resolve_oracle(method, model, seed=seed, anytime=anytime, **options)
@@ -71,7 +84,7 @@ def infer_map(model: PairwiseMRF | FactorGraph, method: str | object = "auto",
     if interrupted:
         x = feasible_labelling(model, model.theta, x)
     oracle.observer.close()
-    bound, status = ((None, Status.INTERRUPTED) if interrupted else
+    bound, status = ((_recorded_bound(oracle), Status.INTERRUPTED) if interrupted else
                      (oracle.upper_bound(), oracle.status))
     elapsed = time.perf_counter() - start
     score = float(model.score(x))
@@ -84,6 +97,13 @@ def infer_map(model: PairwiseMRF | FactorGraph, method: str | object = "auto",
     return MapResult(assignment=x, score=score, upper_bound=bound, status=status,
                      time=elapsed, method=oracle.name, n_iter=1, n_oracle_calls=1, trace=trace,
                      info={"requested": method})
+
+
+def _recorded_bound(oracle):
+    """The smallest bound among the progress records of an interrupted call (None: none
+    recorded): certified for its scores, as every record's bound is."""
+    bounds = [r.bound for r in oracle.progress if r.bound is not None]
+    return min(bounds) if bounds else None
 
 
 def progress_line(record):

@@ -265,7 +265,7 @@ def test_icm_twin():
 
 def test_aobb_time_limit_returns_best_so_far_with_bound():
     fg = fwcore.random_grid(12, 12, coupling=3, seed=1)
-    res = fwcore.infer_map(fg, "aobb", time_limit=0.3, cap=4)
+    res = fwcore.infer_map(fg, "aobb", max_time=0.3, cap=4)
     assert res.status in (Status.MAX_TIME, Status.CONVERGED)
     assert res.upper_bound is not None and res.upper_bound >= res.score
     assert res.time < 1.5
@@ -274,7 +274,7 @@ def test_aobb_time_limit_returns_best_so_far_with_bound():
 def test_aobb_logs_progress(caplog):
     fg = fwcore.random_grid(12, 12, coupling=3, seed=1)
     with caplog.at_level(logging.INFO, logger="fwcore"):
-        fwcore.infer_map(fg, "aobb", time_limit=1.5, cap=4)
+        fwcore.infer_map(fg, "aobb", max_time=1.5, cap=4)
     lines = [r.getMessage() for r in caplog.records if "score" in r.getMessage()]
     assert len(lines) >= 2 and "bound" in lines[0]
 
@@ -285,3 +285,12 @@ def test_aobb_declares_its_contract():
     assert oracle.exact and not oracle.takes_seed
     with pytest.raises(TypeError, match="cap"):
         resolve_oracle("aobb", m, caps=3)
+
+
+def test_infer_map_time_limit_is_a_deprecated_alias_of_max_time():
+    m = fwcore.random_grid(5, 5, coupling=2, seed=0)
+    with pytest.warns(DeprecationWarning, match="max_time"):
+        res = fwcore.infer_map(m, "anneal", time_limit=0.2, seed=0)
+    assert res.status is Status.MAX_TIME and res.time < 1.0
+    with pytest.raises(TypeError, match="one of them"):
+        fwcore.infer_map(m, "anneal", max_time=0.2, time_limit=0.2)
