@@ -54,9 +54,10 @@ def infer_map(model: PairwiseMRF | FactorGraph, method: str | object = "auto",
     bound; ``interrupted`` on Ctrl-C, with the best labelling the oracle had found
     (portfolio, anneal, aobb, expansion, swap, icm, trws, maxproduct keep theirs; others
     give the best node scores' assignment), repaired off -inf entries, and the best bound
-    its progress records had (None without), ``time`` (seconds, oracle construction included), ``method`` (the oracle used) and
-    ``trace``: the anytime oracles' (time, score, bound) records (times from the start of
-    the oracle's call), else one record at the end. A
+    its progress records had (None without), ``time`` (seconds, oracle construction
+    included), ``method`` (the oracle used) and ``trace``: the anytime oracles' (time,
+    score, bound) records (times from the start of the oracle's call), else one record at
+    the end. A
     model with no feasible assignment raises ValueError: before the oracle runs when arc
     consistency finds it (`fwcore.checks.check_feasible`), after it when an exact oracle's
     maximum or any certified bound proves it.
