@@ -68,7 +68,7 @@ def infer_map(model: PairwiseMRF | FactorGraph, method: str | object = "auto",
             raise TypeError("infer_map takes max_time (seconds); time_limit is its former "
                             "name: give one of them")
         warnings.warn("infer_map's time_limit is now max_time", DeprecationWarning,
-                      stacklevel=3)
+                      stacklevel=4)
         max_time = time_limit
     time_limit = max_time
     model = check_feasible(check_model(model))
@@ -78,13 +78,12 @@ def infer_map(model: PairwiseMRF | FactorGraph, method: str | object = "auto",
     if time_limit is not None:  # the checks and the oracle's construction count towards it
         time_limit = max(time_limit - (time.perf_counter() - start), 1e-2)
     # Ctrl-C: the oracle's best labelling so far (an oracle that keeps none: the best node
-    # scores), repaired off -inf entries; no bound
+    # scores), repaired off -inf entries, with the best bound its progress records had
     x, interrupted = best_on_interrupt(
         lambda: oracle.argmax(model.theta, time_limit=time_limit),
         lambda: node_argmax(model, model.theta))
     if interrupted:
         x = feasible_labelling(model, model.theta, x)
-    oracle.observer.close()
     bound, status = ((_recorded_bound(oracle), Status.INTERRUPTED) if interrupted else
                      (oracle.upper_bound(), oracle.status))
     elapsed = time.perf_counter() - start
@@ -93,8 +92,14 @@ def infer_map(model: PairwiseMRF | FactorGraph, method: str | object = "auto",
         check_bound_feasible(model, bound)
         if oracle.exact and status is Status.CONVERGED:
             check_bound_feasible(model, score)  # the maximum itself
-    trace = Trace(oracle.progress or [Record(iteration=1, time=elapsed, primal=score,
-                                             n_oracle_calls=1, bound=bound, score=score)])
+    trace = oracle.progress
+    if not trace:  # an oracle that records no progress: its answer is the one line
+        trace = (Record(iteration=1, time=elapsed, primal=score, n_oracle_calls=1,
+                        bound=bound, score=score),)
+        if not interrupted:
+            oracle.observer(trace[0])
+    oracle.observer.close()
+    trace = Trace(trace)
     return MapResult(assignment=x, score=score, upper_bound=bound, status=status,
                      time=elapsed, method=oracle.name, n_iter=1, n_oracle_calls=1, trace=trace,
                      info={"requested": method})
