@@ -105,27 +105,43 @@ def run_toulbar2(model, seconds, python):
                  tables=np.concatenate([np.asarray(t, dtype=np.float64).ravel()
                                         for _, t in fs]))
         t0 = time.perf_counter()
-        proc = subprocess.Popen([python, str(TOULBAR2), str(problem), str(seconds)],
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        killer = threading.Timer(seconds, proc.kill)  # a wall-clock budget, as fwcore's
-        killer.start()
-        found, proven, best, announced = None, False, None, None
-        for line in proc.stdout:
-            if announced is not None:  # the values of the solution just announced
-                best, found, announced = [int(v) for v in line.split()], announced, None
-            elif line.startswith("New solution"):
-                announced = time.perf_counter() - t0
-            elif line.startswith("Optimum"):
-                proven = True
-        proc.wait()
-        killer.cancel()
+        found, proven, best, detail = _toulbar2_process(python, problem, seconds, [])
+        if found is None and time.perf_counter() - t0 < seconds:  # it crashed: once more
+            found, proven, best, detail = _toulbar2_process(
+                python, problem, seconds - (time.perf_counter() - t0), ["--no-elimination"])
+            detail = "crashed; again without variable elimination"
     wall = time.perf_counter() - t0
     if best is None:
         return {"score": None, "bound": None, "seconds": wall, "to_best": None,
                 "proven": False, "detail": "no solution"}
     score = score_of(model, best)
     return {"score": score, "bound": score if proven else None, "seconds": wall,
-            "to_best": found, "proven": proven, "detail": ""}
+            "to_best": found, "proven": proven, "detail": detail}
+
+
+def _toulbar2_process(python, problem, seconds, flags):
+    """One toulbar2 run, killed at ``seconds``: (time of its best solution, proven, that
+    solution, "" ); the time is None when it exited abnormally (not killed by the budget)
+    before proving anything."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([python, str(TOULBAR2), str(problem), str(seconds), *flags],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    killer = threading.Timer(seconds, proc.kill)  # a wall-clock budget, as fwcore's
+    killer.start()
+    found, proven, best, announced = None, False, None, None
+    for line in proc.stdout:
+        if announced is not None:  # the values of the solution just announced
+            best, found, announced = [int(v) for v in line.split()], announced, None
+        elif line.startswith("New solution"):
+            announced = time.perf_counter() - t0
+        elif line.startswith("Optimum"):
+            proven = True
+    code = proc.wait()
+    killed = not killer.is_alive() or time.perf_counter() - t0 >= seconds
+    killer.cancel()
+    if code != 0 and not killed and not proven:
+        return None, False, best, "crashed"
+    return found, proven, best, ""
 
 
 def run_merlin(path, seconds, merlin, algorithm, ibound, model):
@@ -147,7 +163,7 @@ def run_merlin(path, seconds, merlin, algorithm, ibound, model):
         wall = time.perf_counter() - t0
         answer = Path(f"{out}.MAP")
         upper = re.findall(r"Final Upper Bound is (\S+)", text)
-        if not answer.exists():
+        if not answer.exists() or not answer.read_text().strip():
             return {"score": None, "bound": float(upper[-1]) if upper else None,
                     "seconds": wall, "to_best": None, "proven": False,
                     "detail": f"no answer within {seconds:g} s"}
@@ -155,7 +171,8 @@ def run_merlin(path, seconds, merlin, algorithm, ibound, model):
     score = score_of(model, x)
     bound = float(upper[-1]) if upper else None
     return {"score": score, "bound": bound, "seconds": wall, "to_best": wall,
-            "proven": bound is not None and bound - score <= 1e-6 * max(1.0, abs(score)),
+            "proven": bound is not None and np.isfinite(score) and
+            bound - score <= 1e-6 * max(1.0, abs(score)),
             "detail": f"i={ibound}"}
 
 

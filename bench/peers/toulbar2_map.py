@@ -1,7 +1,7 @@
 """toulbar2's MAP on a factor graph, for bench/map_search.py (run by a Python that has
 pytoulbar2, in a benchmark-only venv: see ../shared/PEERS.md).
 
-    python toulbar2_map.py PROBLEM.npz SECONDS
+    python toulbar2_map.py PROBLEM.npz SECONDS [--no-elimination]
 
 PROBLEM.npz holds ``card`` (int), the factors' scopes in CSR (``scope_start``,
 ``scope_var``) and their log-potential tables end to end (``table_start``, ``tables``;
@@ -10,6 +10,8 @@ function max(θ_f) − θ_f (forbidden: toulbar2's Top) at 6 decimals; toulbar2 
 solution as it finds it ("New solution: ..." then the values on the next line) and
 "Optimum: ..." when it proves one, so that a caller who kills it at a wall-clock budget
 (toulbar2's own limit counts CPU seconds after its preprocessing) has its best so far.
+``--no-elimination`` turns off toulbar2's variable elimination (its preprocessing crashed,
+signal 11, on uai2014-higher-order/Pedigree_11 with its evidence).
 """
 import math
 import sys
@@ -18,10 +20,12 @@ import numpy as np
 import pytoulbar2
 
 
-def main(path, seconds):
+def main(path, seconds, eliminate=True):
     data = np.load(path)
     card = data["card"]
     cfn = pytoulbar2.CFN(resolution=6, verbose=0)
+    if not eliminate:
+        cfn.Option.elimDegree = cfn.Option.elimDegree_preprocessing = -1
     for i, c in enumerate(card):
         cfn.AddVariable(f"x{i}", list(range(int(c))))
     start, var = data["scope_start"], data["scope_var"]
@@ -39,4 +43,4 @@ def main(path, seconds):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], float(sys.argv[2]))
+    main(sys.argv[1], float(sys.argv[2]), "--no-elimination" not in sys.argv[3:])
