@@ -27,7 +27,7 @@ Scores are maximised; -inf marks impossible entries and is never added to +inf.
 import numpy as np
 
 from libc.math cimport INFINITY
-from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 
 from ._clock cimport monotonic
@@ -42,6 +42,7 @@ cdef enum:
     TIMED_OUT = 1
     STOPPED = 2
     NO_MEMORY = 3
+    NODE_LIMIT = 4
 
 
 # -- growable arrays (nogil) -----------------------------------------------------------------
@@ -546,6 +547,9 @@ cdef struct S:
     bint first                   # an OR node returns its first success (anytime passes)
     bint recovery                # exact cached values count as upper bounds only
     bint inexact                 # the last `_or` returned a success below its maximum
+    const uint8_t* free          # neighbourhood search: only these variables move (NULL: all)
+    const int32_t* xfix          # the others keep their state here
+    int64_t node_limit           # NODE_LIMIT after this many nodes (0: none)
     double* info
 
 
@@ -560,7 +564,10 @@ cdef void _look(S* s) noexcept nogil:
     if now > s.deadline:
         s.halted = TIMED_OUT
         return
-    if now >= s.next_look and not s.recovery:
+    if s.node_limit > 0 and s.nodes >= s.node_limit:
+        s.halted = NODE_LIMIT
+        return
+    if now >= s.next_look and not s.recovery and s.free == NULL:
         for v in range(s.n):
             s.xtmp[v] = s.x[v]
         _icm(&s.tb, s.xtmp, s.n, s.inc_start, s.inc_fun, s.local, 3)
@@ -624,7 +631,7 @@ cdef double _or(S* s, int64_t v, double alpha, double outside) noexcept nogil:
         return 0.0
     s.inexact = False
     ae = alpha if alpha > s.best - outside else s.best - outside
-    if s.cache_off[v] >= 0:
+    if s.cache_off[v] >= 0 and s.free == NULL:
         key = s.cache_off[v]
         for t in range(s.ctx_start[v], s.ctx_start[v + 1]):
             key += s.x[s.ctx_var[t]] * s.ctx_stride[t]
@@ -643,6 +650,10 @@ cdef double _or(S* s, int64_t v, double alpha, double outside) noexcept nogil:
     f = h + nc * cv
     s.top += need
     _values(s, v, cost, h, f)
+    if s.free != NULL and not s.free[v]:  # outside the neighbourhood: its fixed state only
+        for a in range(cv):
+            if a != s.xfix[v]:
+                f[a] = -INFINITY
     # states by decreasing f (kept in the arena's last cv slots, as doubles)
     for a in range(cv):
         if f[a] > ub_cache:
@@ -818,6 +829,92 @@ cdef class Search:
                         best = a
                 x[v] = <int32_t> best
 
+    def lns(self, double[::1] val, int32_t[::1] x, int32_t[::1] xbest, double best,
+            double time_limit, const uint8_t[::1] stop, double[::1] info, double size,
+            int64_t node_limit, uint64_t seed):
+        """Large-neighbourhood search from the incumbent ``xbest`` (scoring ``best``,
+        finite): again and again, a ball of ``size`` variables around a random one
+        (breadth first through the factors) is searched exhaustively, without the cache,
+        for at most ``node_limit`` nodes, every other variable fixed at the incumbent; a
+        better solution becomes the incumbent (ICM improves it). The ball grows by a fifth
+        after a search that ends, shrinks by a fifth after one that hits the node limit
+        (Shaw 1998's large neighbourhoods, guided by the structure as toulbar2's
+        decomposition-guided VNS). Runs ``time_limit`` seconds or until ``stop[0]``.
+        Returns (status: TIMED_OUT or STOPPED, best score, the ball's size)."""
+        cdef S* s = &self.s
+        cdef int64_t n = s.n, k, head, tail, v, t, u, f, r, count
+        cdef double total, got, sc
+        cdef uint64_t state = seed
+        cdef double[::1] hr = np.zeros(max(s.n_roots, 1))
+        cdef uint8_t[::1] free_arr = np.zeros(max(n, 1), dtype=np.uint8)
+        cdef int32_t[::1] fix = np.array(xbest, dtype=np.int32) if n else np.zeros(1, np.int32)
+        cdef int64_t[::1] queue = np.zeros(max(n, 1), dtype=np.int64)
+        s.tb.val = &val[0]
+        s.x = &x[0] if n else NULL
+        s.xbest = &xbest[0] if n else NULL
+        s.best = best
+        s.stop = &stop[0]
+        s.info = &info[0]
+        s.deadline = monotonic() + time_limit if time_limit > 0.0 else INFINITY
+        s.next_look = INFINITY
+        s.first, s.recovery = False, False
+        s.xfix = &fix[0]
+        s.top = 0
+        count = 0
+        with nogil:
+            while n > 0:
+                if stop[0]:
+                    s.halted = STOPPED
+                    break
+                if monotonic() > s.deadline:
+                    s.halted = TIMED_OUT
+                    break
+                # the ball
+                r = <int64_t> (_next(&state) % <uint64_t> n)
+                head, tail = 0, 1
+                queue[0] = r
+                free_arr[r] = 1
+                while head < tail and tail < <int64_t> size:
+                    v = queue[head]
+                    head += 1
+                    for t in range(s.inc_start[v], s.inc_start[v + 1]):
+                        f = s.inc_fun[t]
+                        for k in range(s.tb.f_start[f], s.tb.f_start[f + 1]):
+                            u = s.tb.f_var[k]
+                            if not free_arr[u] and tail < <int64_t> size:
+                                free_arr[u] = 1
+                                queue[tail] = u
+                                tail += 1
+                for v in range(n):
+                    s.x[v] = s.xbest[v]
+                    fix[v] = s.xbest[v]
+                s.free = &free_arr[0]
+                s.halted = 0
+                s.nodes = 0
+                s.node_limit = node_limit
+                total = _top(s, &hr[0])
+                count += s.nodes
+                s.free, s.node_limit = NULL, 0
+                for k in range(tail):
+                    free_arr[queue[k]] = 0
+                if s.halted == NODE_LIMIT:
+                    size = size * 0.8 if size * 0.8 > 2.0 else 2.0
+                    continue
+                if s.halted:
+                    break
+                size = size * 1.2 if size * 1.2 < n else <double> n
+                if total > s.best:
+                    got = _score(&s.tb, s.x, s.m)
+                    if got > s.best:
+                        _icm(&s.tb, s.x, n, s.inc_start, s.inc_fun, s.local, 100)
+                        sc = _score(&s.tb, s.x, s.m)
+                        for v in range(n):
+                            s.xbest[v] = s.x[v]
+                        s.best = sc if sc > got else got
+                        info[0] = s.best
+            info[1] = <double> count
+        return s.halted, s.best, size
+
     def run(self, double[::1] val, int32_t[::1] x, int32_t[::1] xbest, double best,
             double time_limit, const uint8_t[::1] stop, double[::1] info,
             double look_every):
@@ -842,6 +939,7 @@ cdef class Search:
         s.look_every = look_every
         s.next_look = monotonic() + look_every
         s.halted = 0
+        s.free, s.node_limit = NULL, 0
         s.first, s.recovery = True, False
         s.top = 0
         s.nodes = 0
@@ -884,6 +982,15 @@ cdef class Search:
             info[0] = s.best
             info[1] = <double> s.nodes
         return (s.halted if s.halted else DONE), s.best
+
+
+cdef inline uint64_t _next(uint64_t* state) noexcept nogil:
+    """splitmix64."""
+    state[0] += 0x9E3779B97F4A7C15ULL
+    cdef uint64_t z = state[0]
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL
+    return z ^ (z >> 31)
 
 
 # -- set-up helpers --------------------------------------------------------------------------

@@ -294,3 +294,28 @@ def test_infer_map_time_limit_is_a_deprecated_alias_of_max_time():
     assert res.status is Status.MAX_TIME and res.time < 1.0
     with pytest.raises(TypeError, match="one of them"):
         fwcore.infer_map(m, "anneal", max_time=0.2, time_limit=0.2)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_neighbourhood_search_only_improves(seed):
+    fg = random_factor_graph(seed, n=9, n_factors=12, p_inf=0.1)
+    exact = brute_force_max(fg)
+    if exact == -np.inf:
+        return
+    view, mb, plan = _plan(fg, 4)
+    val = np.concatenate([view.tables(fg.reduced.theta), np.zeros(plan["entries"])])
+    assert _search.minibucket_messages(
+        view.card, plan["f_start"], plan["f_var"], plan["f_stride"], plan["f_off"], val,
+        view.n_factors, plan["src"], plan["mm_start"], plan["mm_fun"], True, 0.0,
+        np.zeros(1, np.uint8))
+    f = view_functions(view)
+    x = np.zeros(view.card.size, dtype=np.int32)
+    plan["search"].greedy(val, mb.preorder, x)
+    start = _search.score(*f, val, view.n_factors, x)
+    if start == -np.inf:
+        return
+    best_x, info = x.copy(), np.zeros(2)
+    code, best, size = plan["search"].lns(val, x, best_x, start, 0.05, np.zeros(1, np.uint8),
+                                          info, 3.0, 1000, seed)
+    assert code == 1 and start <= best <= exact + 1e-9
+    assert _search.score(*f, val, view.n_factors, best_x) == pytest.approx(best)

@@ -40,9 +40,9 @@ __all__ = ["AOBBOracle", "FactorView", "MiniBuckets"]
 
 #: bytes of one cache entry (its value and its flag) and of one message entry
 _CACHE_ENTRY, _MESSAGE_ENTRY = 9, 8
-#: mini-bucket elimination's measured cost per (table entry x member) of a pass (linkage,
-#: pedigree, promedus: 1.5-3 ns on a shared 2-core machine)
-_MBE_SECONDS = 3e-9
+#: mini-bucket elimination's measured cost per (table entry x member) of a pass
+#: (linkage_12 at caps 2**20-2**26: 2.6-4.1 ns on a shared 2-core machine)
+_MBE_SECONDS = 4e-9
 #: the share of a call's time limit the mini-bucket bound may take
 _MBE_SHARE = 0.2
 #: the mini-bucket table caps tried (entries), largest first
@@ -52,6 +52,9 @@ _CAPS = tuple(2**k for k in range(26, 3, -2))
 _LOOK_EVERY, _PROGRESS_EVERY = 0.05, 1.0
 #: ICM sweeps on a new incumbent
 _ICM_SWEEPS = 50
+#: seconds of branch and bound, then of neighbourhood search, in the first round (rounds
+#: grow by half); the first neighbourhood's variables and its searches' node limit
+_TURN, _BALL, _BALL_NODES = 1.0, 60.0, 500000
 
 
 class FactorView:
@@ -442,8 +445,8 @@ class AOBBOracle(MapOracle):
         outcome = {}
 
         def run():
-            outcome["result"] = search.run(val, x, x_best, best, _limit(deadline), stop, info,
-                                           _LOOK_EVERY)
+            outcome["result"] = self._alternate(search, val, x, x_best, best, deadline, stop,
+                                                info)
 
         last = [time.monotonic()]
 
@@ -458,11 +461,36 @@ class AOBBOracle(MapOracle):
         except KeyboardInterrupt:
             raise _interrupted(view.extend(x_best, scores)) from None
         code, best = outcome["result"]
-        self.n_nodes = int(info[1])
         self._record(start, best, best if code == 0 else bound)
         if code == 0:
             return view.extend(x_best, scores), best, None
         return view.extend(x_best, scores), bound, Status.MAX_TIME
+
+    def _alternate(self, search, val, x, x_best, best, deadline, stop, info):
+        """Branch and bound (`fwcore._search.Search.run`) and, once there is an incumbent,
+        large-neighbourhood search around it (`Search.lns`) in turns of `_TURN` seconds,
+        growing by half each round, until the search proves its answer or time is up.
+        Returns (status code, best score)."""
+        turn, size, seed = _TURN, _BALL, 0
+        self.n_nodes = 0
+        while True:
+            left = deadline.seconds_left()
+            piece = 0.0 if left is None and best == -np.inf else (
+                turn if left is None else max(min(turn, left), 1e-9))
+            code, best = search.run(val, x, x_best, best, piece, stop, info, _LOOK_EVERY)
+            self.n_nodes += int(info[1])
+            if code != 1 or deadline.passed():  # proven, stopped, or out of time
+                return code, best
+            if best > -np.inf:
+                left = deadline.seconds_left()
+                piece = turn if left is None else max(min(turn, left), 1e-9)
+                code, best, size = search.lns(val, x, x_best, best, piece, stop, info, size,
+                                              _BALL_NODES, seed)
+                self.n_nodes += int(info[1])
+                seed += 1
+                if code == 2 or deadline.passed():
+                    return (1 if code != 2 else code), best
+            turn *= 1.5
 
     def _structure(self, collapse):
         """(view, `MiniBuckets`) with the auxiliary variables maximised out (``collapse``)
