@@ -482,9 +482,9 @@ def _add_map(sub):
     method = _defaults(infer_map)["method"]
     mp.add_argument("--method", default=method, help=_solvers() + f" (default {method})")
     _solver_options(mp)
-    _max_time(mp, "; the anytime solvers (portfolio, anneal) use all of it to improve the "
-                  "answer unless their bound proves it optimal first (--option "
-                  "anytime=false: their fixed effort)")
+    _max_time(mp, "; the anytime solvers (portfolio, anneal, aobb) use all of it to "
+                  "improve the answer unless their bound proves it optimal first (--option "
+                  "anytime=false: the fixed effort of portfolio and anneal)")
     _out(mp, "PREFIX.MAP")
     _quiet(mp)
     mp.set_defaults(run=_cmd_map)
