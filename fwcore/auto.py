@@ -192,11 +192,14 @@ def auto_oracle(model, installed):
     more variables, constraints) AND/OR branch and bound with the mini-bucket heuristic
     ("aobb", `fwcore.oracles.search`): one-variable moves cannot go from one feasible
     labelling to another there, so local search and message passing decode -inf, and
-    the search both finds and proves (bench/map_search.py: on the 10 models of
-    uai2014-higher-order and -beyond it proved 8 optimal within 20 s, linkage_14 in
-    0.9 s, where the integer program chosen before proved none and scored -501 on
-    linkage_12); else the approximate "portfolio", ahead of toulbar2 at equal time on
-    pairwise grids (bench/benchmarks/map_anytime.py)."""
+    the search both finds and proves. Measured by bench/map_search.py at 20 s (wall, 2
+    busy cores, one run, toulbar2 1.4 and Merlin's jglp at i-bound 10 beside it) on the
+    10 models of uai2014-higher-order and uai2014-beyond with their evidence: optimal and
+    proven on 8 (as toulbar2; linkage_14 in 4.5 s, ObjectDetection_13/16 in 0.4-0.5 s),
+    linkage_12 / linkage_13 -307.1 / -283.1 against toulbar2's -304.2 / -278.0 (neither
+    proven) and jglp's -326.4 / -304.7; the integer program chosen before scored -501 on
+    linkage_12 and proved nothing. Else the approximate "portfolio", ahead of toulbar2
+    at equal time on pairwise grids (bench/benchmarks/map_anytime.py)."""
     name = exact_oracle(model, installed)
     if name in _CHEAP:
         return name
