@@ -127,9 +127,18 @@ AUTO_ELIMINATION_VARS = 1000
 AUTO_ELIMINATION_BYTES = 2**26
 #: "exact" enumerates a binary vertex cover of up to this many variables (2^22 Gray steps)
 AUTO_COVER_VARS = 22
-#: past those, in order of preference: toulbar2 when installed (3x faster per call than
-#: HiGHS on the paper's 5x5 grids), else the integer program (HiGHS, always there)
+#: past those, on models without -inf edge tables: toulbar2 when installed (3x faster per
+#: call than HiGHS on the paper's 5x5 grids), else the integer program (HiGHS, always
+#: there)
 _EXACT_SEARCH = ("toulbar2", "ilp")
+#: the oracles cheap enough to be "auto"'s answer whatever the model
+_CHEAP = ("tree", "bruteforce", "elimination", "cover")
+
+
+def _hard(model):
+    """Whether an edge table forbids pairs of states (-inf), as the pairwise reduction of
+    every `FactorGraph` with a factor over three or more variables does."""
+    return bool(np.isneginf(model.theta[model.node_off[-1]:]).any())
 
 
 def exact_oracle(model, installed):
@@ -138,8 +147,10 @@ def exact_oracle(model, installed):
     has at most AUTO_ELIMINATION_VARS variables and its tables fit AUTO_ELIMINATION_BYTES,
     unless 'cover' (a binary vertex cover of at most AUTO_COVER_VARS variables: 2^k Gray
     steps of cost ~ its degree) costs fewer table entries (rbm_20: 0.19 s a call,
-    elimination 0.47 s), else 'cover' when it fits, else the first of _EXACT_SEARCH whose
-    backend is ``installed(name)`` (the registry knows: `fwcore.oracles.exact_choice`)."""
+    elimination 0.47 s), else 'cover' when it fits; past those, AND/OR search ('aobb') on
+    a model with -inf edge tables or factors over three or more variables (`auto_oracle`
+    says why), else the first of _EXACT_SEARCH whose backend is ``installed(name)`` (the
+    registry knows: `fwcore.oracles.exact_choice`)."""
     if model.is_forest():
         return "tree"
     if fits_bruteforce(model):
@@ -157,18 +168,29 @@ def exact_oracle(model, installed):
             pass
     if np.isfinite(cover_work):
         return "cover"
+    if _hard(model):
+        return "aobb"
     return next(name for name in _EXACT_SEARCH if installed(name))
 
 
 def auto_oracle(model, installed):
     """The oracle "auto" names: `exact_oracle` when it is cheap (tree, brute force,
-    elimination, cover) or when an edge table forbids pairs of states (-inf, as in a
-    `FactorGraph`'s reduction: one-variable moves cannot go from one feasible labelling
-    to another, so local search and message passing decode -inf there), else the
-    approximate "portfolio"."""
+    elimination, cover); else on a model with -inf edge tables (factors over three or
+    more variables, constraints) AND/OR branch and bound with the mini-bucket heuristic
+    ("aobb", `fwcore.oracles.search`): one-variable moves cannot go from one feasible
+    labelling to another there, so local search and message passing decode -inf, and
+    the search both finds and proves. Measured by bench/map_search.py at 20 s (wall, 2
+    busy cores, one run, toulbar2 1.4 and Merlin's jglp at i-bound 10 beside it) on the
+    10 models of uai2014-higher-order and uai2014-beyond with their evidence: optimal and
+    proven on 8 (as toulbar2; linkage_14 in 4.5 s, ObjectDetection_13/16 in 0.4-0.5 s),
+    linkage_12 / linkage_13 -307.1 / -283.1 against toulbar2's -304.2 / -278.0 (neither
+    proven) and jglp's -326.4 / -304.7; the integer program chosen before scored -501 on
+    linkage_12 and proved nothing. Else the approximate "portfolio", ahead of toulbar2
+    at equal time on pairwise grids (bench/benchmarks/map_anytime.py)."""
     name = exact_oracle(model, installed)
-    hard = np.isneginf(model.theta[model.node_off[-1]:]).any()
-    return "portfolio" if name in _EXACT_SEARCH and not hard else name
+    if name in _CHEAP:
+        return name
+    return "aobb" if _hard(model) else "portfolio"
 
 
 # -- the portfolio's members -----------------------------------------------------------------

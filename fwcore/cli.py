@@ -250,7 +250,7 @@ def _cmd_map(args):
     model = _load(args)
     progress = _Progress(args, progress_line)
     try:
-        res = infer_map(model, method=args.method, time_limit=args.max_time, seed=args.seed,
+        res = infer_map(model, method=args.method, max_time=args.max_time, seed=args.seed,
                         callback=progress, verbose=progress.verbose, **options)
     finally:
         progress.close()
@@ -271,7 +271,8 @@ def _cmd_map(args):
 
 #: `fwcore.infer_map`'s own arguments, which ``map`` takes as these, never as --option
 _MAP_ARGUMENTS = {"model": "its MODEL argument", "method": "--method",
-                  "time_limit": "--max-time SECONDS", "seed": "--seed",
+                  "max_time": "--max-time SECONDS", "time_limit": "--max-time SECONDS",
+                  "seed": "--seed",
                   "callback": "none (the progress on stderr; --quiet for none)",
                   "verbose": "none (the progress on stderr; --quiet for none)"}
 
@@ -491,9 +492,9 @@ def _add_map(sub):
     method = _defaults(infer_map)["method"]
     mp.add_argument("--method", default=method, help=_solvers() + f" (default {method})")
     _solver_options(mp)
-    _max_time(mp, "; the anytime solvers (portfolio, anneal) use all of it to improve the "
-                  "answer unless their bound proves it optimal first (--option "
-                  "anytime=false: their fixed effort)")
+    _max_time(mp, "; the anytime solvers (portfolio, anneal, aobb) use all of it to "
+                  "improve the answer unless their bound proves it optimal first (--option "
+                  "anytime=false: the fixed effort of portfolio and anneal)")
     _out(mp, "PREFIX.MAP")
     _quiet(mp)
     mp.set_defaults(run=_cmd_map)

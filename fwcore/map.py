@@ -1,6 +1,7 @@
 """`infer_map`: MAP inference by any registered oracle, with a result record."""
 from __future__ import annotations
 
+import warnings
 
 import numpy as np
 
@@ -15,27 +16,31 @@ from .model import PairwiseMRF
 
 __all__ = ["infer_map"]
 
-_PARAMS = {"time_limit": TIME, "seed": SEED, "callback": [CALLABLE, None], "verbose": BOOL}
+_PARAMS = {"max_time": TIME, "seed": SEED, "callback": [CALLABLE, None], "verbose": BOOL,
+           "time_limit": TIME}
 
 
 @validate_params(_PARAMS, unchecked=("model", "method"))
 @solves_factor_graphs
 def infer_map(model: PairwiseMRF | FactorGraph, method: str | object = "auto",
-              time_limit: float | None = None, seed: int | None = None, callback=None,
-              verbose: bool = False, **options) -> MapResult:
+              max_time: float | None = None, seed: int | None = None, callback=None,
+              verbose: bool = False, *, time_limit: float | None = None,
+              **options) -> MapResult:
     """MAP assignment of ``model`` (argmax of <θ, μ(x)>) by the oracle named ``method``.
 
     method : "exact" (the cheapest exact oracle: tree, bruteforce, elimination, cover,
-        toulbar2 or ilp, see `fwcore.oracles.exact_choice`), "auto" (that exact oracle when
-        it is tree, brute force, elimination or cover or when edge tables forbid pairs of
-        states, as a `FactorGraph`'s do, else the approximate "portfolio"), or any name in
-        ``fwcore.available_oracles()`` (bruteforce, elimination, tree, cover, ilp, toulbar2,
-        icm, qpbo, trws, maxproduct, anneal, expansion, swap, portfolio, lp).
-    time_limit : seconds for the call (oracles that stop early return their best
+        aobb, toulbar2 or ilp, see `fwcore.oracles.exact_choice`), "auto" (the rule of
+        `fwcore.auto.auto_oracle`: that exact oracle when it is cheap, AND/OR search
+        ("aobb") on models with factors over three or more variables or -inf tables, else
+        the approximate "portfolio"), or any name in ``fwcore.available_oracles()``
+        (bruteforce, elimination, tree, cover, aobb, ilp, toulbar2, icm, qpbo, trws,
+        maxproduct, anneal, expansion, swap, portfolio, lp).
+    max_time : seconds for the call (oracles that stop early return their best
         labelling with status ``max_time``); the anytime oracles (portfolio, anneal) use
         all of it unless their bound proves optimality first (``anytime=False`` among the
         options keeps them to their fixed effort; like ``seed``, it goes only to the
-        oracles that take it). seed : for the oracles that take one.
+        oracles that take it). ``time_limit``: the same, its former name (deprecated).
+        seed : for the oracles that take one.
     callback : ``callback(record)`` with each progress record of an anytime oracle (time,
         score, bound) as it is made; False stops the call as Ctrl-C does (status
         ``interrupted``, the best labelling so far). verbose : those records' progress
@@ -45,19 +50,27 @@ def infer_map(model: PairwiseMRF | FactorGraph, method: str | object = "auto",
 
     Returns a `MapResult`: ``assignment``, ``score``, ``upper_bound`` (None when the method
     has none), ``status`` (the oracle's: ``converged`` only when exact or proven by the
-    bound; ``interrupted`` on Ctrl-C, with no bound and the best labelling the oracle had
-    found (portfolio, anneal, expansion, swap, icm, trws, maxproduct keep theirs; others
-    give the best node scores' assignment), repaired off -inf entries,
-    ``time`` (seconds, oracle construction included), ``method`` (the oracle used) and
-    ``trace``: the anytime oracles' (time, score, bound) records (times from the start of
-    the oracle's call), else one record at the end. A
+    bound; ``interrupted`` on Ctrl-C, with the best labelling the oracle had found
+    (portfolio, anneal, aobb, expansion, swap, icm, trws, maxproduct keep theirs; others
+    give the best node scores' assignment), repaired off -inf entries, and the best bound
+    its progress records had (None without), ``time`` (seconds, oracle construction
+    included), ``method`` (the oracle used) and ``trace``: the anytime oracles' (time,
+    score, bound) records (times from the start of the oracle's call), else one record at
+    the end. A
     model with no feasible assignment raises ValueError: before the oracle runs when arc
     consistency finds it (`fwcore.checks.check_feasible`), after it when an exact oracle's
     maximum or any certified bound proves it.
     """
-    deadline = Deadline(time_limit)  # the checks and the oracle's construction count too
+    if time_limit is not None:
+        if max_time is not None:
+            raise TypeError("infer_map takes max_time (seconds); time_limit is its former "
+                            "name: give one of them")
+        warnings.warn("infer_map's time_limit is now max_time", DeprecationWarning,
+                      stacklevel=4)
+        max_time = time_limit
+    deadline = Deadline(max_time)  # the checks and the oracle's construction count too
     model = check_feasible(check_model(model))
-    anytime = options.pop("anytime", time_limit is not None)  # as seed: for those taking it
+    anytime = options.pop("anytime", max_time is not None)  # as seed: for those taking it
     progress = Callbacks(callback, trace=False, line=progress_line, verbose=verbose)
     ours = not isinstance(method, MapOracle)  # a user's oracle object is never changed
     built = []
@@ -71,7 +84,8 @@ def infer_map(model: PairwiseMRF | FactorGraph, method: str | object = "auto",
         return oracle.argmax(model.theta, time_limit=None if left is None else max(left, 1e-2))
 
     # Ctrl-C (also while the oracle is built): the oracle's best labelling so far (an
-    # oracle that keeps none: the best node scores), repaired off -inf entries; no bound
+    # oracle that keeps none: the best node scores), repaired off -inf entries, with the
+    # best bound its progress records had
     x, interrupted = best_on_interrupt(solve, lambda: node_argmax(model, model.theta))
     if interrupted:
         x = feasible_labelling(model, model.theta, x)
@@ -79,8 +93,8 @@ def infer_map(model: PairwiseMRF | FactorGraph, method: str | object = "auto",
     if oracle is not None and not ours:  # its progress records, after the call
         for record in oracle.progress:
             progress(record)
-    progress.close()
-    bound, status = ((None, Status.INTERRUPTED) if interrupted else
+    recorded = None if oracle is None else _recorded_bound(oracle)
+    bound, status = ((recorded, Status.INTERRUPTED) if interrupted else
                      (oracle.upper_bound(), oracle.status))
     elapsed = deadline.elapsed()
     score = float(model.score(x))
@@ -88,14 +102,26 @@ def infer_map(model: PairwiseMRF | FactorGraph, method: str | object = "auto",
         check_bound_feasible(model, bound)
         if oracle is not None and oracle.exact and status is Status.CONVERGED:
             check_bound_feasible(model, score)  # the maximum itself
-    trace = Trace((oracle.progress if oracle is not None else ()) or [
-        Record(iteration=1, time=elapsed, primal=score, n_oracle_calls=1, bound=bound,
-               score=score)])
+    trace = () if oracle is None else oracle.progress
+    if not trace:  # an oracle that records no progress: its answer is the one line
+        trace = (Record(iteration=1, time=elapsed, primal=score, n_oracle_calls=1,
+                        bound=bound, score=score),)
+        if not interrupted:
+            progress(trace[0])
+    progress.close()
+    trace = Trace(trace)
     name = oracle.name if oracle is not None else (method if isinstance(method, str) else
                                                    "function")
     return MapResult(assignment=x, score=score, upper_bound=bound, status=status,
                      time=elapsed, method=name, n_iter=1, n_oracle_calls=1, trace=trace,
                      info={"requested": method})
+
+
+def _recorded_bound(oracle):
+    """The smallest bound among the progress records of an interrupted call (None: none
+    recorded): certified for its scores, as every record's bound is."""
+    bounds = [r.bound for r in oracle.progress if r.bound is not None]
+    return min(bounds) if bounds else None
 
 
 def progress_line(record):

@@ -24,7 +24,7 @@ def main(argv=None):
     model = fwcore.random_grid(args.side, coupling=args.coupling, seed=0)
     print(f"{args.side}x{args.side} grid, couplings U[-{args.coupling:g}, {args.coupling:g}]")
     for method in ("icm", "portfolio"):
-        res = fwcore.infer_map(model, method, time_limit=args.max_time, seed=0)
+        res = fwcore.infer_map(model, method, max_time=args.max_time, seed=0)
         bound = "none" if res.upper_bound is None else f"{res.upper_bound:.1f}"
         print(f"{method:<10} score {res.score:.1f}, bound {bound}, status "
               f"{res.status.value}, {res.time:.2f} s")

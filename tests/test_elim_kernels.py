@@ -126,7 +126,7 @@ def test_anytime_portfolio_eliminates_when_cheap():
     assert model.score(x) == pytest.approx(fwcore.exact_map(model).score, abs=1e-9)
     assert oracle.upper_bound() == pytest.approx(model.score(x))
     assert len(oracle.progress) == 1
-    res = fwcore.infer_map(model, method="portfolio", time_limit=5.0, seed=0)
+    res = fwcore.infer_map(model, method="portfolio", max_time=5.0, seed=0)
     assert res.status is Status.CONVERGED and res.upper_bound == res.score
 
 
@@ -145,4 +145,4 @@ def test_anytime_portfolio_on_an_infeasible_model_raises():
     theta = model.theta.copy()
     theta[model.node_off[0]:model.node_off[1]] = -np.inf
     with pytest.raises(ValueError, match="no feasible assignment"):
-        fwcore.infer_map(model.with_theta(theta), method="portfolio", time_limit=1.0)
+        fwcore.infer_map(model.with_theta(theta), method="portfolio", max_time=1.0)

@@ -171,7 +171,7 @@ def test_c1_highs_is_refused_a_problem_it_cannot_hold():
     code, out, err = run_capped(3, """
         import fwcore
         m = fwcore.PairwiseMRF([5000, 5000], None, [(0, 1)])
-        for run in (lambda: fwcore.infer_map(m, method="ilp", time_limit=5),
+        for run in (lambda: fwcore.infer_map(m, method="ilp", max_time=5),
                     lambda: fwcore.barrier_fw(m, oracle="ilp"),
                     lambda: fwcore.infer_map(m, method="lp")):
             try:

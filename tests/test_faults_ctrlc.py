@@ -75,7 +75,7 @@ _GRID = "m = fwcore.random_grid(100, coupling=4, seed=0)"
 def test_sigint_to_infer_map_returns_the_best_labelling_so_far(method):
     # 6 s into a 60 s call: the portfolio is in its anytime rounds, annealing in a schedule
     # planned for the whole minute (before: 24-48 s to stop, the node-argmax labelling)
-    call = (f"r = fwcore.infer_map(m, {method!r}, time_limit=60, seed=0)\n"
+    call = (f"r = fwcore.infer_map(m, {method!r}, max_time=60, seed=0)\n"
             "    print(r.status.value, r.score, r.trace[-1].score, "
             "m.score(fwcore.oracles._common.node_argmax(m, m.theta)), flush=True)")
     latency, line, _, err = _sigint(_GRID, call, 6.0)

@@ -109,14 +109,14 @@ def test_infer_local_holds_max_time():
 @pytest.mark.parametrize("method", ["ilp", "lp", "trws"])
 def test_infer_map_holds_time_limit(method):
     model = _grid(100)
-    res = _held(1.0, lambda: fwcore.infer_map(model, method=method, time_limit=1.0))
+    res = _held(1.0, lambda: fwcore.infer_map(model, method=method, max_time=1.0))
     assert res.status in (Status.MAX_TIME, Status.CONVERGED, Status.STALLED)
     assert res.assignment.shape == (model.n_vars,)
 
 
 def test_infer_map_lp_at_its_time_limit_returns_max_time():
     model = _grid(100)
-    res = fwcore.infer_map(model, method="lp", time_limit=0.05)
+    res = fwcore.infer_map(model, method="lp", max_time=0.05)
     assert res.status is Status.MAX_TIME and res.upper_bound is None
     assert np.isfinite(res.score)
 

@@ -109,7 +109,7 @@ def counted(monkeypatch):
     lambda m: fwcore.infer(m, max_time=5),
     lambda m: fwcore.infer(m, method="barrier-fw", rho_updates=1),
     lambda m: fwcore.infer(m, method="trbp", rho_updates=1),
-    lambda m: fwcore.infer_map(m, time_limit=1),
+    lambda m: fwcore.infer_map(m, max_time=1),
     lambda m: fwcore.infer_map(m, "portfolio"),
     lambda m: fwcore.barrier_fw(m, rho_updates=1),
 ], ids=["infer", "barrier-fw", "trbp", "infer_map", "infer_map-portfolio", "barrier_fw"])

@@ -721,7 +721,7 @@ def test_anneal_is_reproducible_from_seed_and_uses_init():
 
 def test_infer_map_portfolio_spends_time_and_traces_progress():
     model = fwcore.random_grid(24, seed=0)  # too large to plan elimination within 0.5 s
-    res = fwcore.infer_map(model, method="portfolio", time_limit=0.5, seed=0)
+    res = fwcore.infer_map(model, method="portfolio", max_time=0.5, seed=0)
     assert res.status in (Status.MAX_TIME, Status.CONVERGED)
     cols = res.trace.columns()
     assert len(res.trace) >= 2
@@ -743,7 +743,7 @@ def test_anytime_portfolio_stops_when_the_bound_proves_optimality():
 
 def test_anytime_portfolio_on_multi_label_models_with_impossible_states():
     model, opt = random_model(7, n=8, max_card=4, p_inf=0.2)
-    res = fwcore.infer_map(model, method="portfolio", time_limit=0.2, seed=1)
+    res = fwcore.infer_map(model, method="portfolio", max_time=0.2, seed=1)
     assert res.score <= opt.score + TOL
     assert res.upper_bound >= opt.score - TOL
 

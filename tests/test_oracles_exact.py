@@ -274,7 +274,7 @@ def test_infer_map_fields_and_auto():
     for model, method, expected in ((tree_model, "auto", "tree"), (tiny, "auto", "bruteforce"),
                                     (big, "exact", big_exact), (big, "auto", "portfolio"),
                                     (small, "auto", "elimination")):
-        res = infer_map(model, method, time_limit=30)
+        res = infer_map(model, method, max_time=30)
         assert isinstance(res, MapResult) and res.method == expected
         assert res.assignment.shape == (model.n_vars,) and res.time >= 0
         assert same(res.score, float(model.score(res.assignment)))
@@ -294,7 +294,9 @@ def test_errors():
         resolve_oracle("tree", cycle)
     with pytest.raises(ValueError, match="max_states"):
         resolve_oracle("bruteforce", random_grid(5, 5, seed=0))
-    with pytest.raises(ValueError, match="time_limit"):
+    with pytest.raises(ValueError, match="max_time"):
+        infer_map(cycle, max_time=-1)
+    with pytest.raises(ValueError, match="time_limit"):  # its deprecated alias
         infer_map(cycle, time_limit=-1)
     with pytest.raises(ValueError, match="mip_rel_gap"):
         resolve_oracle("ilp", cycle, mip_rel_gap=2)

@@ -185,7 +185,7 @@ def test_named_parameters_bind_as_python_binds_them():
 
 def _brute_map(model, time_limit=None):
     """MAP by brute force."""
-    return fwcore.infer_map(model, "bruteforce", time_limit=time_limit)
+    return fwcore.infer_map(model, "bruteforce", max_time=time_limit)
 
 
 @pytest.mark.parametrize("checks_outside", [True, False])

@@ -25,7 +25,7 @@ def test_trace_marginals_and_map_figures():
     assert lower[-1] == pytest.approx(res.log_z_lower)
     ax = plot_marginals(res, (4, 5))
     np.testing.assert_allclose(ax.get_images()[0].get_array()[1, 2], res.node_marginals[7][1])
-    best = fwcore.infer_map(model, method="portfolio", time_limit=0.5)
+    best = fwcore.infer_map(model, method="portfolio", max_time=0.5)
     ax = plot_map_trace(best)
     assert ax.get_lines()[0].get_label() == "score"
     for ax in (plot_trace(res), plot_marginals(res, (4, 5)), plot_map_trace(best)):

@@ -63,7 +63,7 @@ _SNIPPET = """\
 
     m = fwcore.random_grid(3, 3, seed=0)
     res = fwcore.barrier_fw(m, oracle="exact", max_time=10.0)
-    best = fwcore.infer_map(m, method="icm", time_limit=1.0)
+    best = fwcore.infer_map(m, method="icm", max_time=1.0)
     lz: float = res.log_z_upper + best.score + fwcore.exact_inference(m).log_z
     fwcore.write_uai(m, "m.uai")
     fwcore.write_mar("m.MAR", fwcore.read_mar("m.MAR"))

@@ -21,7 +21,7 @@ from .common import INSTANCES, QUICK
 def _infer_map(model, method, budget, **options):
     """(score, wall seconds of the whole call, bound)."""
     start = time.perf_counter()
-    res = fwcore.infer_map(model, method=method, time_limit=budget, seed=0, **options)
+    res = fwcore.infer_map(model, method=method, max_time=budget, seed=0, **options)
     return res.score, time.perf_counter() - start, res.upper_bound
 
 
@@ -90,7 +90,7 @@ class PottsGrid:
             return fwcore.potts_grid(100, n_labels=5, coupling=1, seed=0)
         # fwcore's modules loaded before anything is timed, as gco is
         fwcore.infer_map(fwcore.potts_grid(5, n_labels=5, seed=1), method="portfolio",
-                         time_limit=0.01, seed=0)
+                         max_time=0.01, seed=0)
         table = {method: _infer_map(model(), method, None)[:2]
                  for method in ("icm", "expansion")}
         table.update({f"{name}_1s": _infer_map(model(), name, 1.0)[:2]

@@ -17,7 +17,9 @@ solver repeats in the child; HiGHS forked after it ran in the parent (its thread
 copied) was measured to work.
 """
 import multiprocessing
+import os
 import sys
+import time
 
 import numpy as np
 
@@ -116,20 +118,28 @@ def feasible_labelling(model, scores, x, penalised=None):
     return local if model.score(local, scores) >= model.score(x, scores) else x
 
 
-def run_highs(solve, time_limit, options, in_place=False):
+def run_highs(solve, time_limit, options, in_place=False, on_line=None):
     """``solve(options)`` (a `scipy.optimize.milp` or ``linprog`` call) interruptible by
     Ctrl-C (`call_interruptibly`), with HiGHS's ``time_limit`` set to
     `_HIGHS_SHARE` of ``time_limit``. Returns the scipy result, or None when the call
     was abandoned past ``time_limit`` (`grace`). ``in_place``: a call
-    known to take milliseconds runs here, without the fork (about 10 ms a call)."""
+    known to take milliseconds runs here, without the fork (about 10 ms a call).
+    ``on_line``: HiGHS's log is on, and each of its lines goes to ``on_line(line)`` as it
+    is printed (and ``on_line(None)`` every `_TICK` seconds in between)."""
     if time_limit is not None:
         options = {**options, "time_limit": _HIGHS_SHARE * time_limit}
+    if on_line is not None:
+        options = {**options, "disp": True}
     if in_place:
         return solve(options)
     try:
-        return call_interruptibly(lambda: solve(options), grace(time_limit))
+        return call_interruptibly(lambda: solve(options), grace(time_limit), on_line)
     except Abandoned:
         return None
+
+
+#: seconds between two looks at a worker's log (`call_interruptibly`)
+_TICK = 0.25
 
 
 class Abandoned(Exception):
@@ -142,14 +152,17 @@ def grace(time_limit):
     return None if time_limit is None else 1.1 * time_limit + 0.5
 
 
-def call_interruptibly(func, wait=None):
+def call_interruptibly(func, wait=None, on_line=None):
     """``func()`` in a forked process (``func`` and its data need no pickling; its result
     is pickled back), waiting at most ``wait`` seconds (None: until it returns). Ctrl-C
     while waiting kills the process and raises KeyboardInterrupt at once; a call still
     running after ``wait`` is killed and raises `Abandoned`. Where processes cannot be
     forked (Windows) or this one may have none (a daemonic worker, as a dask worker's
     executor process is), ``func()`` runs here: Ctrl-C then waits for the solver, and
-    ``wait`` is not enforced."""
+    ``wait`` is not enforced. ``on_line``: the worker's standard output (a pseudo-terminal,
+    so that C libraries print line by line) goes to ``on_line(line)`` line by line, and
+    ``on_line(None)`` every `_TICK` seconds; what it raises stops the call as Ctrl-C
+    does."""
     if ("fork" not in multiprocessing.get_all_start_methods()
             or multiprocessing.current_process().daemon):
         return func()
@@ -158,11 +171,24 @@ def call_interruptibly(func, wait=None):
             stream.flush()
     context = multiprocessing.get_context("fork")
     receive, send = context.Pipe(duplex=False)
-    worker = context.Process(target=_child, args=(func, send), daemon=True)
+    log = _Log() if on_line is not None else None
+    worker = context.Process(target=_child, args=(func, send, log), daemon=True)
     worker.start()
     send.close()
+    end = None if wait is None else time.monotonic() + wait
     try:
-        if not receive.poll(wait):
+        if log is None:
+            ready = receive.poll(wait)
+        else:
+            log.opened()
+            ready = False
+            while not ready and (end is None or time.monotonic() < end):
+                ready = receive.poll(_TICK if end is None else
+                                     max(0.0, min(_TICK, end - time.monotonic())))
+                for line in log.lines():
+                    on_line(line)
+                on_line(None)
+        if not ready:
             raise Abandoned(f"the solver was still running after {wait:.3g} s")
         ok, value = receive.recv()
     except EOFError:
@@ -172,12 +198,50 @@ def call_interruptibly(func, wait=None):
             worker.kill()
         worker.join()
         receive.close()
+        if log is not None:
+            log.close()
     if not ok:
         raise value
     return value
 
 
-def _child(func, send):
+class _Log:
+    """A pseudo-terminal for a worker's standard output: the worker writes to it
+    (`into`), the caller reads whole lines (`lines`)."""
+
+    def __init__(self):
+        self.reader, self.writer = os.openpty()
+        self.rest = b""
+
+    def into(self):
+        """In the worker: file descriptor 1 becomes the terminal."""
+        os.dup2(self.writer, 1)
+
+    def opened(self):
+        """In the caller, after the fork: only the worker writes."""
+        os.close(self.writer)
+        os.set_blocking(self.reader, False)
+
+    def lines(self):
+        data = b""
+        while True:
+            try:
+                chunk = os.read(self.reader, 65536)
+            except (BlockingIOError, OSError):
+                break
+            if not chunk:
+                break
+            data += chunk
+        *whole, self.rest = (self.rest + data).split(b"\n")
+        return [w.decode(errors="replace").rstrip("\r") for w in whole]
+
+    def close(self):
+        os.close(self.reader)
+
+
+def _child(func, send, log=None):
+    if log is not None:
+        log.into()
     try:
         send.send((True, func()))
     except BaseException as err:  # handed to the parent

@@ -23,7 +23,7 @@ from .. import _kernels
 from ..checks import BOOL, Interval, check_seed, validate_params
 from ..loop import budget_status, keeping_best
 from ..model import PairwiseMRF
-from ..results import Status
+from ..results import Record, Status
 from .approximate import QPBOOracle
 from .base import MapOracle, register_oracle
 from ._common import node_argmax
@@ -71,8 +71,8 @@ class AnnealOracle(MapOracle):
     labelling so far (again while time is left): longer schedules find better labellings.
     Every schedule runs in short kernel calls (`_SLICE_WORK`, and `_SLICE` seconds with a
     time limit) that go on with the same walk, so that Ctrl-C raises `Interrupted` (the
-    best labelling so far) at once. Reproducible from ``seed`` without a time limit. No
-    bound.
+    best labelling so far) at once; each call records its progress (time, best score)
+    after each of them. Reproducible from ``seed`` without a time limit. No bound.
     """
 
     name = "anneal"
@@ -120,6 +120,9 @@ class AnnealOracle(MapOracle):
             self.n_moves += moves
             self.n_accepted += accepted
             self._keep(scores, self._best)
+            self.add_progress(Record(iteration=len(self.progress) + 1,
+                                     time=time.perf_counter() - self._start,
+                                     primal=self._kept_score, score=self._kept_score))
         return done
 
     def _keep(self, scores, y):
@@ -129,7 +132,8 @@ class AnnealOracle(MapOracle):
             self._kept, self._kept_score = y.copy(), score
 
     def _argmax(self, scores, init, time_limit):
-        start = time.perf_counter()
+        start = self._start = time.perf_counter()
+        self.progress = ()
         m = self.model
         x = node_argmax(m, scores).astype(np.int32) if init is None else init.copy()
         scale = temperature_scale(m, scores)

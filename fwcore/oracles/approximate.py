@@ -14,7 +14,7 @@ import numpy as np
 from .. import _kernels, _oracles
 from ..checks import BOOL, Interval, TIME, check_seed, finite_penalty, validate_params
 from ..loop import budget_status, keeping_best
-from ..results import Status
+from ..results import Record, Status
 from .base import MapOracle, register_oracle
 from ._common import node_argmax
 
@@ -161,6 +161,12 @@ class _MessagePassing(MapOracle):
         return _oracles.message_sweeps(scores, m.graph, self._msg_off, self._msg, gamma,
                                        node_weight, damping, self._hat, self._buf)
 
+    def _record(self, t0, best, bound):
+        """A progress record after an iteration (time since the call's start ``t0``)."""
+        self.add_progress(Record(iteration=self.n_iter, time=time.perf_counter() - t0,
+                                 primal=best, score=best,
+                                 bound=None if bound is None or bound == np.inf else bound))
+
     def _decode(self, scores, sequential):
         m = self.model
         _oracles.decode(scores, m.graph, self._msg_off, self._msg, sequential, self._x,
@@ -205,7 +211,7 @@ class TRWSOracle(_MessagePassing):
         best_x, best = (None, -np.inf) if x0 is None else (x0, float(self.model.score(x0, scores)))
         if not (self.warm_start and np.isfinite(self._msg).all()):
             self._msg[:] = 0.0
-        ub, self.trace = np.inf, []
+        ub, self.trace, self.progress = np.inf, [], ()
         t0 = now = time.perf_counter()
         status = budget_status()
         with keeping_best(lambda inner: best_x):  # Ctrl-C: the best decoding so far
@@ -219,6 +225,7 @@ class TRWSOracle(_MessagePassing):
                 improved = ub - bound
                 ub = min(ub, bound)
                 self.trace.append((bound, best))
+                self._record(t0, best, ub)
                 tol = self.tol * max(1.0, abs(best)) if np.isfinite(best) else self.tol
                 if ub - best <= tol or ub == -np.inf:
                     status = Status.CONVERGED
@@ -259,6 +266,7 @@ class MaxProductOracle(_MessagePassing):
         x0 = init
         best_x, best = (None, -np.inf) if x0 is None else (x0, float(self.model.score(x0, scores)))
         self._msg[:] = 0.0
+        self.progress = ()
         t0 = time.perf_counter()
         status = budget_status()
         with keeping_best(lambda inner: best_x):  # Ctrl-C: the best decoding so far
@@ -268,6 +276,7 @@ class MaxProductOracle(_MessagePassing):
                 x, val = self._decode(scores, False)
                 if best_x is None or val > best:
                     best_x, best = x, val
+                self._record(t0, best, None)
                 if change <= self.tol:  # a fixed point, but no proof of optimality
                     status = Status.STALLED
                     break

@@ -4,3 +4,4 @@ from . import lp  # noqa: F401
 from . import portfolio  # noqa: F401
 from . import approximate  # noqa: F401
 from . import anytime  # noqa: F401
+from . import search  # noqa: F401

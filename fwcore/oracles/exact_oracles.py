@@ -8,6 +8,7 @@ with the solver's bound when it has one).
 """
 import importlib.util
 import math
+import re
 import time
 
 import numpy as np
@@ -16,9 +17,10 @@ from ..checks import (HIGHS_MEMORY_LIMIT, Interval, TIME, check_lp_size, validat
                       finite_penalty)
 from .. import _oracles
 from ..elimination import EliminationPlan
+from ..loop import PROGRESS_EVERY
 from ..exact import _bruteforce_map
 from ..model import binary_cover
-from ..results import Status
+from ..results import Record, Status
 from .base import MapOracle, register_oracle
 from ._common import (Abandoned, call_interruptibly, grace, local_polytope_constraints,
                       lp_objective, node_argmax, run_highs)
@@ -233,10 +235,11 @@ class ILPOracle(MapOracle):
         if not model.n_vars:  # the empty assignment (HiGHS refuses a problem without columns)
             return np.zeros(0, dtype=np.int32), 0.0, None
         cost, upper = lp_objective(scores)
+        self.progress = ()
         res = run_highs(lambda options: milp(
             cost, integrality=self._integrality, bounds=Bounds(0.0, upper),
             constraints=self._constraints, options=options),
-            time_limit, {"mip_rel_gap": self.mip_rel_gap})
+            time_limit, {"mip_rel_gap": self.mip_rel_gap}, on_line=_HighsProgress(self))
         if res is None:   # abandoned past the time limit: the best node scores, no bound
             return node_argmax(model, scores), None, Status.MAX_TIME
         # without an incumbent (infeasible: all scores −inf; or timed out) the fallback
@@ -253,6 +256,34 @@ class ILPOracle(MapOracle):
             return x, (float(model.score(x, scores)) if res.status == 0 else None), status
         # a bound below an achieved score is a tolerance artefact: lift it to that score
         return x, max(float(-dual), float(model.score(x, scores))), status
+
+
+#: a row of HiGHS's branch-and-bound log: its best bound and best solution (of the cost
+#: it minimises: minus the score)
+_HIGHS_ROW = re.compile(r"^\s*[A-Za-z]?\s+\d+\s+\d+\s+\d+\s+[\d.]+%\s+(\S+)\s+(\S+)\s")
+
+
+class _HighsProgress:
+    """Reads HiGHS's log lines for the ILP oracle: a progress record (time, best score,
+    bound) when they change, and one a second anyway (`fwcore.loop.PROGRESS_EVERY`)."""
+
+    def __init__(self, oracle):
+        self.oracle, self.start = oracle, time.monotonic()
+        self.score, self.bound, self.last = -np.inf, None, None
+
+    def __call__(self, line):
+        row = None if line is None else _HIGHS_ROW.match(line)
+        changed = False
+        if row is not None:
+            bound, score = -float(row.group(1)), -float(row.group(2))
+            changed = (score, bound) != (self.score, self.bound)
+            self.score, self.bound = score, (bound if bound < np.inf else None)
+        now = time.monotonic()
+        if changed or self.last is None or now - self.last >= PROGRESS_EVERY:
+            self.last = now
+            self.oracle.add_progress(Record(iteration=len(self.oracle.progress) + 1,
+                                            time=now - self.start, primal=self.score,
+                                            bound=self.bound, score=self.score))
 
 
 #: wall seconds toulbar2 takes per second of its time limit (measured on 100x100 and

@@ -111,8 +111,8 @@ class PortfolioOracle(MapOracle):
             except ValueError:  # every assignment has score -inf
                 return np.zeros(self.model.n_vars, dtype=np.int32), -np.inf, None
             score = float(self.model.score(x, scores))
-            self.progress = (Record(iteration=1, time=time.perf_counter() - start, primal=score,
-                                    bound=score, score=score),)
+            self.add_progress(Record(iteration=1, time=time.perf_counter() - start,
+                                     primal=score, bound=score, score=score))
             return x, score, None
         self._kept, self._kept_score = None, -np.inf
 
