@@ -9,9 +9,10 @@ import pytest
 from scipy.special import logsumexp
 
 import fwcore
+from fwcore import _wmb
 from fwcore._wmb import exp_nonpositive
 from fwcore.io.uai import apply_evidence
-from fwcore.marginals.wmb import _wlse, weighted_mini_bucket
+from fwcore.marginals.wmb import weighted_mini_bucket
 from fwcore.results import Status
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # --import-mode=importlib
@@ -24,21 +25,56 @@ def _reference_wlse(x, axes, w):
         return w * logsumexp(x / w, axis=axes) if axes else x
 
 
-@pytest.mark.parametrize("w", [0.25, 1.0, 3.0])
-@pytest.mark.parametrize("shape, axes", [
-    ((3, 4, 2, 5), (3,)), ((3, 4, 2, 5), (0,)), ((3, 4, 2, 5), (1, 3)),
-    ((3, 4, 2, 5), (0, 1, 2)), ((3, 4, 2, 5), (0, 2)), ((3, 4, 2, 5), (0, 1, 2, 3)),
-    ((3, 4, 2, 5), ()), ((5, 3, 17), (2,)), ((5, 3, 17), (0,)), ((5, 17, 3, 17), (1, 3)),
-    ((40, 2), (1,)), ((2, 3, 2), (0, 2))])
-def test_weighted_logsumexp_paths_match_scipy(w, shape, axes):
-    """Every path of `_wlse` (rows of the kernel, short rows, NumPy) against scipy."""
-    rng = np.random.default_rng(1)
+def _extreme(rng, shape):
     x = rng.normal(scale=20, size=shape)
     x[rng.random(x.shape) < 0.3] = -np.inf
     x[1] = -np.inf
-    out = _wlse(x, axes, w)
-    np.testing.assert_allclose(out, _reference_wlse(x, axes, w), rtol=1e-12)
-    assert out.shape == tuple(n for a, n in enumerate(x.shape) if a not in axes)
+    x.reshape(-1)[-1] = 700.0
+    return x
+
+
+@pytest.mark.parametrize("w", [0.25, 1.0, 3.0])
+@pytest.mark.parametrize("shape, axes", [
+    ((3, 4, 2, 5), (0, 1, 2)), ((3, 4, 2, 5), (0, 2)), ((3, 4, 2, 5), (1,)),
+    ((3, 4, 2, 5), ()), ((5, 3, 17), (0,)), ((5, 3, 17), (0, 1)), ((5, 17, 3, 17), (1,)),
+    ((5, 17, 3, 17), (0, 2, 3)), ((40, 2), (0,)), ((2, 3, 2), (0, 2)), ((2, 3, 2), (0, 1, 2))])
+def test_weighted_logsumexp_matches_scipy(w, shape, axes):
+    """The passes' marginalisation (summed ``axes``; the last one summed or kept whole)
+    against scipy, on −inf rows and entries and large values."""
+    x = _extreme(np.random.default_rng(1), shape)
+    kept = [a for a in range(len(shape)) if a not in axes]
+    stride = np.zeros(len(shape), dtype=np.int64)
+    size = 1
+    for a in reversed(kept):
+        stride[a] = size
+        size *= shape[a]
+    out = np.empty(size)
+    _wmb.weighted_logsumexp(x.reshape(-1), np.array(shape, dtype=np.int64), stride, w, out)
+    np.testing.assert_allclose(out, _reference_wlse(x, axes, w).reshape(-1), rtol=1e-12)
+
+
+@pytest.mark.parametrize("w", [0.0, 0.3, 1.0, 4.0])
+@pytest.mark.parametrize("inner", [1, 2, 3, 15, 16, 40])
+def test_rows_and_conditional_entropy_match_numpy(w, inner):
+    """A forward message's rows (w = 0: the max) and the weights' gradient, H(x_v | rest)
+    under p ∝ exp(b / w), against NumPy."""
+    rng = np.random.default_rng(inner)
+    x = _extreme(rng, (7, inner))
+    out = np.empty(7)
+    _wmb.rows_wlse(x, w, out)
+    want = x.max(axis=1) if w == 0 else _reference_wlse(x, (1,), w)
+    np.testing.assert_allclose(out, want, rtol=1e-12)
+    if w == 0:
+        return
+    b = x / w
+    p = np.exp(b - b.max())
+    p /= p.sum()
+
+    def entropy(q):
+        q = q[q > 0]
+        return -(q * np.log(q)).sum()
+    assert _wmb.conditional_entropy(x, w) == pytest.approx(entropy(p) - entropy(p.sum(axis=1)),
+                                                           rel=1e-9, abs=1e-12)
 
 
 def test_exp_matches_numpy():

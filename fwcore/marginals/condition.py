@@ -253,7 +253,7 @@ def _mean_field_lower(model, marginals, deadline):
     never worse; uniform was worse on those, better on some UAI models (the module
     `fwcore.marginals.mean_field`'s measurements)."""
     start = [np.clip(p, 0.0, None) for p in marginals]
-    labelling = [np.eye(p.size)[np.argmax(p)] for p in start]
+    labelling = [(np.arange(p.size) == np.argmax(p)).astype(np.float64) for p in start]
     return max(mean_field_lower_bound(model, start=q, deadline=deadline).log_z_lower
                for q in (start, labelling, None))
 

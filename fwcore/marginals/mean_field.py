@@ -23,10 +23,11 @@ import numpy as np
 from ..checks import Interval, check_feasible, check_model, validate_params
 from ..factor_graph import FactorGraph
 from .._kernels import mean_field_bound, mean_field_sweep
+from ..loop import Deadline
 from ..model import PairwiseMRF
 from ..results import Record, Result, Status, Trace
 
-__all__ = ["MeanFieldResult", "mean_field_lower_bound", "factors_of"]
+__all__ = ["MeanFieldResult", "mean_field_lower_bound", "factors_of", "flat_mean_field"]
 
 #: a sweep reads the clock every this many variables (a deadline passed stops it there)
 _CHECK_EVERY = 64
@@ -126,10 +127,11 @@ class _FactorAscent:
 
     def sweep(self, deadline):
         """(the largest change of q, 1 when every variable was updated, 0 when the
-        ``deadline`` stopped the sweep: q so far, each update only raised L)."""
+        ``deadline`` (a `fwcore.loop.Deadline`) stopped the sweep: q so far, each update
+        only raised L)."""
         moved, q = 0.0, self.q
         for i in range(len(q)):
-            if deadline is not None and i % _CHECK_EVERY == 0 and time.perf_counter() >= deadline:
+            if deadline is not None and i % _CHECK_EVERY == 0 and deadline.passed():
                 return moved, 0
             new = _update(self.touching[i], q, int(self.card[i]))
             moved = max(moved, float(np.abs(new - q[i]).max()))
@@ -140,7 +142,7 @@ class _FactorAscent:
         return _lower_bound(self.factors, self.q)
 
     def marginals(self):
-        return self.q
+        return np.concatenate(self.q) if self.q else np.zeros(0)
 
 
 class _PairwiseAscent:
@@ -149,8 +151,7 @@ class _PairwiseAscent:
     in the same order)."""
 
     def __init__(self, model, q):
-        self.model = model
-        self.q = np.concatenate(q) if q else np.zeros(0)
+        self.model, self.q = model, q
         self.exact = model.n_edges == 0
 
     def sweep(self, deadline):
@@ -160,8 +161,7 @@ class _PairwiseAscent:
         return mean_field_bound(self.model.theta, self.model.graph, self.q)
 
     def marginals(self):
-        off = self.model.node_off
-        return [self.q[off[i]:off[i + 1]].copy() for i in range(self.model.n_vars)]
+        return self.q
 
 
 def _entropy(p):
@@ -225,13 +225,47 @@ def mean_field_lower_bound(model: PairwiseMRF | FactorGraph, start=None, max_ite
         model = check_model(model)
     check_feasible(model.reduced if isinstance(model, FactorGraph) else model)
     card = np.asarray(model.card, dtype=np.int64)
-    q = [np.full(c, 1.0 / c) for c in card] if start is None else _check_start(start, card)
-    ascent = (_PairwiseAscent if isinstance(model, PairwiseMRF) else _FactorAscent)(model, q)
+    q = (np.repeat(1.0 / card, card) if start is None else
+         np.concatenate([np.zeros(0)] + _check_start(start, card)))
+    until = None if deadline is None else Deadline(deadline - time.perf_counter())
+    bound, q, status, sweeps, records = _coordinate_ascent(model, q, max_iter, tol, until, t0)
+    off = np.concatenate([[0], np.cumsum(card)])
+    return MeanFieldResult(node_marginals=[q[off[i]:off[i + 1]] for i in range(len(card))],
+                           log_z_lower=float(bound), status=status, n_iter=sweeps,
+                           time=time.perf_counter() - t0, trace=Trace(records))
+
+
+def flat_mean_field(model, start, max_iter=100, tol=1e-6, deadline=None):
+    """``(L(q), q)`` of `mean_field_lower_bound` (its sweeps, stops and repair) from the
+    flat node marginals ``start`` (float64[Σ card], each variable's block non-negative,
+    not all zero; a labelling as point masses makes the first bound its score), ``q``
+    flat too; ``deadline`` a `fwcore.loop.Deadline` (None: none). For callers that hold
+    marginals flat (`fwcore.marginals.wmb`): no array per variable."""
+    card = np.asarray(model.card, dtype=np.int64)
+    off = np.concatenate([[0], np.cumsum(card)])
+    q = np.array(start, dtype=np.float64)
+    q /= np.repeat(np.add.reduceat(q, off[:-1]) if len(card) else np.zeros(0), card)
+    bound, q, _, _, _ = _coordinate_ascent(model, q, max_iter, tol, deadline,
+                                           time.perf_counter())
+    return float(bound), q
+
+
+def _coordinate_ascent(model, q, max_iter, tol, deadline, t0):
+    """The sweeps of `mean_field_lower_bound` from the flat q: ``(L, q, status, sweeps,
+    records)``; a sweep starts only when the one before, as timed, fits before
+    ``deadline`` (a `fwcore.loop.Deadline`)."""
+    if isinstance(model, PairwiseMRF):
+        ascent = _PairwiseAscent(model, q)
+    else:
+        off = np.concatenate([[0], np.cumsum(np.asarray(model.card, dtype=np.int64))])
+        ascent = _FactorAscent(model, [q[off[i]:off[i + 1]].copy()
+                                       for i in range(len(off) - 1)])
     bound = ascent.bound()
     records = [Record(iteration=0, time=time.perf_counter() - t0, primal=bound)]
     status, sweeps, sweep_time = Status.MAX_ITER, 0, 0.0
     while sweeps < max_iter:
-        if deadline is not None and time.perf_counter() + sweep_time >= deadline:
+        left = None if deadline is None else deadline.seconds_left()
+        if left is not None and sweep_time >= left:
             status = Status.MAX_TIME
             break
         started = time.perf_counter()
@@ -240,15 +274,13 @@ def mean_field_lower_bound(model: PairwiseMRF | FactorGraph, start=None, max_ite
         before, bound = bound, ascent.bound()
         sweep_time = time.perf_counter() - started
         records.append(Record(iteration=sweeps, time=time.perf_counter() - t0, primal=bound))
-        if deadline is not None and time.perf_counter() >= deadline:
+        if deadline is not None and deadline.passed():
             status = Status.MAX_TIME
             break
         if moved == 0.0 or (bound > -np.inf and bound - before <= tol):
             status = Status.CONVERGED if ascent.exact else Status.STALLED
             break
-    q = ascent.marginals()
-    return MeanFieldResult(node_marginals=q, log_z_lower=float(bound), status=status,
-                           n_iter=sweeps, time=time.perf_counter() - t0, trace=Trace(records))
+    return bound, ascent.marginals(), status, sweeps, records
 
 
 def _update(touching, q, k):
