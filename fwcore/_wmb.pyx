@@ -1181,7 +1181,8 @@ def decode(Tree t, long long[::1] x, double stop_at):
     cdef Work w
     cdef int64_t p, v, c, k, kk, f, a, s, K, base, st, sv, best
     cdef int32_t u
-    cdef double* score
+    cdef double[::1] scores = np.empty(max(np.max(t.arrays["card"], initial=1), 1))
+    cdef double* score = &scores[0]
     cdef int status = _work_alloc(t, &w, stop_at, False)
     with nogil:
         for v in range(g.n if status == DONE else 0):
@@ -1190,7 +1191,6 @@ def decode(Tree t, long long[::1] x, double stop_at):
         while status == DONE and p >= 0:
             v = g.order[p]
             K = g.card[v]
-            score = w.acc
             for s in range(K):
                 score[s] = 0.0
             for c in range(g.b_start[p], g.b_start[p + 1]):
@@ -1241,9 +1241,9 @@ def read(Tree t, double[::1] node, const long long[::1] node_off, double[::1] fa
     into ``node`` (zeros; v's states from ``node_off[v]``) the mean over v's bucket of its
     clusters' marginals on x_v (fixed variables: point masses; a variable in no factor,
     or whose clusters are all −inf: uniform); into ``fac`` (zeros, the layout of
-    ``f_tab``) the marginal of each factor of two or more free variables from the
-    cluster that holds it (its slice at the fixed variables' states; the rest stays 0).
-    Returns the status (TIMEUP: unfinished)."""
+    ``f_tab``; empty: none) the marginal of each factor of two or more free variables
+    from the cluster that holds it (its slice at the fixed variables' states; the rest
+    stays 0). Returns the status (TIMEUP: unfinished)."""
     cdef G* g = &t.g
     cdef Work w
     cdef int64_t p, v, c, k, kk, f, L, E, K, r, x, free_vars
@@ -1274,7 +1274,7 @@ def read(Tree t, double[::1] node, const long long[::1] node_off, double[::1] fa
                     free_vars = 0
                     for kk in range(g.f_start[f], g.f_start[f + 1]):
                         free_vars += g.fixed[g.f_var[kk]] < 0
-                    if free_vars >= 2:
+                    if free_vars >= 2 and fac.shape[0]:
                         _scatter(w.T, E, L, w.K, w.stride, &fac[0],
                                  _factor_strides(g, &w, f, L, w.stride), w.index)
                 status = _poll(&w.q, E * (4 + g.own_start[c + 1] - g.own_start[c]))

@@ -95,7 +95,7 @@ def stop_at(deadline):
     return math.inf if deadline is None or deadline.at is None else deadline.at
 
 
-def _bandwidth_order(model, first=()):
+def bandwidth_order(model, first=()):
     """Reverse Cuthill-McKee order (after the variables ``first``; int64 array): a
     low-bandwidth sweep that keeps the induced width of grid-like graphs near their
     treewidth, where greedy min-fill can do much worse. The `cuthill_mckee` kernel gives
@@ -167,7 +167,7 @@ def choose_order(model, *, by="largest", cap=math.inf, tries=1, budget=math.inf,
     """The elimination order of ``model``'s graph (``adj_start``, ``adj_var``, ``card``,
     ``n_vars``) that exact elimination (`EliminationPlan`) and weighted mini-bucket
     elimination (`fwcore.marginals.wmb`) use: the best of the bandwidth order
-    (`_bandwidth_order`, O(n + E): on grids and long strips the one that wins) and
+    (`bandwidth_order`, O(n + E): on grids and long strips the one that wins) and
     greedy weighted min-fill (`_min_fill_order`), ``tries`` times, the first on the
     variables' own indices and each next one with ties broken by a random permutation
     (``seed``), after the variables ``first``.
@@ -186,7 +186,7 @@ def choose_order(model, *, by="largest", cap=math.inf, tries=1, budget=math.inf,
     `fwcore.loop.Deadline`, which also stops a running one); a try that does not order
     every variable ends the search. ``separators``: compute the winner's separators."""
     n = model.n_vars
-    bandwidth = _bandwidth_order(model, first)
+    bandwidth = bandwidth_order(model, first)
     shared = by == "total"
     sep, sizes, complete = _elimination_game(model, bandwidth, cap, budget=budget if shared
                                              else math.inf, deadline=deadline,

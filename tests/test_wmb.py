@@ -1,6 +1,7 @@
 """Weighted mini-bucket elimination (`fwcore.marginals.wmb`) against brute force: the
 bound is never below log Z, is log Z when the buckets are whole, and so are the
 marginals; the fused log-sum-exp kernel has a NumPy twin."""
+import math
 import sys
 from pathlib import Path
 
@@ -192,3 +193,84 @@ def test_a_model_whose_variables_evidence_fixes_has_no_table_left():
         res = weighted_mini_bucket(model, max_time=max_time)
         assert res.log_z_upper == res.log_z_lower == pytest.approx(0.5 + 1.0 + 2.0)
         np.testing.assert_allclose(res.node_marginals[1], [0, 0, 1])
+
+
+def _twin_case(seed, ibound):
+    """A random factor graph with −inf entries and some variables fixed by evidence, its
+    kernel tree and the twin's."""
+    from wmb_numpy import WMBTwin, mini_buckets_twin
+    from fwcore.marginals import wmb
+    rng = np.random.default_rng(seed)
+    fg = random_factor_graph(seed, n=8, n_factors=11)
+    factors = [(s, t.copy()) for s, t in fg.factors]
+    for _, t in factors:
+        t[rng.random(t.shape) < 0.15] = -np.inf
+        t.reshape(-1)[0] = 0.0
+    fg = fwcore.FactorGraph(fg.card, factors)
+    flat = wmb.flat_factors(fg)
+    fixed = np.full(fg.n_vars, -1, dtype=np.int32)
+    fixed[rng.permutation(fg.n_vars)[:seed % 3]] = 0
+    order = np.array([v for v in rng.permutation(fg.n_vars) if fixed[v] < 0], dtype=np.int64)
+    mb = wmb.MiniBuckets(flat, fixed, order, ibound=ibound)
+    card = [int(c) for c in fg.card]
+    scopes = [tuple(int(v) for v in s) for s, _ in fg.factors]
+    tree = mini_buckets_twin(card, scopes, fixed, order.tolist(),
+                             math.inf if ibound is None else ibound + 1)
+    twin = WMBTwin(card, scopes, [np.asarray(t, dtype=float) for _, t in fg.factors], fixed,
+                   order.tolist(), tree)
+    return fg, mb, twin
+
+
+@pytest.mark.parametrize("seed", range(16))
+@pytest.mark.parametrize("ibound", [1, 2, None])
+def test_the_kernels_are_their_numpy_twins(seed, ibound):
+    """The tree (`fwcore._wmb.mini_buckets`) and every pass (forward with the weights' step
+    and moment matching, backward, decoding, the beliefs' read) against `wmb_numpy`'s
+    twins, pass after pass, on factor graphs with −inf entries and evidence."""
+    from fwcore.marginals import wmb
+    fg, mb, twin = _twin_case(seed, ibound)
+    assert mb.c_var.tolist() == twin.c_var and mb.c_parent.tolist() == twin.parent
+    assert mb.b_start.tolist() == twin.b_start and mb.f_cluster.tolist() == tree_f(twin)
+    assert [tuple(mb.c_scope[mb.c_start[c]:mb.c_start[c + 1]].tolist())
+            for c in range(mb.n_clusters)] == twin.scope
+    w = wmb.WeightedMiniBucket(mb)
+    arrays = w.tree.arrays
+    for k in range(4):
+        step = 1.0 / (k + 1)
+        bound = w.forward(step)
+        want = twin.forward(step, w.eta, wmb._WEIGHT_FLOOR)
+        assert bound == pytest.approx(want, rel=1e-9, abs=1e-9) or bound == want == -np.inf
+        np.testing.assert_allclose(arrays["weight"], twin.weight, rtol=1e-9)
+        np.testing.assert_allclose(arrays["repar"], np.concatenate(twin.repar + [[]]),
+                                   rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(arrays["fwd"], _flat_messages(twin.fwd), rtol=1e-9,
+                                   atol=1e-9)
+        w.backward()
+        twin.backward()
+        np.testing.assert_allclose(arrays["bwd"], _flat_messages(twin.bwd), rtol=1e-9,
+                                   atol=1e-9)
+        np.testing.assert_array_equal(w.decode(), twin.decode())
+    flat = wmb.flat_factors(fg)
+    node_off = np.concatenate([[0], np.cumsum(flat.card)])
+    node, fac = np.zeros(node_off[-1]), np.zeros(len(flat.table))
+    w.marginals(node, fac)
+    nodes, factors = twin.read()
+    for v in range(fg.n_vars):
+        got = node[node_off[v]:node_off[v + 1]]
+        want = (np.eye(fg.card[v])[mb.fixed[v]] if mb.fixed[v] >= 0 else
+                nodes.get(v, np.full(fg.card[v], 1.0 / fg.card[v])))
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    for f, want in factors.items():
+        scope = flat.var[flat.start[f]:flat.start[f + 1]]
+        got = fac[flat.off[f]:flat.off[f + 1]].reshape(flat.card[scope])
+        got = got[tuple(mb.fixed[v] if mb.fixed[v] >= 0 else slice(None) for v in scope)]
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+
+
+def tree_f(twin):
+    return [next((c for c in range(len(twin.own)) if f in twin.own[c]), -1)
+            for f in range(len(twin.scopes))]
+
+
+def _flat_messages(messages):
+    return np.concatenate([m.reshape(-1) for m in messages] + [np.zeros(0)])
