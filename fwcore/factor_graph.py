@@ -30,7 +30,9 @@ from typing import TYPE_CHECKING, Callable, cast
 
 import numpy as np
 
-from .model import Named, PairwiseMRF, _check_card, _check_values, _int_array, check_names
+from ._uai import add_tables
+from .model import (Named, PairwiseMRF, _check_card, _check_values, _int_array, _offsets,
+                    check_names)
 
 if TYPE_CHECKING:  # the decorator keeps the signature it wraps (typing_extensions: Python 3.9)
     from typing import TypeVar
@@ -39,7 +41,7 @@ if TYPE_CHECKING:  # the decorator keeps the signature it wraps (typing_extensio
     P = ParamSpec("P")
     R = TypeVar("R")
 
-__all__ = ["FactorGraph", "model_from_factors"]
+__all__ = ["FactorGraph", "model_from_factors", "model_from_flat_factors"]
 
 
 class FactorGraph(Named):
@@ -155,26 +157,73 @@ def model_from_factors(card: Sequence[int], factors: Sequence[tuple],
                        states: Sequence[Sequence[Hashable]] | None = None
                        ) -> PairwiseMRF | FactorGraph:
     """The model of log-potential ``factors`` (scope, table) over variables of ``card``
-    states: a `PairwiseMRF` when every factor has arity 1 or 2 (factors on the same scope
-    summed, a scope (j, i) with j > i transposed, arity-1 factors added to the unary,
-    edges in the order of their first factor), else a `FactorGraph`; with the variables'
-    ``names`` and ``states`` when given."""
+    states: a `PairwiseMRF` when every factor has arity 1 or 2 (`model_from_flat_factors`),
+    else a `FactorGraph`; with the variables' ``names`` and ``states`` when given."""
     if any(len(scope) not in (1, 2) for scope, _ in factors):
         return FactorGraph(card, factors, names=names, states=states)
-    unary = [None] * len(card)
-    pair = {}  # (i, j), i < j -> summed table; dicts keep first-appearance order
-    for scope, table in factors:
-        table = np.asarray(table, dtype=np.float64)
-        if len(scope) == 1:
-            i = scope[0]
-            unary[i] = table if unary[i] is None else unary[i] + table
-            continue
-        i, j = scope
-        if i > j:
-            i, j, table = j, i, table.T
-        pair[i, j] = pair[i, j] + table if (i, j) in pair else table
-    return PairwiseMRF(card, unary, list(pair), list(pair.values()), names=names,
-                       states=states)
+    card = _check_card(card)
+    checked = [_check_factor(k, f, card) for k, f in enumerate(factors)]
+    arity = np.array([len(s) for s, _ in checked], dtype=np.int64)
+    variables = np.array([v for s, _ in checked for v in s], dtype=np.int64)
+    tables = np.concatenate([t.ravel() for _, t in checked]) if checked else np.zeros(0)
+    table_off = np.zeros(len(checked) + 1, dtype=np.int64)
+    np.cumsum([t.size for _, t in checked], out=table_off[1:])
+    return model_from_flat_factors(card, arity, variables, tables, table_off, names, states)
+
+
+def model_from_flat_factors(card, arity, variables, tables, table_off, names=None,
+                            states=None):
+    """`model_from_factors` for factors given flat (as `fwcore.read_uai` reads them, and
+    checked): factor f's scope is the next ``arity[f]`` entries of ``variables``, its log
+    table ``tables[table_off[f]:table_off[f + 1]]`` (last variable fastest). Pairwise
+    models are assembled without Python per factor: factors on one scope summed in their
+    order, a scope (j, i) with j > i transposed, arity-1 factors added to the unary,
+    edges in the order of their first factor (`fwcore._uai.add_tables`)."""
+    card = np.asarray(card, dtype=np.int64)
+    scope_start = np.cumsum(arity) - arity
+    if not ((arity == 1) | (arity == 2)).all():
+        shapes = [card[variables[s:s + a]] for s, a in zip(scope_start, arity)]
+        factors = [(tuple(variables[s:s + a].tolist()), tables[o:p].reshape(shape))
+                   for s, a, o, p, shape in zip(scope_start, arity, table_off[:-1],
+                                                table_off[1:], shapes)]
+        return FactorGraph(card, factors, names=names, states=states)
+    n = card.shape[0]
+    first = variables[scope_start]
+    pair = np.flatnonzero(arity == 2)
+    a, b = first[pair], variables[scope_start[pair] + 1]
+    keys = np.minimum(a, b) * n + np.maximum(a, b)
+    edge_of = np.arange(keys.size)
+    if keys.size and not (keys[1:] > keys[:-1]).all():  # else distinct, in order (grids)
+        keys, at, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        order = np.argsort(at, kind="stable")               # by first appearance
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        edge_of, keys = rank[inverse.reshape(-1)], keys[order]
+    edges = np.stack([keys // max(n, 1), keys % max(n, 1)], axis=1)
+    if (arity.shape[0] == n + edges.shape[0] and not (a > b).any()
+            and (edge_of == np.arange(edge_of.size)).all()
+            and np.array_equal(variables[:n], np.arange(n)) and (arity[:n] == 1).all()):
+        theta = tables  # a unary per variable in order, then the edges: the flat layout
+    else:
+        theta = _added(card, arity, variables, tables, table_off, edges, edge_of, a, b)
+    theta.flags.writeable = False   # shared, not copied
+    return PairwiseMRF.from_flat(card, edges, theta, names, states)
+
+
+def _added(card, arity, variables, tables, table_off, edges, edge_of, a, b):
+    """θ of `model_from_flat_factors`: each factor's table added into its block."""
+    first = variables[np.cumsum(arity) - arity]
+    pair = np.flatnonzero(arity == 2)
+    node_off, edge_off = _offsets(card, edges)
+    dest = node_off[first]
+    dest[pair] = edge_off[edge_of]
+    cols = np.ones(arity.shape[0], dtype=np.int64)
+    cols[pair] = card[b]
+    flipped = np.zeros(arity.shape[0], dtype=np.int8)
+    flipped[pair] = a > b
+    theta = np.zeros(edge_off[-1])
+    add_tables(theta, tables, table_off, dest, card[first], cols, flipped)
+    return theta
 
 
 def solves_factor_graphs(entry: Callable[P, R]) -> Callable[P, R]:
