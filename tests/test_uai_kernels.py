@@ -151,3 +151,21 @@ def test_flat_assembly_of_the_written_layout_shares_the_tables():
     off = np.array([0, 2, 4, 7, 11, 17])
     m = model_from_flat_factors(card, arity, variables, tables, off)
     assert np.shares_memory(m.theta, tables) and np.array_equal(m.theta, np.arange(17.0))
+
+
+def test_short_decimals_are_read_as_float_reads_them():
+    """Random decimals of 1-16 digits, signs and exponents (Clinger's fast path where
+    they are short, strtod elsewhere): bit for bit Python's float, signed zeros too."""
+    rng = np.random.default_rng(7)
+    toks = []
+    for _ in range(20000):
+        digits = "".join(map(str, rng.integers(0, 10, rng.integers(1, 17))))
+        cut = int(rng.integers(0, len(digits) + 1))
+        tok = digits[:cut] + "." + digits[cut:] if rng.random() < 0.7 else digits
+        tok = (tok + f"e{int(rng.integers(-30, 31))}" if rng.random() < 0.5 else tok)
+        toks.append(("-" if rng.random() < 0.2 else "") + (tok if tok != "." else "0"))
+    out = np.empty(len(toks))
+    assert _uai.Scanner(" ".join(toks).encode()).read_numbers(out, 0, []) == (_uai.OK, len(toks))
+    want = np.array([float(t) for t in toks])
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(np.signbit(out), np.signbit(want))
