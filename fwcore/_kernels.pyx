@@ -24,6 +24,7 @@ from libc.stdint cimport int8_t, uint64_t
 from libc.stdlib cimport qsort
 from ._clock cimport monotonic
 
+from ._bp cimport node_sums
 from ._graph cimport Graph
 
 
@@ -1177,25 +1178,7 @@ def trbp_sweeps(const double[::1] theta, Graph graph, const long long[::1] msg_o
     cdef Poll poll = _poll_start(time_limit, signals)
     with nogil:
         while sweep < n_sweeps and poll.stop == 0:
-            for t in range(n):
-                ot = node_off[t]
-                for x in range(card[t]):
-                    node_sum[ot + x] = theta[ot + x]
-                    n_inf[ot + x] = 0
-                    if theta[ot + x] == -INFINITY:
-                        node_sum[ot + x] = 0.0
-                        n_inf[ot + x] = 1
-                for a in range(adj_start[t], adj_start[t + 1]):
-                    e = adj_edge[a]
-                    m = n_edges + e if adj_first[a] else e
-                    r = rho[e]
-                    o = msg_off[m]
-                    for x in range(card[t]):
-                        v = logm[o + x]
-                        if v != -INFINITY:
-                            node_sum[ot + x] += r * v
-                        else:
-                            n_inf[ot + x] += 1
+            node_sums(theta, graph, msg_off, rho, logm, node_sum, n_inf)
             swept = 0.0
             for e in range(n_edges):
                 if e and _stopped(&poll, 2 * card[edges[e - 1, 0]] * card[edges[e - 1, 1]]):

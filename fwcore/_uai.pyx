@@ -264,7 +264,7 @@ cdef class Scanner:
         appended to ``specials``."""
         cdef Py_ssize_t p = self._skip(self.at), e, q
         cdef const unsigned char* b = self.buf
-        cdef bint nonzero = False, seen = False, neg_exp = False
+        cdef bint nonzero = False, seen = False, neg_exp = False, point = False
         cdef char* stop
         cdef double v, ln
         cdef int status = OK, n_sig = 0, n_frac = 0
@@ -275,23 +275,17 @@ cdef class Scanner:
         q = p
         if b[q] == 43 or b[q] == 45:
             q += 1
-        while q < e and _digit(b[q]):
-            nonzero = nonzero or b[q] != 48
-            seen = True
-            if nonzero:
-                n_sig += 1
-                mant = mant * 10 + (b[q] - 48) if n_sig <= 18 else mant
-            q += 1
-        if q < e and b[q] == 46:       # .
-            q += 1
-            while q < e and _digit(b[q]):
+        while q < e and (_digit(b[q]) or (b[q] == 46 and not point)):  # digits, one "."
+            if b[q] == 46:
+                point = True
+            else:
                 nonzero = nonzero or b[q] != 48
                 seen = True
-                n_frac += 1
+                n_frac += point
                 if nonzero:
                     n_sig += 1
                     mant = mant * 10 + (b[q] - 48) if n_sig <= 18 else mant
-                q += 1
+            q += 1
         if seen and q < e and (b[q] == 101 or b[q] == 69):   # e E
             q += 1
             if q < e and (b[q] == 43 or b[q] == 45):
@@ -468,28 +462,20 @@ cdef double _ln_decimal(const unsigned char* s, Py_ssize_t n) noexcept:
     cdef Py_ssize_t q = 0, n_frac = 0, n_sig = 0, n_head = 0, exp_digits = 0
     cdef uint64_t head = 0
     cdef int64_t e = 0
-    cdef bint started = False, neg_exp = False
+    cdef bint started = False, neg_exp = False, point = False
     if s[0] == 43 or s[0] == 45:
         q += 1
-    while q < n and (_digit(s[q]) or s[q] == 46):
+    while q < n and (_digit(s[q]) or s[q] == 46):   # the mantissa, its point once
         if s[q] == 46:
-            q += 1
-            break
-        if s[q] != 48 or started:
-            started = True
-            n_sig += 1
-            if n_head < 17:
-                head = head * 10 + (s[q] - 48)
-                n_head += 1
-        q += 1
-    while q < n and _digit(s[q]):
-        n_frac += 1
-        if s[q] != 48 or started:
-            started = True
-            n_sig += 1
-            if n_head < 17:
-                head = head * 10 + (s[q] - 48)
-                n_head += 1
+            point = True
+        else:
+            n_frac += point
+            if s[q] != 48 or started:
+                started = True
+                n_sig += 1
+                if n_head < 17:
+                    head = head * 10 + (s[q] - 48)
+                    n_head += 1
         q += 1
     if not started:
         return -INFINITY
