@@ -81,7 +81,8 @@ class FactorGraph(Named):
         card = _check_card(card)
         self.card = card
         self.names, self.states = check_names(names, states, card)
-        self.factors = tuple(_check_factor(k, f, card) for k, f in enumerate(factors))
+        cards = card.tolist()
+        self.factors = tuple(_check_factor(k, f, cards) for k, f in enumerate(factors))
         self.reduced, self.aux_factors = _reduce(card, self.factors)
         red = self.reduced
         n_edges = int((red.edges[:, 1] < card.shape[0]).sum())  # the pairwise factors, first
@@ -162,7 +163,8 @@ def model_from_factors(card: Sequence[int], factors: Sequence[tuple],
     if any(len(scope) not in (1, 2) for scope, _ in factors):
         return FactorGraph(card, factors, names=names, states=states)
     card = _check_card(card)
-    checked = [_check_factor(k, f, card) for k, f in enumerate(factors)]
+    cards = card.tolist()
+    checked = [_check_factor(k, f, cards) for k, f in enumerate(factors)]
     arity = np.array([len(s) for s, _ in checked], dtype=np.int64)
     variables = np.array([v for s, _ in checked for v in s], dtype=np.int64)
     tables = np.concatenate([t.ravel() for _, t in checked]) if checked else np.zeros(0)
@@ -239,15 +241,18 @@ def solves_factor_graphs(entry: Callable[P, R]) -> Callable[P, R]:
     return cast("Callable[P, R]", run)
 
 
-def _check_factor(k, factor, card):
-    """(scope tuple, float64 table) of factor ``k``, validated."""
+def _check_factor(k, factor, cards):
+    """(scope tuple, float64 table) of factor ``k``, validated (``cards``: the
+    cardinalities as a list). A scope that is a tuple of ints is taken as it is (a
+    microsecond a factor), any other through the index checks."""
     try:
         scope, table = factor
     except (TypeError, ValueError):
         raise TypeError(f"factors[{k}] must be a pair (scope, table); got "
                         f"{type(factor).__name__}") from None
-    scope = tuple(int(v) for v in _int_array(f"factors[{k}] scope", scope).reshape(-1))
-    n = card.shape[0]
+    if type(scope) is not tuple or not all(type(v) is int for v in scope):
+        scope = tuple(int(v) for v in _int_array(f"factors[{k}] scope", scope).reshape(-1))
+    n = len(cards)
     if any(v < 0 or v >= n for v in scope):
         raise ValueError(f"factors[{k}] scope {scope} must index variables 0..{n - 1}")
     if len(set(scope)) != len(scope):
@@ -255,7 +260,7 @@ def _check_factor(k, factor, card):
     table = np.asarray(table)
     if table.dtype.kind not in "iuf":
         raise TypeError(f"factors[{k}] table must be numeric; got dtype {table.dtype}")
-    shape = tuple(int(card[v]) for v in scope)
+    shape = tuple(cards[v] for v in scope)
     if table.shape != shape:
         raise ValueError(f"factors[{k}] table has shape {table.shape}; its scope {scope} "
                          f"needs {shape}")
@@ -267,7 +272,9 @@ def _check_factor(k, factor, card):
 
 def _sorted_factor(scope, table):
     """The same factor with its scope in increasing order (table axes permuted)."""
-    order = np.argsort(scope, kind="stable")
+    if len(scope) == 2:  # the common case, without numpy's argsort
+        return (scope, table) if scope[0] < scope[1] else (scope[::-1], table.T)
+    order = sorted(range(len(scope)), key=scope.__getitem__)
     return tuple(scope[i] for i in order), np.transpose(table, order)
 
 
@@ -279,16 +286,17 @@ def _reduce(card, factors):
     pairwise factors become edges, larger ones a pivot edge and an auxiliary variable
     (the module's docstring)."""
     n = card.shape[0]
-    unary = [np.zeros(int(c)) for c in card]
+    unary = {}  # variable -> the sum of its unary tables (none: zeros)
     larger = []
     for scope, table in factors:
         if len(scope) == 1:
-            unary[scope[0]] = unary[scope[0]] + table
+            unary[scope[0]] = unary[scope[0]] + table if scope[0] in unary else 0.0 + table
         else:
             larger.append(_sorted_factor(scope, table))
     # a variable with one possible state (evidence, or one state) is conditioned on:
     # the factors are sliced there, so it joins no edge and no auxiliary variable
-    fixed = {v: int(np.argmax(u)) for v, u in enumerate(unary) if np.isfinite(u).sum() == 1}
+    fixed = {v: int(np.argmax(u)) for v, u in unary.items() if np.isfinite(u).sum() == 1}
+    fixed.update((int(v), 0) for v in np.flatnonzero(card == 1) if v not in unary)
     groups = {}  # sorted scope -> summed table (first appearance order)
     constant = 0.0
     for scope, table in larger:
@@ -298,13 +306,14 @@ def _reduce(card, factors):
         if not scope:
             constant += float(table)
         elif len(scope) == 1:
-            unary[scope[0]] = unary[scope[0]] + table
+            v = scope[0]
+            unary[v] = unary[v] + table if v in unary else 0.0 + table
         else:
             groups[scope] = groups[scope] + table if scope in groups else table
     if constant:
         if n == 0:
             raise ValueError("factors holds a constant but the model has no variable")
-        unary[0] = unary[0] + constant
+        unary[0] = unary.get(0, np.zeros(int(card[0]))) + constant
     big = sorted((s for s in groups if len(s) > 2), key=len, reverse=True)
     containing = {}  # variable -> scopes of arity > 2 holding it, largest first
     for s in big:
@@ -338,7 +347,7 @@ def _reduce(card, factors):
             aux_edges.append((v, n + a))
             aux_tables.append(np.where(np.arange(card[v])[:, None] == d[None, :], 0.0, -np.inf))
     model = PairwiseMRF(np.concatenate([card, np.asarray(aux_card, dtype=np.int64)]),
-                        unary + [None] * len(aux_card),
+                        [unary.get(v) for v in range(n)] + [None] * len(aux_card),
                         [s for s, _ in pairs] + aux_edges,
                         [t for _, t in pairs] + aux_tables)
     return model, tuple(aux_factors)
