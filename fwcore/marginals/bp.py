@@ -100,6 +100,8 @@ class _Flat:
             self.table = np.empty(8 * model.n_edges)
             self.sender = np.concatenate([model.edges[:, 0], model.edges[:, 1]]).astype(np.int32)
         self.neg_log = -np.log(np.arange(1, kmax + 1, dtype=np.float64))
+        initial_messages(model.theta, model.graph, self.msg_off, self.neg_log, self.logm)
+        self.believed = False  # mu holds the beliefs of logm at some rho
         self.sweep_time = None  # seconds of one sweep, once one has been timed
         self.out_of_time = False  # the last run's sweeps stopped on the clock
         self.finish_time = None  # seconds of the end of a run, once one has been timed
@@ -170,6 +172,7 @@ class _Flat:
         """The beliefs of the messages into ``mu`` (`fwcore._bp.beliefs`); returns it."""
         beliefs(self.model.theta, self.model.graph, self.msg_off, rho, self.logm, self.mu,
                 self.node_sum, self.n_inf)
+        self.believed = True
         return self.mu
 
 
@@ -327,6 +330,8 @@ def _bp_loop(model, rho, rho_updates, damping, max_iter, tol, deadline, callback
     outcome = run_loop(run.measure, run.step, Stopping(rho_updates, tol, deadline=deadline),
                        Callbacks(callback, line=progress_line, verbose=verbose),
                        guard=run.guard)
+    if not run.flat.believed:  # Ctrl-C before the first run's sweeps: its messages
+        run.mu = run.flat.beliefs(np.maximum(run.mu_rho, _RHO_MIN))
     primal = run.primal()
     mu = run.mu
     mu.flags.writeable = False  # the result's: its blocks are views of it
@@ -341,9 +346,10 @@ def _bp_loop(model, rho, rho_updates, damping, max_iter, tol, deadline, callback
 
 
 class _RhoLoop:
-    """TRBP's state over the rho loop: ``mu`` (the uniform point before the first BP run;
-    on Ctrl-C in the sweeps the beliefs of the messages so far), the rho it was computed
-    at (``mu_rho``) and the sweeps of every run (``n_iter``)."""
+    """TRBP's state over the rho loop: ``mu`` (the beliefs of the messages so far, in the
+    flat arrays' vector: made by each BP run, or at the end if Ctrl-C came before the
+    first one had any), the rho it was computed at (``mu_rho``) and the sweeps of every
+    run (``n_iter``)."""
 
     def __init__(self, model, rho, rho_updates, damping, max_iter, tol, deadline, t0, n_jobs):
         self.model, self.rho, self.deadline, self.t0 = model, rho, deadline, t0
@@ -351,7 +357,7 @@ class _RhoLoop:
             rho_updates, damping, max_iter, tol)
         self.flat = _Flat(model, n_jobs)
         self.guard = Guard()
-        self.mu, self.mu_rho, self.n_iter = model.uniform_marginals(), rho, 0
+        self.mu, self.mu_rho, self.n_iter = self.flat.mu, rho, 0
         self.value = None       # (rho, TRW value of mu at it), once measured
         self.run_time = 0.0     # seconds of the last BP run and its beliefs
 
