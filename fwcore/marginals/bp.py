@@ -324,12 +324,13 @@ def _default_rho(model, rho, entropy, max_time):
 def _bp_loop(model, rho, rho_updates, damping, max_iter, tol, deadline, callback, verbose, t0,
              method, n_jobs):
     """The rho loop of `trbp` on `fwcore.loop.run_loop`: BP at each rho is measured, the
-    steps are the rho updates, the last BP run decides convergence."""
-    check_feasible(model)
+    steps are the rho updates, the last BP run decides convergence. The arrays come
+    first (a model they do not fit is refused at once), then the feasibility check,
+    inside the run's Ctrl-C handling."""
     run = _RhoLoop(model, rho, rho_updates, damping, max_iter, tol, deadline, t0, n_jobs)
     outcome = run_loop(run.measure, run.step, Stopping(rho_updates, tol, deadline=deadline),
                        Callbacks(callback, line=progress_line, verbose=verbose),
-                       guard=run.guard)
+                       start=partial(check_feasible, model), guard=run.guard)
     if not run.flat.believed:  # Ctrl-C before the first run's sweeps: its messages
         run.mu = run.flat.beliefs(np.maximum(run.mu_rho, _RHO_MIN))
     primal = run.primal()
