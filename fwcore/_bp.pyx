@@ -40,17 +40,21 @@ cdef inline double _without(const double[::1] node_sum, const int[::1] n_inf, lo
 
 def beliefs(const double[::1] theta, Graph graph, const long long[::1] msg_off,
             const double[::1] rho, const double[::1] logm, double[::1] mu,
-            double[::1] node_sum, int[::1] n_inf):
+            double[::1] node_sum, int[::1] n_inf, double[::1] work):
     """The beliefs of the messages logm into mu (the model's flat layout; TRW paper,
     Wainwright et al. 2005, eq. 40): b_s ∝ exp(θ_s) Π_v m_vs^ρ_vs and b_st ∝
     exp(θ_st/ρ_st) (b_s-sum without m_ts) (b_t-sum without m_st), each block normalised
-    (all -inf: zeros). node_sum and n_inf (length node_off[n]) are scratch."""
+    (all -inf: zeros). node_sum and n_inf (length node_off[n]) and work (length >= 2 *
+    max card) are scratch."""
     cdef const int[::1] card = graph.card
     cdef const int[:, ::1] edges = graph.edges
     cdef const long long[::1] node_off = graph.node_off, edge_off = graph.edge_off
-    cdef Py_ssize_t n = card.shape[0], n_edges = edges.shape[0], t, e, i, j, a, b, ci, cj
+    cdef Py_ssize_t n = card.shape[0], n_edges = edges.shape[0], kmax = work.shape[0] // 2
+    cdef Py_ssize_t t, e, i, j, a, b, ci, cj
     cdef long long oi, oj, eo, mi, mj
     cdef double r
+    cdef double* pre_i = &work[0] if work.shape[0] else NULL
+    cdef double* pre_j = pre_i + kmax if work.shape[0] else NULL
     with nogil:
         node_sums(theta, graph, msg_off, rho, logm, node_sum, n_inf)
         for t in range(n):
@@ -63,10 +67,12 @@ def beliefs(const double[::1] theta, Graph graph, const long long[::1] msg_off,
             ci, cj, oi, oj, eo, r = card[i], card[j], node_off[i], node_off[j], edge_off[e], rho[e]
             mi, mj = msg_off[n_edges + e], msg_off[e]   # m_{j->i} over x_i, m_{i->j} over x_j
             for a in range(ci):
+                pre_i[a] = _without(node_sum, n_inf, oi + a, logm[mi + a])
+            for b in range(cj):
+                pre_j[b] = _without(node_sum, n_inf, oj + b, logm[mj + b])
+            for a in range(ci):
                 for b in range(cj):
-                    mu[eo + a * cj + b] = (theta[eo + a * cj + b] / r
-                                           + _without(node_sum, n_inf, oi + a, logm[mi + a])
-                                           + _without(node_sum, n_inf, oj + b, logm[mj + b]))
+                    mu[eo + a * cj + b] = theta[eo + a * cj + b] / r + pre_i[a] + pre_j[b]
             _exp_normalised(&mu[eo], ci * cj)
 
 

@@ -171,7 +171,7 @@ class _Flat:
     def beliefs(self, rho):
         """The beliefs of the messages into ``mu`` (`fwcore._bp.beliefs`); returns it."""
         beliefs(self.model.theta, self.model.graph, self.msg_off, rho, self.logm, self.mu,
-                self.node_sum, self.n_inf)
+                self.node_sum, self.n_inf, self.work)
         self.believed = True
         return self.mu
 
@@ -295,10 +295,10 @@ def trbp(model: PairwiseMRF | FactorGraph, *, entropy: str = "trw",
     deadline = Deadline(max_time)
     t0 = time.monotonic()
     model = check_model(model)
-    rho = initial_rho(model, _default_rho(model, rho, entropy, max_time), entropy)
     bethe = entropy == "bethe"
-    return _bp_loop(model, rho, 0 if bethe else rho_updates, damping, max_iter, tol, deadline,
-                    callback, verbose, t0, "loopy-bp" if bethe else "trbp", n_threads(n_jobs))
+    return _bp_loop(model, _default_rho(model, rho, entropy, max_time), entropy,
+                    0 if bethe else rho_updates, damping, max_iter, tol, deadline, callback,
+                    verbose, t0, "loopy-bp" if bethe else "trbp", n_threads(n_jobs))
 
 
 @validate_params(_LOOPY_PARAMS, unchecked=("model",))
@@ -321,16 +321,26 @@ def _default_rho(model, rho, entropy, max_time):
     return rho
 
 
-def _bp_loop(model, rho, rho_updates, damping, max_iter, tol, deadline, callback, verbose, t0,
-             method, n_jobs):
+def _bp_loop(model, rho, entropy, rho_updates, damping, max_iter, tol, deadline, callback,
+             verbose, t0, method, n_jobs):
     """The rho loop of `trbp` on `fwcore.loop.run_loop`: BP at each rho is measured, the
     steps are the rho updates, the last BP run decides convergence. The arrays come
-    first (a model they do not fit is refused at once), then the feasibility check,
-    inside the run's Ctrl-C handling."""
-    run = _RhoLoop(model, rho, rho_updates, damping, max_iter, tol, deadline, t0, n_jobs)
+    first (a model they do not fit is refused at once), then, inside the run's Ctrl-C
+    handling, the feasibility check and ρ (`fwcore.marginals.rho.initial_rho` of
+    ``rho`` and ``entropy``; if Ctrl-C comes first, the beliefs of the uniform messages
+    at the "uniform" ρ)."""
+    run = _RhoLoop(model, rho_updates, damping, max_iter, tol, deadline, t0, n_jobs)
+
+    def start():
+        check_feasible(model)
+        run.rho = run.mu_rho = initial_rho(model, rho, entropy)
+
     outcome = run_loop(run.measure, run.step, Stopping(rho_updates, tol, deadline=deadline),
                        Callbacks(callback, line=progress_line, verbose=verbose),
-                       start=partial(check_feasible, model), guard=run.guard)
+                       start=start, guard=run.guard)
+    if run.rho is None:
+        run.rho = run.mu_rho = initial_rho(model, RHO_RULES[2] if entropy == "trw" else None,
+                                           entropy)
     if not run.flat.believed:  # Ctrl-C before the first run's sweeps: its messages
         run.mu = run.flat.beliefs(np.maximum(run.mu_rho, _RHO_MIN))
     primal = run.primal()
@@ -352,13 +362,14 @@ class _RhoLoop:
     first one had any), the rho it was computed at (``mu_rho``) and the sweeps of every
     run (``n_iter``)."""
 
-    def __init__(self, model, rho, rho_updates, damping, max_iter, tol, deadline, t0, n_jobs):
-        self.model, self.rho, self.deadline, self.t0 = model, rho, deadline, t0
+    def __init__(self, model, rho_updates, damping, max_iter, tol, deadline, t0, n_jobs):
+        self.model, self.deadline, self.t0 = model, deadline, t0
         self.rho_updates, self.damping, self.max_iter, self.tol = (
             rho_updates, damping, max_iter, tol)
         self.flat = _Flat(model, n_jobs)
         self.guard = Guard()
-        self.mu, self.mu_rho, self.n_iter = self.flat.mu, rho, 0
+        self.rho = self.mu_rho = None  # set by the run's start
+        self.mu, self.n_iter = self.flat.mu, 0
         self.value = None       # (rho, TRW value of mu at it), once measured
         self.run_time = 0.0     # seconds of the last BP run and its beliefs
 
