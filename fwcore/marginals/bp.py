@@ -40,9 +40,9 @@ __all__ = ["trbp_beliefs", "trbp", "loopy_bp"]
 _RHO_MIN = 1e-12
 #: the end of a BP run (its beliefs and TRW value) takes at most about this many sweeps'
 #: time, on the binary path (vectorised sweeps) and the general one (measured on grids of
-#: 10^5 variables: 2.5 and 0.7); the sweeps stop that long before the deadline, or as long
+#: 10^5 variables: 2.5 and 0.5); the sweeps stop that long before the deadline, or as long
 #: as the last end took, once one has been timed
-_FINISH_SWEEPS = {True: 3.5, False: 1.5}
+_FINISH_SWEEPS = {True: 3.5, False: 1.0}
 #: before a sweep has been timed: seconds of a sweep per flat entry (of theta and the
 #: messages), an over-estimate on a loaded 2-core machine (measured 1.4e-8 to 2.8e-8)
 _SECONDS_PER_ENTRY = 4e-8
