@@ -5,8 +5,11 @@ Sides 100 and 300 in the quick profile, and 1000 (10^6 variables) in the full on
 that under ``flock /work/heavy.lock`` on a shared machine; bench/scale.py measures each
 size in a fresh process, with Merlin's reader and SIGINT beside it). Measured with
 bench/scale.py on a loaded 2-core machine, 10^6 variables: `PairwiseMRF` from arrays
-1.2 s (binary; it was 31.6 s), `read_uai` of the binary grid's 245 MB file 5.6 s and
-0.63 GB (140 s and 5.0 GB), `write_uai` 6.6 s (51 s).
+1.1-1.6 s (binary and Potts-8; it was 31.6 s for binary), `read_uai` of the binary
+grid's 245 MB file 5.6-10.2 s and 0.6 GB (140 s and 5.0 GB before; Merlin's reader 20.4 s
+in the same run), of the Potts-8 grid's 742 MB file 24 s and 1.9 GB (Merlin 41 s),
+`write_uai` 6.6-8.4 s and 39 s (51 s before for binary); loopy BP and TRBP with
+max_time = 60 s returned in 52.5-61.6 s, loopy BP at 2.92 GB peak RSS on Potts-8.
 """
 import os
 import tempfile
