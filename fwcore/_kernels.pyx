@@ -24,7 +24,12 @@ from libc.stdint cimport int8_t, uint64_t
 from libc.stdlib cimport qsort
 from ._clock cimport monotonic
 
+from ._bp cimport node_sums
 from ._graph cimport Graph
+
+
+cdef extern from "Python.h":
+    int PyErr_CheckSignals()  # declared without ``except``: its exception stays pending
 
 cnp.import_array()
 
@@ -1090,22 +1095,74 @@ cdef inline void _normalise(double* a, Py_ssize_t k) noexcept nogil:
         a[x] = (a[x] - mx) - s
 
 
+#: how a BP kernel call ended: its sweeps done (or converged), the time limit passed in a
+#: sweep, Python's signal handlers raised in one (Ctrl-C; the exception is raised)
+BP_DONE, BP_TIME, BP_SIGNAL = 0, 1, 2
+# work (table entries) between two reads of the clock, and between two runs of Python's
+# signal handlers (about 10 ms of work; main thread only)
+cdef long long _BP_CLOCK = 1 << 16, _BP_SIGNALS = 1 << 21
+
+
+cdef struct Poll:
+    double until           # the clock's time limit (INFINITY: none)
+    bint signals           # run Python's signal handlers (the main thread does)
+    long long unclocked, unsignalled
+    int stop               # BP_TIME or BP_SIGNAL once one came
+
+
+cdef inline Poll _poll_start(double time_limit, bint signals) noexcept nogil:
+    cdef Poll p
+    p.until = monotonic() + time_limit if time_limit > 0.0 else INFINITY
+    p.signals, p.unclocked, p.unsignalled, p.stop = signals, 0, 0, 0
+    return p
+
+
+cdef inline bint _stopped(Poll* p, long long work) noexcept nogil:
+    """Count ``work`` more; True (and p.stop set) once the time limit has passed or a
+    signal handler raised (its exception left pending)."""
+    p.unclocked += work
+    p.unsignalled += work
+    if p.unclocked >= _BP_CLOCK:
+        p.unclocked = 0
+        if monotonic() > p.until:
+            p.stop = 1
+            return True
+    if p.signals and p.unsignalled >= _BP_SIGNALS:
+        p.unsignalled = 0
+        with gil:
+            if PyErr_CheckSignals() != 0:
+                p.stop = 2
+                return True
+    return False
+
+
+cdef int _raise_pending() except -1:
+    """Raise the exception a signal handler left pending (`_stopped`)."""
+    return -1
+
+
 def trbp_sweeps(const double[::1] theta, Graph graph, const long long[::1] msg_off,
                 const double[::1] rho, double damping, double tol, Py_ssize_t n_sweeps,
-                double[::1] logm, double[::1] new, double[::1] node_sum, double[::1] work):
+                double[::1] logm, double[::1] new, double[::1] node_sum, double[::1] work,
+                int[::1] n_inf, double time_limit, bint signals):
     """Up to n_sweeps damped parallel TRBP sweeps in the log domain, in place on logm
     (TRW paper, Wainwright et al. 2005, eq. 39; `fwcore.marginals.bp`).
 
     logm: the 2E normalised log-messages, flat; message e (edge e = (i, j)) is i -> j over
     x_j, message E + e is j -> i over x_i, message m at msg_off[m]:msg_off[m+1]. new,
-    node_sum (length node_off[n]) and work (length >= 2 * max card) are scratch. A sweep:
-    node_sum_t = theta_t + sum_v rho_vt log m_vt, kept as its finite part and the number of
-    -inf terms (n_inf), so that removing log m_st leaves -inf exactly when another term
-    is -inf (a -inf row of an edge table rules its state out at every neighbour); message
-    t -> s = logsumexp_{x_t}(theta_st / rho_st + node_sum_t - log m_st), -inf on impossible x_s,
-    damped (1 - damping) new + damping old on finite entries, normalised.
-    Stops after a sweep whose largest change of a finite entry is < tol.
-    Returns (sweeps done, that largest change).
+    node_sum, n_inf (length node_off[n]) and work (length >= 2 * max card) are scratch. A
+    sweep: node_sum_t = theta_t + sum_v rho_vt log m_vt, kept as its finite part and the
+    number of -inf terms (n_inf), so that removing log m_st leaves -inf exactly when
+    another term is -inf (a -inf row of an edge table rules its state out at every
+    neighbour); message t -> s = logsumexp_{x_t}(theta_st / rho_st + node_sum_t - log m_st),
+    -inf on impossible x_s, damped (1 - damping) new + damping old on finite entries,
+    normalised. Stops after a sweep whose largest change of a finite entry is < tol.
+
+    A sweep is left, logm as the last whole sweep made it, when ``time_limit`` seconds
+    (<= 0: none) have passed or, with ``signals`` (the main thread), when a signal handler
+    raises (Ctrl-C: its KeyboardInterrupt is raised); both are checked every few
+    milliseconds of work. Returns (whole sweeps done, the last one's largest change,
+    BP_DONE or BP_TIME).
     """
     cdef const int[::1] card = graph.card, adj_edge = graph.adj_edge
     cdef const int[:, ::1] edges = graph.edges
@@ -1115,34 +1172,17 @@ def trbp_sweeps(const double[::1] theta, Graph graph, const long long[::1] msg_o
     cdef Py_ssize_t n = card.shape[0], n_edges = edges.shape[0], kmax = work.shape[0] // 2
     cdef Py_ssize_t sweep = 0, t, s, a, e, m, rev, d, x, xt, xs, ct, cs, cj, o, orev
     cdef long long eo, ot, os_
-    cdef double r, v, change = INFINITY
+    cdef double r, v, change = INFINITY, swept
     cdef double* pre = &work[0] if work.shape[0] else NULL
     cdef double* buf = pre + kmax if work.shape[0] else NULL
-    cdef int[::1] n_inf = np.zeros(node_sum.shape[0], dtype=np.int32)
+    cdef Poll poll = _poll_start(time_limit, signals)
     with nogil:
-        while sweep < n_sweeps:
-            sweep += 1
-            for t in range(n):
-                ot = node_off[t]
-                for x in range(card[t]):
-                    node_sum[ot + x] = theta[ot + x]
-                    n_inf[ot + x] = 0
-                    if theta[ot + x] == -INFINITY:
-                        node_sum[ot + x] = 0.0
-                        n_inf[ot + x] = 1
-                for a in range(adj_start[t], adj_start[t + 1]):
-                    e = adj_edge[a]
-                    m = n_edges + e if adj_first[a] else e
-                    r = rho[e]
-                    o = msg_off[m]
-                    for x in range(card[t]):
-                        v = logm[o + x]
-                        if v != -INFINITY:
-                            node_sum[ot + x] += r * v
-                        else:
-                            n_inf[ot + x] += 1
-            change = 0.0
+        while sweep < n_sweeps and poll.stop == 0:
+            node_sums(theta, graph, msg_off, rho, logm, node_sum, n_inf)
+            swept = 0.0
             for e in range(n_edges):
+                if e and _stopped(&poll, 2 * card[edges[e - 1, 0]] * card[edges[e - 1, 1]]):
+                    break
                 eo = edge_off[e]
                 r = rho[e]
                 cj = card[edges[e, 1]]
@@ -1178,13 +1218,19 @@ def trbp_sweeps(const double[::1] theta, Graph graph, const long long[::1] msg_o
                     for xs in range(cs):
                         if new[o + xs] != -INFINITY:
                             v = fabs(new[o + xs] - logm[o + xs])
-                            if v > change:
-                                change = v
+                            if v > swept:
+                                swept = v
+            if poll.stop:
+                break
+            sweep += 1
+            change = swept
             for x in range(logm.shape[0]):
                 logm[x] = new[x]
             if change < tol:
                 break
-    return sweep, change
+    if poll.stop == 2:
+        _raise_pending()
+    return sweep, change, poll.stop
 
 
 #: messages per block of a binary sweep: the unit of `binary_messages`, fixed so that any
@@ -1218,15 +1264,18 @@ cdef inline void _binary_node_sums(const double[::1] node_theta, Graph graph,
 cdef inline double _binary_messages(const double[::1] table, const int[::1] sender,
                                     const double[::1] node_sum, const double[::1] logm,
                                     double[::1] new, Py_ssize_t n_edges, double damping,
-                                    Py_ssize_t b_lo, Py_ssize_t b_hi) noexcept nogil:
-    """The messages of blocks b_lo..b_hi-1 into new; their largest change."""
-    cdef Py_ssize_t per_half = (n_edges + _BP_BLOCK - 1) // _BP_BLOCK, b, lo, half
+                                    Py_ssize_t b_lo, Py_ssize_t b_hi, Poll* poll) noexcept nogil:
+    """The messages of blocks b_lo..b_hi-1 into new; their largest change (the blocks
+    after a stop of ``poll`` are left)."""
+    cdef Py_ssize_t per_half = (n_edges + _BP_BLOCK - 1) // _BP_BLOCK, b, lo, hi, half
     cdef double change = 0.0, c
     for b in range(b_lo, b_hi):
+        if b > b_lo and _stopped(poll, _BP_CLOCK):  # a block (~50 us): read the clock
+            break
         half = b // per_half  # blocks of messages i -> j (reverse m + E), then j -> i
         lo = (b % per_half) * _BP_BLOCK + half * n_edges
-        c = fw_bp_binary(&table[0], &sender[0], &node_sum[0], &logm[0], &new[0], lo,
-                         min(lo + _BP_BLOCK, (half + 1) * n_edges),
+        hi = min(lo + _BP_BLOCK, (half + 1) * n_edges)
+        c = fw_bp_binary(&table[0], &sender[0], &node_sum[0], &logm[0], &new[0], lo, hi,
                          -n_edges if half else n_edges, damping, LOG_FLOOR)
         if c > change:
             change = c
@@ -1243,21 +1292,27 @@ def binary_node_sums(Graph graph, const double[::1] node_theta, const double[::1
 
 def binary_messages(const double[::1] table, const int[::1] sender,
                     const double[::1] node_sum, const double[::1] logm, double[::1] new,
-                    double damping, Py_ssize_t b_lo, Py_ssize_t b_hi):
+                    double damping, Py_ssize_t b_lo, Py_ssize_t b_hi, double time_limit,
+                    bint signals):
     """The messages of blocks b_lo..b_hi-1 (BP_BLOCK messages each; the blocks of messages
     i -> j, then of j -> i) of a `trbp_binary_sweeps` sweep into new, after the node sums;
-    returns their largest change."""
+    returns (their largest change, BP_DONE or BP_TIME: the time limit passed before a
+    block, the later ones left), checking the clock and, with ``signals``, the signal handlers as
+    `trbp_sweeps` does."""
     cdef double change
+    cdef Poll poll = _poll_start(time_limit, signals)
     with nogil:
         change = _binary_messages(table, sender, node_sum, logm, new, sender.shape[0] // 2,
-                                  damping, b_lo, b_hi)
-    return change
+                                  damping, b_lo, b_hi, &poll)
+    if poll.stop == 2:
+        _raise_pending()
+    return change, poll.stop
 
 
 def trbp_binary_sweeps(Graph graph, const double[::1] node_theta, const double[::1] table,
                        const int[::1] sender, const double[::1] rho, double damping,
                        double tol, Py_ssize_t n_sweeps, double[::1] logm, double[::1] new,
-                       double[::1] node_sum):
+                       double[::1] node_sum, double time_limit, bint signals):
     """`trbp_sweeps` for binary variables and finite log-potentials, vectorised over the
     messages (TRW paper, Wainwright et al. 2005, eq. 39): message m (layout of
     `trbp_sweeps`: logm[2m:2m+2]) from variable sender[m] with table[4m:4m+4] =
@@ -1265,22 +1320,29 @@ def trbp_binary_sweeps(Graph graph, const double[::1] node_theta, const double[:
     log-potentials. A sweep: the node sums (`binary_node_sums`), then each message
     logsumexp_{x_t}(table + node_sum_t - log m_st), damped as a log-ratio, (1 - damping)
     new + damping old, and normalised (`binary_messages`). new and node_sum (length 2n)
-    are scratch. Returns (sweeps done, largest change of the last sweep).
+    are scratch. The time limit and signals as in `trbp_sweeps`. Returns (whole sweeps
+    done, largest change of the last one, BP_DONE or BP_TIME).
     """
     cdef Py_ssize_t n = graph.card.shape[0], n_edges = sender.shape[0] // 2, sweep = 0, k
     cdef Py_ssize_t n_blocks = 2 * ((n_edges + _BP_BLOCK - 1) // _BP_BLOCK)
-    cdef double change = INFINITY
+    cdef double change = INFINITY, swept
+    cdef Poll poll = _poll_start(time_limit, signals)
     with nogil:
         while sweep < n_sweeps:
-            sweep += 1
             _binary_node_sums(node_theta, graph, rho, logm, node_sum, 0, n)
-            change = _binary_messages(table, sender, node_sum, logm, new, n_edges, damping, 0,
-                                      n_blocks)
+            swept = _binary_messages(table, sender, node_sum, logm, new, n_edges, damping, 0,
+                                     n_blocks, &poll)
+            if poll.stop:
+                break
+            sweep += 1
+            change = swept
             for k in range(logm.shape[0]):
                 logm[k] = new[k]
             if change < tol:
                 break
-    return sweep, change
+    if poll.stop == 2:
+        _raise_pending()
+    return sweep, change, poll.stop
 
 
 # -- tree decomposition of the TRW bound (`fwcore.marginals.trw_dual`) -----------------------------

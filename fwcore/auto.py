@@ -227,11 +227,15 @@ def portfolio_members(model):
 #:   from the marginals and the best labelling otherwise): on 20x20 grids its gap per
 #:   variable is 0.026 with 4-level strips, against naive mean field's 0.072
 #:   (`fwcore.marginals.wmb.BlockMeanField`);
+#: - "trbp/matrix-tree rho, most": `fwcore.trbp`'s default rho is the matrix-tree rule when
+#:   its cost (about 2e-8 E^1.5 s: 1.4 s at E = 1.8e5, 52 s and 2.8 GB at 2e6 on 2 cores)
+#:   is at most 0.1 of max_time, else "uniform";
 #: - "conditioned/mean field": each branch of `fwcore.conditioned` leaves 0.1 of its
 #:   time to its mean-field lower bounds (given only what the branch's bound left, they
 #:   got no sweep after a bound that used all its time: ObjectDetection_13 at 60 s, 78.5
 #:   nats below log Z instead of 2.45).
 TIME_SHARES = {
+    "trbp/matrix-tree rho, most": 0.1,
     "barrier-fw/tree-decomposition bound": 0.2,
     "wmb/order search": 0.1,
     "wmb/lower bound, least": 0.05,

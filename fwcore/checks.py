@@ -33,9 +33,9 @@ if TYPE_CHECKING:  # the decorators keep the signature they wrap (typing_extensi
     P = ParamSpec("P")
     R = TypeVar("R")
 
-__all__ = ["Interval", "Options", "Kind", "checked_inside", "validate_params", "bind_table",
-           "check_params", "check_model", "check_seed", "finite_penalty", "check_feasible",
-           "check_bound_feasible", "check_lp_size", "INFEASIBLE", "MAX_ABS_THETA",
+__all__ = ["Interval", "Options", "Kind", "checked_inside", "available_bytes", "validate_params",
+           "bind_table", "check_params", "check_model", "check_seed", "finite_penalty",
+           "check_feasible", "check_bound_feasible", "check_lp_size", "INFEASIBLE", "MAX_ABS_THETA",
            "HIGHS_MAX_ABS_THETA", "AC_ROUNDS", "HIGHS_MEMORY_LIMIT", "CALLABLE", "EXECUTOR",
            "TIME", "SEED"]
 
@@ -163,6 +163,34 @@ SEED = [Kind(lambda s: _is_int(s) and s >= 0, "an int >= 0", of_type=_is_int), N
 #: `n_threads` turns it into a count
 N_JOBS = Kind(lambda v: _is_int(v) and (v >= 1 or v == -1), "an int >= 1 or -1 (every core)",
               of_type=_is_int)
+
+
+def available_bytes():
+    """Bytes this process can still allocate, as far as the system says (None: unknown):
+    the memory available on the machine (Linux ``MemAvailable``, else the free physical
+    pages), and under an address-space limit (``RLIMIT_AS``) what is left of it. The
+    methods refuse, before allocating, what will not fit, and size their defaults by it."""
+    have = None
+    try:
+        with open("/proc/meminfo") as f:
+            have = next(int(line.split()[1]) * 1024 for line in f
+                        if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError):
+        try:
+            have = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (AttributeError, ValueError, OSError):
+            pass
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY:
+            with open("/proc/self/status") as f:
+                size = next(int(line.split()[1]) * 1024 for line in f
+                            if line.startswith("VmSize:"))
+            have = soft - size if have is None else min(have, soft - size)
+    except (ImportError, OSError, StopIteration, ValueError):
+        pass
+    return have
 
 
 def n_threads(n_jobs):

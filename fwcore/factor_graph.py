@@ -30,7 +30,9 @@ from typing import TYPE_CHECKING, Callable, cast
 
 import numpy as np
 
-from .model import Named, PairwiseMRF, _check_card, _check_values, _int_array, check_names
+from ._uai import add_tables
+from .model import (Named, PairwiseMRF, _check_card, _check_values, _int_array, _offsets,
+                    check_names)
 
 if TYPE_CHECKING:  # the decorator keeps the signature it wraps (typing_extensions: Python 3.9)
     from typing import TypeVar
@@ -39,7 +41,7 @@ if TYPE_CHECKING:  # the decorator keeps the signature it wraps (typing_extensio
     P = ParamSpec("P")
     R = TypeVar("R")
 
-__all__ = ["FactorGraph", "model_from_factors"]
+__all__ = ["FactorGraph", "model_from_factors", "model_from_flat_factors"]
 
 
 class FactorGraph(Named):
@@ -79,7 +81,8 @@ class FactorGraph(Named):
         card = _check_card(card)
         self.card = card
         self.names, self.states = check_names(names, states, card)
-        self.factors = tuple(_check_factor(k, f, card) for k, f in enumerate(factors))
+        cards = card.tolist()
+        self.factors = tuple(_check_factor(k, f, cards) for k, f in enumerate(factors))
         self.reduced, self.aux_factors = _reduce(card, self.factors)
         red = self.reduced
         n_edges = int((red.edges[:, 1] < card.shape[0]).sum())  # the pairwise factors, first
@@ -139,8 +142,8 @@ class FactorGraph(Named):
             mu = given["mu"]
             cut["mu"] = np.concatenate([mu[:red.node_off[n]],
                                         mu[red.edge_off[0]:red.edge_off[sk.n_edges]]])
-        if given.get("rho") is not None:
-            cut["rho"] = np.asarray(given["rho"])[:sk.n_edges]
+        if given.get("info", {}).get("rho") is not None:  # a marginal method's edge weights
+            cut["info"] = {**given["info"], "rho": np.asarray(given["info"]["rho"])[:sk.n_edges]}
         if given.get("assignment") is not None:
             cut["assignment"] = np.asarray(given["assignment"])[:n]
             if "score" in given:
@@ -155,26 +158,74 @@ def model_from_factors(card: Sequence[int], factors: Sequence[tuple],
                        states: Sequence[Sequence[Hashable]] | None = None
                        ) -> PairwiseMRF | FactorGraph:
     """The model of log-potential ``factors`` (scope, table) over variables of ``card``
-    states: a `PairwiseMRF` when every factor has arity 1 or 2 (factors on the same scope
-    summed, a scope (j, i) with j > i transposed, arity-1 factors added to the unary,
-    edges in the order of their first factor), else a `FactorGraph`; with the variables'
-    ``names`` and ``states`` when given."""
+    states: a `PairwiseMRF` when every factor has arity 1 or 2 (`model_from_flat_factors`),
+    else a `FactorGraph`; with the variables' ``names`` and ``states`` when given."""
     if any(len(scope) not in (1, 2) for scope, _ in factors):
         return FactorGraph(card, factors, names=names, states=states)
-    unary = [None] * len(card)
-    pair = {}  # (i, j), i < j -> summed table; dicts keep first-appearance order
-    for scope, table in factors:
-        table = np.asarray(table, dtype=np.float64)
-        if len(scope) == 1:
-            i = scope[0]
-            unary[i] = table if unary[i] is None else unary[i] + table
-            continue
-        i, j = scope
-        if i > j:
-            i, j, table = j, i, table.T
-        pair[i, j] = pair[i, j] + table if (i, j) in pair else table
-    return PairwiseMRF(card, unary, list(pair), list(pair.values()), names=names,
-                       states=states)
+    card = _check_card(card)
+    cards = card.tolist()
+    checked = [_check_factor(k, f, cards) for k, f in enumerate(factors)]
+    arity = np.array([len(s) for s, _ in checked], dtype=np.int64)
+    variables = np.array([v for s, _ in checked for v in s], dtype=np.int64)
+    tables = np.concatenate([t.ravel() for _, t in checked]) if checked else np.zeros(0)
+    table_off = np.zeros(len(checked) + 1, dtype=np.int64)
+    np.cumsum([t.size for _, t in checked], out=table_off[1:])
+    return model_from_flat_factors(card, arity, variables, tables, table_off, names, states)
+
+
+def model_from_flat_factors(card, arity, variables, tables, table_off, names=None,
+                            states=None):
+    """`model_from_factors` for factors given flat (as `fwcore.read_uai` reads them, and
+    checked): factor f's scope is the next ``arity[f]`` entries of ``variables``, its log
+    table ``tables[table_off[f]:table_off[f + 1]]`` (last variable fastest). Pairwise
+    models are assembled without Python per factor: factors on one scope summed in their
+    order, a scope (j, i) with j > i transposed, arity-1 factors added to the unary,
+    edges in the order of their first factor (`fwcore._uai.add_tables`)."""
+    card = np.asarray(card, dtype=np.int64)
+    scope_start = np.cumsum(arity) - arity
+    if not ((arity == 1) | (arity == 2)).all():
+        shapes = [card[variables[s:s + a]] for s, a in zip(scope_start, arity)]
+        factors = [(tuple(variables[s:s + a].tolist()), tables[o:p].reshape(shape))
+                   for s, a, o, p, shape in zip(scope_start, arity, table_off[:-1],
+                                                table_off[1:], shapes)]
+        return FactorGraph(card, factors, names=names, states=states)
+    n = card.shape[0]
+    first = variables[scope_start]
+    pair = np.flatnonzero(arity == 2)
+    a, b = first[pair], variables[scope_start[pair] + 1]
+    keys = np.minimum(a, b) * n + np.maximum(a, b)
+    edge_of = np.arange(keys.size)
+    if keys.size and not (keys[1:] > keys[:-1]).all():  # else distinct, in order (grids)
+        keys, at, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        order = np.argsort(at, kind="stable")               # by first appearance
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        edge_of, keys = rank[inverse.reshape(-1)], keys[order]
+    edges = np.stack([keys // max(n, 1), keys % max(n, 1)], axis=1)
+    if (arity.shape[0] == n + edges.shape[0] and not (a > b).any()
+            and (edge_of == np.arange(edge_of.size)).all()
+            and np.array_equal(variables[:n], np.arange(n)) and (arity[:n] == 1).all()):
+        theta = tables  # a unary per variable in order, then the edges: the flat layout
+    else:
+        theta = _added(card, arity, variables, tables, table_off, edges, edge_of, a, b)
+    theta.flags.writeable = False   # shared, not copied
+    return PairwiseMRF.from_flat(card, edges, theta, names, states)
+
+
+def _added(card, arity, variables, tables, table_off, edges, edge_of, a, b):
+    """θ of `model_from_flat_factors`: each factor's table added into its block."""
+    first = variables[np.cumsum(arity) - arity]
+    pair = np.flatnonzero(arity == 2)
+    node_off, edge_off = _offsets(card, edges)
+    dest = node_off[first]
+    dest[pair] = edge_off[edge_of]
+    cols = np.ones(arity.shape[0], dtype=np.int64)
+    cols[pair] = card[b]
+    flipped = np.zeros(arity.shape[0], dtype=np.int8)
+    flipped[pair] = a > b
+    theta = np.zeros(edge_off[-1])
+    add_tables(theta, tables, table_off, dest, card[first], cols, flipped)
+    return theta
 
 
 def solves_factor_graphs(entry: Callable[P, R]) -> Callable[P, R]:
@@ -190,15 +241,18 @@ def solves_factor_graphs(entry: Callable[P, R]) -> Callable[P, R]:
     return cast("Callable[P, R]", run)
 
 
-def _check_factor(k, factor, card):
-    """(scope tuple, float64 table) of factor ``k``, validated."""
+def _check_factor(k, factor, cards):
+    """(scope tuple, float64 table) of factor ``k``, validated (``cards``: the
+    cardinalities as a list). A scope that is a tuple of ints is taken as it is (a
+    microsecond a factor), any other through the index checks."""
     try:
         scope, table = factor
     except (TypeError, ValueError):
         raise TypeError(f"factors[{k}] must be a pair (scope, table); got "
                         f"{type(factor).__name__}") from None
-    scope = tuple(int(v) for v in _int_array(f"factors[{k}] scope", scope).reshape(-1))
-    n = card.shape[0]
+    if type(scope) is not tuple or not all(type(v) is int for v in scope):
+        scope = tuple(int(v) for v in _int_array(f"factors[{k}] scope", scope).reshape(-1))
+    n = len(cards)
     if any(v < 0 or v >= n for v in scope):
         raise ValueError(f"factors[{k}] scope {scope} must index variables 0..{n - 1}")
     if len(set(scope)) != len(scope):
@@ -206,7 +260,7 @@ def _check_factor(k, factor, card):
     table = np.asarray(table)
     if table.dtype.kind not in "iuf":
         raise TypeError(f"factors[{k}] table must be numeric; got dtype {table.dtype}")
-    shape = tuple(int(card[v]) for v in scope)
+    shape = tuple(cards[v] for v in scope)
     if table.shape != shape:
         raise ValueError(f"factors[{k}] table has shape {table.shape}; its scope {scope} "
                          f"needs {shape}")
@@ -218,7 +272,9 @@ def _check_factor(k, factor, card):
 
 def _sorted_factor(scope, table):
     """The same factor with its scope in increasing order (table axes permuted)."""
-    order = np.argsort(scope, kind="stable")
+    if len(scope) == 2:  # the common case, without numpy's argsort
+        return (scope, table) if scope[0] < scope[1] else (scope[::-1], table.T)
+    order = sorted(range(len(scope)), key=scope.__getitem__)
     return tuple(scope[i] for i in order), np.transpose(table, order)
 
 
@@ -230,16 +286,17 @@ def _reduce(card, factors):
     pairwise factors become edges, larger ones a pivot edge and an auxiliary variable
     (the module's docstring)."""
     n = card.shape[0]
-    unary = [np.zeros(int(c)) for c in card]
+    unary = {}  # variable -> the sum of its unary tables (none: zeros)
     larger = []
     for scope, table in factors:
         if len(scope) == 1:
-            unary[scope[0]] = unary[scope[0]] + table
+            unary[scope[0]] = unary[scope[0]] + table if scope[0] in unary else 0.0 + table
         else:
             larger.append(_sorted_factor(scope, table))
     # a variable with one possible state (evidence, or one state) is conditioned on:
     # the factors are sliced there, so it joins no edge and no auxiliary variable
-    fixed = {v: int(np.argmax(u)) for v, u in enumerate(unary) if np.isfinite(u).sum() == 1}
+    fixed = {v: int(np.argmax(u)) for v, u in unary.items() if np.isfinite(u).sum() == 1}
+    fixed.update((int(v), 0) for v in np.flatnonzero(card == 1) if v not in unary)
     groups = {}  # sorted scope -> summed table (first appearance order)
     constant = 0.0
     for scope, table in larger:
@@ -249,13 +306,14 @@ def _reduce(card, factors):
         if not scope:
             constant += float(table)
         elif len(scope) == 1:
-            unary[scope[0]] = unary[scope[0]] + table
+            v = scope[0]
+            unary[v] = unary[v] + table if v in unary else 0.0 + table
         else:
             groups[scope] = groups[scope] + table if scope in groups else table
     if constant:
         if n == 0:
             raise ValueError("factors holds a constant but the model has no variable")
-        unary[0] = unary[0] + constant
+        unary[0] = unary.get(0, np.zeros(int(card[0]))) + constant
     big = sorted((s for s in groups if len(s) > 2), key=len, reverse=True)
     containing = {}  # variable -> scopes of arity > 2 holding it, largest first
     for s in big:
@@ -289,7 +347,7 @@ def _reduce(card, factors):
             aux_edges.append((v, n + a))
             aux_tables.append(np.where(np.arange(card[v])[:, None] == d[None, :], 0.0, -np.inf))
     model = PairwiseMRF(np.concatenate([card, np.asarray(aux_card, dtype=np.int64)]),
-                        unary + [None] * len(aux_card),
+                        [unary.get(v) for v in range(n)] + [None] * len(aux_card),
                         [s for s, _ in pairs] + aux_edges,
                         [t for _, t in pairs] + aux_tables)
     return model, tuple(aux_factors)

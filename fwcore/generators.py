@@ -66,37 +66,17 @@ def bipartite(n_left, n_right, unary=None, pairwise=None, card=2):
 
 
 def _build(n, edges, unary, pairwise, card):
-    if _is_dense(n, edges, unary, pairwise, card):
-        theta = np.concatenate([np.asarray(unary, dtype=np.float64).ravel(),
-                                np.asarray(pairwise, dtype=np.float64).ravel()])
-        return PairwiseMRF.from_flat(np.full(n, card, dtype=np.int64), edges, theta)
+    """The model over ``edges`` with the given tables: arrays (n, k) and (E, k, k) are
+    taken whole by the constructor, a 2-D ``pairwise`` array is the table of every edge
+    (broadcast, not copied), sequences go table by table."""
     card_arr = np.broadcast_to(np.asarray(card, dtype=np.int64), (n,))
     if unary is not None and not isinstance(unary, (list, tuple)):
         unary = np.asarray(unary, dtype=np.float64)
-        if unary.ndim == 2:
-            unary = list(unary)
     if pairwise is not None and not isinstance(pairwise, (list, tuple)):
         pairwise = np.asarray(pairwise, dtype=np.float64)
         if pairwise.ndim == 2:  # one table shared by every edge
-            pairwise = [pairwise] * len(edges)
-        else:
-            pairwise = list(pairwise)
+            pairwise = np.broadcast_to(pairwise, (len(edges), *pairwise.shape))
     return PairwiseMRF(card_arr, unary, edges, pairwise)
-
-
-def _is_dense(n, edges, unary, pairwise, card):
-    """Whether the tables are real arrays (n, k) and (E, k, k) of one int ``card`` = k over
-    edges with i < j: then the flat layout is their concatenation, built without the
-    per-block loop of the constructor. Anything else (and NaN or +inf, which the
-    constructor names by block) goes through the constructor."""
-    if not (isinstance(card, (int, np.integer)) and not isinstance(card, bool)
-            and isinstance(unary, np.ndarray) and isinstance(pairwise, np.ndarray)):
-        return False
-    k, m = int(card), len(edges)
-    return (k >= 1 and unary.shape == (n, k) and pairwise.shape == (m, k, k)
-            and unary.dtype.kind in "iuf" and pairwise.dtype.kind in "iuf"
-            and bool((edges[:, 0] < edges[:, 1]).all())
-            and not any(np.isnan(t).any() or np.isposinf(t).any() for t in (unary, pairwise)))
 
 
 def _spin_unary(field):
@@ -150,7 +130,12 @@ def potts_grid(h, w=None, n_labels=3, coupling=1.0, field=1.0, seed=None):
     unary = rng.uniform(-field, field, (h * w, n_labels))
     edges = grid_edges(h, w)
     beta = rng.uniform(-coupling, coupling, len(edges))
-    return grid(h, w, unary, beta[:, None, None] * np.eye(n_labels), card=n_labels)
+    k, n_node = n_labels, h * w * n_labels
+    theta = np.zeros(n_node + len(edges) * k * k)  # the flat layout, written in place
+    theta[:n_node] = unary.ravel()
+    theta[n_node:].reshape(len(edges), k * k)[:, ::k + 1] = beta[:, None]  # diagonals
+    theta.flags.writeable = False  # taken without a copy
+    return PairwiseMRF.from_flat(np.full(h * w, k), edges, theta)
 
 
 @validate_params({"n": _SIZE, **_RANDOM})

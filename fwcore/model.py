@@ -7,13 +7,14 @@ then one row-major card[i] × card[j] block per edge (``edge_off``, x_i major). 
 vector μ has the same layout. Every array is read-only after construction.
 """
 import itertools
-from collections.abc import Hashable
+import operator
+from collections.abc import Hashable, Sequence
 
 import numpy as np
 
 from ._graph import Graph
 
-__all__ = ["PairwiseMRF", "Named", "check_names", "binary_cover"]
+__all__ = ["PairwiseMRF", "Named", "Blocks", "check_names", "binary_cover"]
 
 
 def _readonly(a):
@@ -111,6 +112,59 @@ def _listed(values, most=8):
     return shown + (f", ... ({len(values)} in all)" if len(values) > most else "")
 
 
+class Blocks(Sequence):
+    """The blocks of a flat vector as a read-only sequence of views, made when read: block
+    k is ``vec[off[k]:off[k + 1]]``, 1-D, or with ``rows`` a table of ``rows[k]`` rows
+    (node marginals and edge tables of `PairwiseMRF.split_marginals`). It slices (a
+    `Blocks` of the range), iterates, has a length, and adds and compares as a list does."""
+
+    __slots__ = ("vec", "off", "rows")
+
+    def __init__(self, vec, off, rows=None):
+        self.vec, self.off, self.rows = vec, off, rows
+
+    def __len__(self):
+        return self.off.shape[0] - 1
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            start, stop, step = k.indices(len(self))
+            if step != 1:
+                return [self[i] for i in range(start, stop, step)]
+            stop = max(start, stop)
+            return Blocks(self.vec, self.off[start:stop + 1],
+                          None if self.rows is None else self.rows[start:stop])
+        k = operator.index(k)
+        if k < 0:
+            k += len(self)
+        if not 0 <= k < len(self):
+            raise IndexError(f"block {k} of {len(self)}")
+        block = self.vec[self.off[k]:self.off[k + 1]]
+        if self.rows is not None:
+            block = block.reshape(int(self.rows[k]), -1)
+        block.flags.writeable = False
+        return block
+
+    def __add__(self, other):
+        return list(self) + list(other)
+
+    def __eq__(self, other):
+        if not isinstance(other, (Blocks, list, tuple)):
+            return NotImplemented
+        return list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]  # equal as lists are: not hashable
+
+    def __radd__(self, other):
+        return list(other) + list(self)
+
+    def __reduce__(self):
+        return Blocks, (self.vec, self.off, self.rows)
+
+    def __repr__(self):
+        return f"Blocks({len(self)} {'tables' if self.rows is not None else 'arrays'})"
+
+
 #: the slots a model shares with its `PairwiseMRF.with_theta` copies
 _GRAPH_SLOTS = ("card", "edges", "node_off", "edge_off", "adj_start", "adj_var", "adj_edge",
                 "adj_first", "graph")
@@ -149,33 +203,29 @@ class PairwiseMRF(Named):
         if edges.ndim != 2 or edges.shape[1] != 2:
             raise ValueError(f"edges must have shape (E, 2); got shape {edges.shape}")
         n_edges = edges.shape[0]
-        unary = _check_blocks("unary", unary, [(int(c),) for c in card])
-        if pairwise is None:
-            tables = [None] * n_edges
-        else:
-            if len(pairwise) != n_edges:
-                raise ValueError(f"pairwise has {len(pairwise)} tables but edges has {n_edges} "
-                                 "rows; give one table per edge")
-            tables = list(pairwise)
+        if pairwise is not None and len(pairwise) != n_edges:
+            raise ValueError(f"pairwise has {len(pairwise)} tables but edges has {n_edges} "
+                             "rows; give one table per edge")
         if n_edges and (edges.min() < 0 or edges.max() >= n):
             raise ValueError(f"edges must index variables 0..{n - 1}; "
                              f"found {edges.min()}..{edges.max()}")
         flipped = edges[:, 0] > edges[:, 1]
-        canonical = np.where(flipped[:, None], edges[:, ::-1], edges)
-        shapes = [(int(card[i]), int(card[j])) for i, j in canonical]
-        for e in np.flatnonzero(flipped):
-            if tables[e] is not None:
-                tables[e] = np.asarray(tables[e]).T
-        pair = _check_blocks("pairwise", tables, shapes)
-        theta = np.concatenate(unary + pair) if (unary or pair) else np.zeros(0)
-        self._set_flat(card, canonical, theta, names, states)
+        canonical = edges.copy()
+        canonical[flipped] = edges[flipped, ::-1]
+        node_off, edge_off = _offsets(card, canonical)
+        theta = np.empty(edge_off[-1])
+        _fill_blocks("unary", unary, theta, node_off, card, None)
+        _fill_blocks("pairwise", pairwise, theta, edge_off, card[edges[:, 0]],
+                     card[edges[:, 1]], flipped)
+        self._set_flat(card, canonical, theta, names, states, owned=True)
 
     # -- construction from flat arrays (the fast path used inside the library) ---------
 
     @classmethod
     def from_flat(cls, card, edges, theta, names=None, states=None):
         """Build from the flat layout: ``card`` (n,), canonical ``edges`` (E, 2) with
-        i < j, and ``theta`` of length ``dim``; optional ``names`` and ``states``."""
+        i < j, and ``theta`` of length ``dim`` (copied, unless it is a read-only C-ordered
+        float64 array: then shared); optional ``names`` and ``states``."""
         self = cls.__new__(cls)
         card = _check_card(card)
         edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
@@ -183,8 +233,7 @@ class PairwiseMRF(Named):
             raise ValueError("edges for from_flat must satisfy i < j in every row")
         if edges.size and (edges.min() < 0 or edges.max() >= card.shape[0]):
             raise ValueError(f"edges must index variables 0..{card.shape[0] - 1}")
-        theta = np.asarray(theta, dtype=np.float64)
-        self._set_flat(card, edges, theta, names, states)
+        self._set_flat(card, edges, np.asarray(theta, dtype=np.float64), names, states)
         return self
 
     def with_theta(self, theta):
@@ -201,7 +250,10 @@ class PairwiseMRF(Named):
         object.__setattr__(other, "theta", _readonly(np.array(theta, order="C")))
         return other
 
-    def _set_flat(self, card, edges, theta, names=None, states=None):
+    def _set_flat(self, card, edges, theta, names=None, states=None, owned=False):
+        """Store the flat layout (canonical ``edges``); ``theta`` is copied unless it is a
+        read-only C-ordered float64 array or ``owned`` (a fresh array of this model's
+        own)."""
         n = card.shape[0]
         n_edges = edges.shape[0]
         if n_edges:
@@ -210,18 +262,13 @@ class PairwiseMRF(Named):
                 raise ValueError(f"edges has a self loop at row {e}: "
                                  f"({edges[e, 0]}, {edges[e, 1]})")
             keys = edges[:, 0] * n + edges[:, 1]
-            uniq, first, counts = np.unique(keys, return_index=True, return_counts=True)
-            if (counts > 1).any():
-                k = uniq[counts > 1][0]
-                raise ValueError(f"edges has the pair ({k // n}, {k % n}) more than once; "
-                                 "sum their tables into one edge")
-        node_off = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(card, out=node_off[1:])
-        sizes = card[edges[:, 0]].astype(np.int64) * card[edges[:, 1]]
-        edge_off = np.empty(n_edges + 1, dtype=np.int64)
-        edge_off[0] = node_off[-1]
-        np.cumsum(sizes, out=edge_off[1:])
-        edge_off[1:] += node_off[-1]
+            if not (keys[1:] > keys[:-1]).all():  # else sorted and distinct (grids are)
+                uniq, counts = np.unique(keys, return_counts=True)
+                if (counts > 1).any():
+                    k = uniq[counts > 1][0]
+                    raise ValueError(f"edges has the pair ({k // n}, {k % n}) more than "
+                                     "once; sum their tables into one edge")
+        node_off, edge_off = _offsets(card, edges)
         if theta.ndim != 1 or theta.shape[0] != edge_off[-1]:
             raise ValueError(f"theta must be a 1-D array of length {edge_off[-1]} (the flat "
                              f"layout's dim); got shape {theta.shape}")
@@ -229,18 +276,20 @@ class PairwiseMRF(Named):
         names, states = check_names(names, states, card)
         # CSR adjacency: for variable v, slots adj_start[v]:adj_start[v+1] list each incident
         # edge once, with the neighbour, the edge id, and 1 when v is the edge's first end.
-        ends = np.concatenate([edges[:, 0], edges[:, 1]])
+        ends = edges.T.ravel()                     # the first ends, then the second ends
         order = np.argsort(ends, kind="stable")
-        eid = np.concatenate([np.arange(n_edges), np.arange(n_edges)])[order]
-        first = np.concatenate([np.ones(n_edges), np.zeros(n_edges)])[order]
-        other = np.concatenate([edges[:, 1], edges[:, 0]])[order]
+        eid = order % max(n_edges, 1)
+        first = order < n_edges
+        other = edges[eid, first.astype(np.int64)]  # the end that is not v
         adj_start = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(ends, minlength=n), out=adj_start[1:])
         self.card = _readonly(np.ascontiguousarray(card, dtype=np.int32))
         self.edges = _readonly(np.ascontiguousarray(edges, dtype=np.int32))
         self.node_off = _readonly(node_off)
         self.edge_off = _readonly(edge_off)
-        self.theta = _readonly(np.array(theta, dtype=np.float64, order="C"))
+        own = ((owned or not theta.flags.writeable) and theta.dtype == np.float64
+               and theta.flags.c_contiguous)
+        self.theta = _readonly(theta if own else np.array(theta, dtype=np.float64, order="C"))
         self.names, self.states = names, states
         self.adj_start = _readonly(adj_start)
         self.adj_var = _readonly(other.astype(np.int32))
@@ -361,11 +410,17 @@ class PairwiseMRF(Named):
         return np.repeat(1.0 / sizes, sizes)
 
     def split_marginals(self, mu):
-        """Flat μ → (list of node arrays, list of edge tables), copies."""
+        """Flat μ → (node arrays, edge tables) as two `Blocks`: read-only views of μ when
+        it is a read-only float64 array, else of one read-only copy of it (so never one
+        Python object, nor one copy, per block)."""
         mu = np.asarray(mu, dtype=np.float64)
-        nodes = [self.unary(i, mu).copy() for i in range(self.n_vars)]
-        edges = [self.pairwise(e, mu).copy() for e in range(self.n_edges)]
-        return nodes, edges
+        if mu.flags.writeable or not mu.flags.c_contiguous:
+            mu = _readonly(np.array(mu, order="C"))
+        if mu.shape != (self.dim,):
+            raise ValueError(f"mu must be a 1-D array of length {self.dim} (the flat "
+                             f"layout's dim); got shape {mu.shape}")
+        return (Blocks(mu, self.node_off),
+                Blocks(mu, self.edge_off, self.card[self.edges[:, 0]]))
 
     def n_components(self):
         """Number of connected components of the graph (isolated variables count)."""
@@ -460,30 +515,67 @@ def _check_card(card):
     return arr
 
 
-def _check_values(name, a):
-    if np.isnan(a).any():
-        raise ValueError(f"{name} contains NaN; log-potentials must be finite or -inf")
-    if np.isposinf(a).any():
-        raise ValueError(f"{name} contains +inf; log-potentials must be finite or -inf")
+def _offsets(card, edges):
+    """(node_off, edge_off) of the flat layout of ``card`` and canonical ``edges``."""
+    node_off = np.zeros(card.shape[0] + 1, dtype=np.int64)
+    np.cumsum(card, out=node_off[1:])
+    edge_off = np.empty(edges.shape[0] + 1, dtype=np.int64)
+    edge_off[0] = node_off[-1]
+    np.cumsum(card[edges[:, 0]].astype(np.int64) * card[edges[:, 1]], out=edge_off[1:])
+    edge_off[1:] += node_off[-1]
+    return node_off, edge_off
 
 
-def _check_blocks(name, blocks, shapes):
-    """Flatten one block per shape, zeros where ``blocks`` (or an entry) is None."""
+def _check_values(name, a, off=None):
+    """Refuse NaN and +inf in ``a``, read in one pass without a temporary (the maximum of
+    an array is NaN when it holds one, else +inf when it holds one); with the block
+    offsets ``off`` (into ``a``) the message names block k as ``name[k]``."""
+    top = a.max() if a.size else 0.0
+    if not (np.isnan(top) or top == np.inf):
+        return
+    what = "NaN" if np.isnan(top) else "+inf"
+    if off is not None:
+        at = int(np.flatnonzero(np.isnan(a) if what == "NaN" else np.isposinf(a))[0])
+        name = f"{name}[{int(np.searchsorted(off, at, side='right')) - 1}]"
+    raise ValueError(f"{name} contains {what}; log-potentials must be finite or -inf")
+
+
+def _fill_blocks(name, blocks, theta, off, rows, cols, flipped=None):
+    """Write the tables ``blocks`` (None: all zero; else one per block, None for zeros) of
+    shapes (rows[k],) (``cols`` None) or (rows[k], cols[k]) into ``theta`` at ``off[k]``,
+    transposed where ``flipped``; refuse wrong counts, shapes, dtypes, NaN and +inf,
+    naming the block ``name[k]``. An array of equal blocks is written whole (no loop over
+    blocks)."""
+    count = rows.shape[0]
+    out = theta[off[0]:off[-1]]
     if blocks is None:
-        return [np.zeros(int(np.prod(s))) for s in shapes]
-    if len(blocks) != len(shapes):
-        raise ValueError(f"{name} has {len(blocks)} entries; expected {len(shapes)}")
-    out = []
-    for k, (b, s) in enumerate(zip(blocks, shapes)):
-        if b is None:
-            out.append(np.zeros(int(np.prod(s))))
-            continue
-        b = np.asarray(b)
-        if b.dtype.kind not in "iuf":
-            raise TypeError(f"{name}[{k}] must be numeric; got dtype {b.dtype}")
-        if b.shape != s:
-            raise ValueError(f"{name}[{k}] has shape {b.shape}; expected {s}")
-        b = b.astype(np.float64).ravel()
-        _check_values(f"{name}[{k}]", b)
-        out.append(b)
-    return out
+        out[:] = 0.0
+        return
+    if len(blocks) != count:
+        raise ValueError(f"{name} has {len(blocks)} entries; expected {count}")
+    shape = (rows[:1], cols[:1]) if cols is not None else (rows[:1],)
+    shape = tuple(int(d[0]) for d in shape) if count else ()
+    if (isinstance(blocks, np.ndarray) and count and blocks.shape == (count, *shape)
+            and (rows == shape[0]).all() and (cols is None or (cols == shape[1]).all())):
+        if blocks.dtype.kind not in "iuf":
+            raise TypeError(f"{name}[0] must be numeric; got dtype {blocks.dtype}")
+        if flipped is None or not flipped.any():
+            out.reshape(count, *shape)[:] = blocks  # a broadcast table: no copy
+        else:
+            flat = out.reshape(count, -1)
+            flat[~flipped] = blocks[~flipped].reshape(-1, flat.shape[1])
+            flat[flipped] = blocks[flipped].transpose(0, 2, 1).reshape(-1, flat.shape[1])
+    else:
+        for k, b in enumerate(blocks):
+            o = off[k] - off[0]
+            if b is None:
+                out[o:off[k + 1] - off[0]] = 0.0
+                continue
+            b = np.asarray(b)
+            if b.dtype.kind not in "iuf":
+                raise TypeError(f"{name}[{k}] must be numeric; got dtype {b.dtype}")
+            s = (int(rows[k]),) if cols is None else (int(rows[k]), int(cols[k]))
+            if b.shape != s:
+                raise ValueError(f"{name}[{k}] has shape {b.shape}; expected {s}")
+            out[o:off[k + 1] - off[0]] = (b.T if flipped is not None and flipped[k] else b).ravel()
+    _check_values(name, out, off - off[0])

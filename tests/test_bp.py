@@ -6,9 +6,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.sparse import csr_matrix
 
-from fwcore.marginals.bp import _beliefs, _message_offsets, _messages, loopy_bp, trbp, trbp_beliefs
+from fwcore import _kernels
+from fwcore._bp import trw_value
+from fwcore.marginals.bp import _Flat, loopy_bp, trbp, trbp_beliefs
+from fwcore.marginals.trw import TRWObjective
 from fwcore.exact import exact_inference
-from fwcore.generators import random_clique, random_grid
+from fwcore.generators import potts_grid, random_clique, random_grid
 from fwcore.model import PairwiseMRF
 
 
@@ -138,17 +141,22 @@ def test_kernel_equals_numpy_twin(model, damping, uniform, n_sweeps, seed):
     mu, it, converged, change = trbp_beliefs(model, rho, damping, n_sweeps, tol=-1.0)
     assert it == n_sweeps and not converged and np.isfinite(change)
     twin = numpy_sweeps(model, rho, damping, n_sweeps)
-    logm = _messages(model, rho, damping, n_sweeps, -1.0, None, None, 1)[0]
-    np.testing.assert_array_equal(np.isfinite(logm), np.isfinite(twin))
+    flat = _Flat(model)
+    flat.run(rho, damping, n_sweeps, -1.0, None, None)
+    np.testing.assert_array_equal(np.isfinite(flat.logm), np.isfinite(twin))
     fin = np.isfinite(twin)
-    np.testing.assert_allclose(logm[fin], twin[fin], rtol=0, atol=1e-10)
-    np.testing.assert_allclose(mu, numpy_beliefs(model, rho, twin, _message_offsets(model)),
+    np.testing.assert_allclose(flat.logm[fin], twin[fin], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(mu, numpy_beliefs(model, rho, twin, flat.msg_off),
                                rtol=0, atol=1e-10)
-    np.testing.assert_allclose(mu, _beliefs(model, rho, twin, _message_offsets(model)),
+    flat.logm[:] = twin   # the beliefs kernel on the twin's messages
+    np.testing.assert_allclose(flat.beliefs(rho), numpy_beliefs(model, rho, twin, flat.msg_off),
                                rtol=0, atol=1e-10)
     assert not np.isnan(mu).any()
     # every block of the pseudo-marginals is a distribution, zero on impossible states
     assert np.all(mu[np.isneginf(model.theta)] == 0)
+    # the TRW value kernel against the objective's (its weights as a flat array)
+    np.testing.assert_allclose(trw_value(model.theta, mu, model.graph, rho),
+                               TRWObjective(model, rho).trw(mu), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -164,10 +172,12 @@ def test_binary_sweeps_on_threads_equal_one_thread():
     parts: bit for bit the messages of one thread (and of -1, one thread per core)."""
     model = random_grid(50, 90, coupling=2.0, seed=3)  # 8860 edges: 4 blocks of messages
     rho = np.random.default_rng(3).uniform(0.2, 1.0, model.n_edges)
-    one = _messages(model, rho, 0.5, 23, -1.0, None, None, 1)[0]
+    one = _Flat(model)
+    one.run(rho, 0.5, 23, -1.0, None, None)
     for n_jobs in (2, 3, 8):
-        np.testing.assert_array_equal(_messages(model, rho, 0.5, 23, -1.0, None, None, n_jobs)[0],
-                                      one)
+        flat = _Flat(model, n_jobs)
+        assert flat.run(rho, 0.5, 23, -1.0, None, None)[0] == 23
+        np.testing.assert_array_equal(flat.logm, one.logm)
     np.testing.assert_array_equal(loopy_bp(model, max_iter=7, n_jobs=-1).mu,
                                   loopy_bp(model, max_iter=7).mu)
     with pytest.raises(ValueError, match="n_jobs must be an int >= 1 or -1"):
@@ -203,3 +213,64 @@ def test_trbp_entropy_and_rho():
         trbp(model, entropy="rw")
     with pytest.raises(TypeError, match="rho must be one of 'matrix-tree'"):
         trbp(model, rho={})
+
+
+def numpy_initial_messages(model, msg_off):
+    """Twin of `fwcore._bp.initial_messages`: uniform over each receiver's possible
+    states, -inf on its impossible ones."""
+    dst = np.concatenate([model.edges[:, 1], model.edges[:, 0]])
+    sizes = np.diff(msg_off)
+    owner = np.repeat(np.arange(dst.size), sizes)
+    ok = np.isfinite(model.theta[model.node_off[dst][owner] + np.arange(msg_off[-1])
+                                 - msg_off[owner]])
+    count = np.bincount(owner, weights=ok, minlength=dst.size)
+    return np.where(ok, -np.log(np.maximum(count, 1))[owner], -np.inf)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_initial_messages_equal_their_twin(seed):
+    model = mixed_model(7, 0.6, 0.3, seed)
+    flat = _Flat(model)
+    flat.run(np.ones(model.n_edges), 0.5, 0, 1e-8, None, None)   # no sweep: the start
+    np.testing.assert_array_equal(flat.logm, numpy_initial_messages(model, flat.msg_off))
+
+
+@pytest.mark.parametrize("model", [potts_grid(60, n_labels=4, seed=1), random_grid(60, seed=2)],
+                         ids=["general", "binary"])
+def test_a_sweep_cut_by_the_clock_leaves_the_messages_of_the_last_whole_one(model):
+    """(The kernels read the clock every 2^16 table entries of work: a sweep of these
+    models is longer.)"""
+    flat = _Flat(model)
+    rho = np.full(model.n_edges, 0.7)
+    flat.run(rho, 0.5, 3, -1.0, None, None)
+    before = flat.logm.copy()
+    if flat.binary:
+        got = _kernels.trbp_binary_sweeps(model.graph, model.theta[:model.node_off[-1]],
+                                          flat.table, flat.sender, rho, 0.5, -1.0, 5,
+                                          flat.logm, flat.new, flat.node_sum, 1e-9, True)
+    else:
+        got = _kernels.trbp_sweeps(model.theta, model.graph, flat.msg_off, rho, 0.5, -1.0, 5,
+                                   flat.logm, flat.new, flat.node_sum, flat.work, flat.n_inf,
+                                   1e-9, True)
+    assert got[0] == 0 and got[2] == _kernels.BP_TIME
+    np.testing.assert_array_equal(flat.logm, before)
+
+
+def test_max_time_is_held_and_said():
+    import time
+
+    from fwcore.results import Status
+    model = potts_grid(80, n_labels=6, seed=0)
+    for run in (loopy_bp, trbp):
+        t = time.monotonic()
+        res = run(model, max_iter=10**6, tol=1e-15, max_time=0.5)
+        assert time.monotonic() - t < 0.5 * 1.05 + 0.5
+        assert res.status is Status.MAX_TIME and res.n_iter >= 1
+        assert np.isfinite(res.mu).all() and np.allclose(res.node_marginals[5].sum(), 1.0)
+
+
+def test_a_model_whose_arrays_do_not_fit_is_refused_before_any_sweep(monkeypatch):
+    from fwcore.marginals import bp
+    monkeypatch.setattr(bp, "available_bytes", lambda: 10_000)
+    with pytest.raises(ValueError, match=r"needs .* GiB for its messages and beliefs"):
+        loopy_bp(random_grid(30, seed=0))

@@ -193,3 +193,33 @@ def test_names_and_states_are_checked_kept_and_read():
     with pytest.raises(ValueError, match="variable 'snow' is not in the model: give one of "
                                          "'rain', 'grass', or an index 0..1"):
         m.var_index("snow")
+
+
+@pytest.mark.parametrize("shape", [(2, 2), (2, 3)])
+def test_tables_given_whole_equal_tables_given_one_by_one(shape):
+    """The constructor's two ways in: arrays of equal blocks (written whole, flipped edges
+    transposed as a block) and sequences of blocks (one at a time), with edges given both
+    ways round; and a NaN or +inf named by its block either way."""
+    rng = np.random.default_rng(4)
+    a, b = shape
+    n_left = 6
+    card = [a] * n_left + [b] * n_left
+    edges = np.array([(i, n_left + j) if rng.random() < 0.5 else (n_left + j, i)
+                      for i in range(n_left) for j in range(n_left) if rng.random() < 0.6])
+    left_first = edges[:, 0] < n_left
+    tables = rng.normal(size=(len(edges), a, b))
+    given = [t if f else t.T for t, f in zip(tables, left_first)]
+    if a == b:
+        whole = PairwiseMRF(card, None, edges, np.stack(given))
+        np.testing.assert_array_equal(whole.theta, PairwiseMRF(card, None, edges, given).theta)
+    one_by_one = PairwiseMRF(card, None, edges, given)
+    for e, (i, j) in enumerate(one_by_one.edges):
+        k = int(np.flatnonzero((np.sort(edges, axis=1) == (i, j)).all(axis=1))[0])
+        np.testing.assert_array_equal(one_by_one.pairwise(e), tables[k])
+    unary = rng.normal(size=(2 * n_left, a))
+    if a == b:
+        np.testing.assert_array_equal(PairwiseMRF(card, unary).theta, unary.ravel())
+        unary[7, 1] = np.inf
+        for form in (unary, list(unary)):
+            with pytest.raises(ValueError, match=r"unary\[7\] contains \+inf"):
+                PairwiseMRF(card, form)

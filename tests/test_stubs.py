@@ -20,7 +20,8 @@ SOURCES = sorted(PACKAGE.glob("*.pyx"))
 _SCALARS = {"int": "int", "long": "int", "long long": "int", "Py_ssize_t": "int",
             "int32_t": "int", "int64_t": "int", "uint64_t": "int", "size_t": "int",
             "double": "float", "float": "float", "bint": "bool", "object": "Any",
-            "str": "str", "bytes": "bytes", "list": "list", "tuple": "tuple", "dict": "dict"}
+            "str": "str", "bytes": "bytes", "list": "list[Any]", "tuple": "tuple[Any, ...]",
+            "dict": "dict[Any, Any]"}
 _HEADER = ('"""Type stubs of the compiled module fwcore.{name}, generated from {name}.pyx by\n'
            'tests/test_stubs.py (do not edit by hand)."""\n'
            "from typing import Any\n\nimport numpy as np\n")

@@ -330,7 +330,7 @@ def write_bif(model: PairwiseMRF | FactorGraph, path: PathArg) -> None:
             given = ", ".join(states[p][s] for p, s in zip(parents, row))
             out.append(f"  ({given}) {_numbers(cpt[row])};")
         out.append("}")
-    _write(path, out, encoding="utf-8")
+    _write(path, [("\n".join(out) + "\n").encode("utf-8")])
 
 
 def _numbers(values):
@@ -419,4 +419,4 @@ def write_xmlbif(model: PairwiseMRF | FactorGraph, path: PathArg) -> None:
         out.append(f"  <TABLE>{_numbers(form.cpts[v]).replace(',', '')}</TABLE>")
         out.append("</DEFINITION>")
     out += ["</NETWORK>", "</BIF>"]
-    _write(path, out, encoding="utf-8")
+    _write(path, [("\n".join(out) + "\n").encode("utf-8")])

@@ -47,7 +47,6 @@ import gzip
 import lzma
 import math
 import os
-import re
 import sys
 import warnings
 from collections.abc import Mapping, Sequence
@@ -57,10 +56,12 @@ from typing import Any, Union
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .. import _uai
+from .._uai import Scanner, format_blocks, format_int_blocks
 from ..bayes import bayes_form
 from ..checks import Interval, Options, check_model, validate_params
-from ..factor_graph import FactorGraph, model_from_factors
-from ..model import PairwiseMRF
+from ..factor_graph import FactorGraph, model_from_flat_factors
+from ..model import Blocks, PairwiseMRF
 
 __all__ = ["read_uai", "write_uai", "read_mar", "write_mar", "read_pr", "write_pr",
            "read_map", "write_map", "read_evid", "write_evid", "apply_evidence", "read_query",
@@ -80,12 +81,10 @@ _ROUND_OFF = 1e-9
 CPT_TOL = 1e-3
 
 # Tokens are ASCII: digits are [0-9] only (Python's int/float would also take "1_0" or
-# Arabic-Indic digits), and no nan/inf except where a reader allows -inf explicitly.
-_INT = re.compile(rb"[+-]?[0-9]+")
-_FLOAT = re.compile(rb"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
-_NEG_INF = re.compile(rb"-inf(inity)?", re.IGNORECASE)
-_NEGATIVE = re.compile(rb"-[0.]*[1-9]")  # a number token below zero (not -0 or -0.0e5)
+# Arabic-Indic digits), and no nan/inf except where a reader allows -inf explicitly: the
+# grammar of `fwcore._uai`.
 _LN10 = math.log(10.0)
+_INT64_MAX = 2**63 - 1
 
 #: Cap on the states of the variables in no factor, summed: such a variable costs card[i]
 #: floats of θ and no file tokens, so one corrupted cardinality (the 22-byte file
@@ -98,7 +97,6 @@ MAX_INDEX = 2**31 - 1
 # exp(θ) is a normal double, and log(exp(θ)) returns θ to ~1e-16, only inside this range.
 _LOG_MAX = math.log(np.finfo(np.float64).max)
 _LOG_TINY = math.log(np.finfo(np.float64).tiny)
-_TINY, _MAX = np.finfo(np.float64).tiny, np.finfo(np.float64).max
 
 
 def _read_bytes(path):
@@ -123,52 +121,66 @@ def _read_bytes(path):
 
 
 class _Tokens:
-    """Whitespace tokens of a file with their line numbers (``#`` comments dropped), and a
-    cursor over them; ``data``: the file's bytes (`_warn_pyagrum_order` reads its
-    comments)."""
+    """The whitespace tokens of a file (``#`` comments dropped) and a cursor over them:
+    `fwcore._uai.Scanner` reads them in bulk; this class names what went wrong, where;
+    ``data``: the file's bytes."""
 
     def __init__(self, path):
         self.path, data = _read_bytes(path)
-        self.data = data
-        self.toks, self.lines = [], []
-        for ln, line in enumerate(data.split(b"\n"), 1):
-            words = line.partition(b"#")[0].split()
-            self.toks += words
-            self.lines += [ln] * len(words)
-        self.pos = 0
+        self.scan = Scanner(data)
+        self.data = data  # `_warn_pyagrum_order` reads its comments
+
+    @property
+    def pos(self):
+        """The index of the next token."""
+        return self.scan.index
+
+    @pos.setter
+    def pos(self, index):
+        self.scan.seek(index)
 
     def error(self, msg, pos=None):
         """ValueError naming the file and the line of token ``pos`` (default: current)."""
         pos = self.pos if pos is None else pos
-        if pos < len(self.toks):
-            tok = self.toks[pos][:40].decode("ascii", "backslashreplace")
-            where = f"line {self.lines[pos]}, token {tok!r}"
+        if pos < self.scan.count:
+            tok = self.scan.tokens(pos, 1)[0][:40].decode("ascii", "backslashreplace")
+            where = f"line {self.scan.line(pos)}, token {tok!r}"
         else:
-            where = f"end of file (after line {self.lines[-1] if self.lines else 0})"
+            where = f"end of file (after line {self.scan.line(pos)})"
         return ValueError(f"{self.path}: {where}: {msg}")
 
     def left(self):
-        return len(self.toks) - self.pos
-
-    def _next(self, what):
-        if self.pos >= len(self.toks):
-            raise self.error(f"file ends where {what} was expected")
-        self.pos += 1
-        return self.toks[self.pos - 1]
+        return self.scan.count - self.scan.index
 
     def int(self, what, lo=0, hi=None):
         """Next token as an integer in [lo, hi] (hi inclusive, None = unbounded)."""
-        tok = self._next(what)
-        if not _INT.fullmatch(tok):
-            raise self.error(f"expected {what} (an integer)", self.pos - 1)
-        digits = tok.lstrip(b"+-").lstrip(b"0")  # leading zeros are fine
-        if len(digits) > 20:  # beyond any sane size (and int() refuses > 4300 digits)
-            raise self.error(f"{what} is too large", self.pos - 1)
-        v = -int(digits or b"0") if tok.startswith(b"-") else int(digits or b"0")
-        if v < lo or (hi is not None and v > hi):
-            rng = f"in {lo}..{hi}" if hi is not None else f">= {lo}"
-            raise self.error(f"{what} must be {rng}; got {v}", self.pos - 1)
+        status, v = self.scan.next_int(lo, _INT64_MAX if hi is None else hi)
+        if status == _uai.BIG and hi is None:  # beyond int64: a count no file can hold
+            self.pos += 1
+            return int(self.scan.tokens(self.pos - 1, 1)[0])
+        if status != _uai.OK:
+            raise self.int_error(status, what, lo, hi)
         return v
+
+    def ints(self, count, what, lo=0, hi=None):
+        """The next ``count`` tokens as integers in [lo, hi] (int64 array); ``what(k)``
+        names entry k."""
+        out = np.empty(count, dtype=np.int64)
+        status, k = self.scan.read_ints(out, lo, _INT64_MAX if hi is None else hi)
+        if status != _uai.OK:
+            raise self.int_error(status, what(k), lo, hi)
+        return out
+
+    def int_error(self, status, what, lo, hi):
+        """The error of the integer token at the cursor, read as ``status``."""
+        if status == _uai.END:
+            return self.error(f"file ends where {what} was expected")
+        if status == _uai.NOT_INT:
+            return self.error(f"expected {what} (an integer)")
+        if status == _uai.TOO_LARGE:
+            return self.error(f"{what} is too large")
+        rng = f"in {lo}..{hi}" if hi is not None else f">= {lo}"
+        return self.error(f"{what} must be {rng}; got {int(self.scan.tokens(self.pos, 1)[0])}")
 
     def floats(self, count, what, *, allow_neg_inf=False, nonneg=None, log=False):
         """The next ``count`` tokens as finite floats (or -inf when allowed).
@@ -179,70 +191,54 @@ class _Tokens:
         (ln 1e-400 = -921.03, not ln 0); -inf for a written zero only.
         """
         if count > self.left():
-            self.pos = len(self.toks)
-            raise self.error(f"file ends inside {what} ({count} numbers expected)")
-        start = self.pos
-        vals, explicit = np.empty(count), []
-        for k, tok in enumerate(self.toks[start:start + count]):
-            if _FLOAT.fullmatch(tok):
-                if nonneg and _NEGATIVE.match(tok):
-                    raise self.error(f"negative number in {what}: {nonneg}", start + k)
-                vals[k] = float(tok)
-            elif allow_neg_inf and _NEG_INF.fullmatch(tok):
-                vals[k] = -np.inf
-                explicit.append(k)
-            else:
-                raise self.error(f"expected a number in {what}", start + k)
-        if log:
-            self.pos += count
-            return self._logs(vals, start, what)
-        bad = np.isinf(vals)  # a written number too large for a double, e.g. 1e400
-        bad[explicit] = False
-        if bad.any():
-            raise self.error(f"number out of floating-point range in {what}",
-                             start + int(np.flatnonzero(bad)[0]))
-        self.pos += count
-        return vals
+            raise self.error(f"file ends inside {what} ({count} numbers expected)",
+                             self.scan.count)
+        out, specials = np.empty(count), []
+        status, _ = self.scan.read_numbers(out, _mode(allow_neg_inf, nonneg, log), specials)
+        if status != _uai.OK:
+            raise self.number_error(status, what, nonneg)
+        return _logs(out, specials) if log else out
 
-    def _logs(self, vals, start, what):
-        """ln of the entries ``vals`` (>= 0) read from the tokens at ``start``."""
-        with np.errstate(divide="ignore"):
-            logs = np.log(vals)
-        for k in np.flatnonzero((vals < _TINY) | (vals > _MAX)):  # 0, subnormal, overflow
-            logs[k] = _ln_decimal(self.toks[start + k])
-            if math.isnan(logs[k]):
-                raise self.error(f"number out of range in {what}: its exponent has more "
-                                 "than 15 digits", start + int(k))
-        return logs
+    def number_error(self, status, what, nonneg):
+        """The error of the number token at the cursor, read as ``status``."""
+        text = {_uai.NOT_NUMBER: f"expected a number in {what}",
+                _uai.NEGATIVE: f"negative number in {what}: {nonneg}",
+                _uai.OVERFLOW: f"number out of floating-point range in {what}",
+                _uai.EXPONENT: (f"number out of range in {what}: its exponent has more "
+                                "than 15 digits")}
+        return self.error(text[status])
 
     def header(self, names, what):
         start = self.pos
-        tok = self._next(f"the header {' or '.join(names)}")
-        name = tok.decode("ascii", "replace").upper()
+        if not self.left():
+            raise self.error(f"file ends where the header {' or '.join(names)} was expected")
+        name = self.scan.tokens(start, 1)[0].decode("ascii", "replace").upper()
         if name not in names:
             raise self.error(f"expected the header {' or '.join(names)} of {what}", start)
+        self.pos = start + 1
         return name
 
     def end(self):
-        if self.pos < len(self.toks):
+        if self.pos < self.scan.count:
             raise self.error(f"unexpected extra content ({self.left()} tokens) after the "
                              "last expected item")
 
 
-def _ln_decimal(tok):
-    """ln of a non-negative decimal number token, from its digits and exponent (so also
-    where float() gives 0, a subnormal or inf); -inf for zero, NaN for an exponent of
-    more than 15 digits."""
-    m = _FLOAT.fullmatch(tok)
-    whole, _, frac = m.group(1).partition(b".")
-    digits = (whole + frac).lstrip(b"0")
-    if not digits:
-        return -math.inf
-    exp = m.group(2)[1:] if m.group(2) else b"0"
-    if len(exp.lstrip(b"+-0")) > 15:
-        return math.nan
-    head = digits[:17]  # the value is int(head) * 10**(exponent - len(frac) + dropped)
-    return math.log(int(head)) + (int(exp) - len(frac) + len(digits) - len(head)) * _LN10
+def _mode(allow_neg_inf=False, nonneg=None, log=False):
+    """The `fwcore._uai` mode of a number read."""
+    return ((_uai.NEG_INF if allow_neg_inf else 0) | (_uai.NONNEG if nonneg else 0)
+            | (_uai.LOG if log else 0))
+
+
+def _logs(out, specials):
+    """ln of the entries ``out`` of a `fwcore._uai` LOG read, in place: the entries a
+    double cannot hold were read from their decimal text (``specials``: (index, ln))."""
+    with np.errstate(divide="ignore"):
+        np.log(out, out=out)
+    if specials:
+        at, ln = zip(*specials)
+        out[list(at)] = ln
+    return out
 
 
 # -- model files --------------------------------------------------------------------
@@ -262,8 +258,9 @@ def read_uai(path: PathArg, *, unnormalized: str = "error") -> PairwiseMRF | Fac
     (``unnormalized="error"``, the default: such a file, e.g. one whose tables are
     written in another order than its scopes, is not the network it was meant to be),
     or with ``unnormalized="warn"`` a warning, the tables then read as they are (a
-    Markov network: log Z is no longer 0). The model is assembled by
-    `fwcore.factor_graph.model_from_factors`.
+    Markov network: log Z is no longer 0). Each section of the file is read in bulk by
+    `fwcore._uai` (no Python per variable, factor or entry) and the model assembled by
+    `fwcore.factor_graph.model_from_flat_factors`.
     """
     t = _Tokens(path)
     bayes = t.header(("MARKOV", "BAYES"), "a UAI model file") == "BAYES"
@@ -272,101 +269,170 @@ def read_uai(path: PathArg, *, unnormalized: str = "error") -> PairwiseMRF | Fac
         raise t.error(f"the file declares {n} variables but has only {t.left()} tokens "
                       "left")
     first = t.pos
-    card = [t.int(f"the cardinality of variable {i}", lo=1, hi=MAX_INDEX) for i in range(n)]
+    card = t.ints(n, lambda i: f"the cardinality of variable {i}", lo=1, hi=MAX_INDEX)
     n_factors = t.int("the number of factors")
     if n_factors > t.left():
         raise t.error(f"the file declares {n_factors} factors but has only {t.left()} "
                       "tokens left")
-    scopes, scope_pos = [], []
-    for f in range(n_factors):
-        scope_pos.append(t.pos)
-        arity = t.int(f"the arity of factor {f}", hi=n)
-        scope = tuple(t.int(f"a variable of factor {f}", hi=n - 1) for _ in range(arity))
-        if len(set(scope)) < arity:
-            raise t.error(f"factor {f} has a variable twice in its scope "
-                          f"{' '.join(map(str, scope))}", t.pos - 1)
-        scopes.append(scope)
-    _check_unused_states(t, card, scopes, first)
-    tables = []  # each allocated once its entries have been read: paid for by the file
-    for f, scope in enumerate(scopes):
-        size = math.prod(card[v] for v in scope)
-        count = t.int(f"the table size of factor {f}")
-        if count != size:
-            raise t.error(f"factor {f} (scope {' '.join(map(str, scope))}, declared at "
-                          f"line {t.lines[scope_pos[f]]}) needs {size} table entries; the "
-                          f"file says {count}", t.pos - 1)
-        start = t.pos
-        tables.append(t.floats(count, f"the table of factor {f}", log=True,
-                               nonneg="tables hold potentials (>= 0), not log-potentials")
-                      .reshape([card[v] for v in scope]))
-        if bayes:
-            _check_cpt(t, f, scope, tables[-1], start, t.lines[scope_pos[f]], unnormalized)
+    arity, variables, declared = _read_scopes(t, card, n_factors)
+    _check_unused_states(t, card, variables, first)
+    tables, table_off = _read_tables(t, card, arity, variables, declared,
+                                     bayes and unnormalized)
     t.end()
-    _warn_pyagrum_order(t, bayes, scopes, scope_pos)
-    model = model_from_factors(card, list(zip(scopes, tables)))
-    t.data = None
-    return model
+    _warn_pyagrum_order(t, bayes, arity, declared)
+    del t  # the file's bytes, before the model's arrays are made
+    return model_from_flat_factors(card, arity, variables, tables, table_off)
 
 
-def _warn_pyagrum_order(t, bayes, scopes, scope_pos):
+def _warn_pyagrum_order(t, bayes, arity, declared):
     """Warn when the file carries pyAgrum's marks (a BAYES file: a ``# name`` comment on
     every scope line; a MARKOV file: ``# nbr Nodes``) and a table that pyAgrum 3.3.1
     writes in its own order (a CPT of two or more parents, a factor of three or more
-    variables): such a table reads as another one (the module docstring)."""
+    variables; ``declared``: the token index of each factor's arity): such a table reads
+    as another one (the module docstring)."""
     if b"#" not in t.data:
         return
-    odd = [f for f, s in enumerate(scopes) if len(s) >= 3]
-    if not odd:
+    odd = np.flatnonzero(arity >= 3)
+    if not odd.size:
         return
     if bayes:
         lines = t.data.split(b"\n")
-        marked = all(b"#" in lines[t.lines[p] - 1] for p in scope_pos)
+        marked = all(b"#" in lines[t.scan.line(int(p)) - 1] for p in declared)
     else:
         marked = b"# nbr Nodes" in t.data
     if marked:
         what = "CPTs of two or more parents" if bayes else "factors of three or more variables"
         warnings.warn(
             f"{t.path}: the file looks written by pyAgrum, which writes {what} in its own "
-            f"order ({len(odd)} here, the first: factor {odd[0]}); read as the UAI format "
+            f"order ({odd.size} here, the first: factor {odd[0]}); read as the UAI format "
             "orders them, they are other tables. Convert it with pyAgrum: "
             "fwcore.from_pyagrum(pyagrum.loadBN(path)) (loadMRF for MARKOV), or "
             "pyagrum.saveBN(bn, 'model.bif') and fwcore.read_model('model.bif')",
             stacklevel=4)
 
 
-def _check_cpt(t, f, scope, theta, start, line, unnormalized):
-    """Refuse (or with ``unnormalized="warn"`` warn about) BAYES factor ``f`` whose
-    entries do not sum to 1 over its child (the last variable of its ``scope``) for some
-    state of its parents; ``theta`` its log table, read from token ``start`` on."""
-    if not scope:
+def _read_scopes(t, card, n_factors):
+    """The scopes of the ``n_factors`` factors from the cursor on: (arity int64[F], their
+    variables one scope after another, the token index of each factor's arity). Read
+    twice (checked and counted, then stored), so that nothing is allocated beyond what
+    the file holds."""
+    n, start = card.shape[0], t.pos
+    arity = np.empty(n_factors, dtype=np.int64)
+    status, f, part, total = t.scan.read_scopes(n_factors, n, arity, np.empty(0, np.int64),
+                                                np.zeros(n, dtype=np.int64))
+    if status == _uai.TWICE:
+        scope = t.scan.tokens(t.pos - int(arity[f]) + 1, int(arity[f]))
+        raise t.error(f"factor {f} has a variable twice in its scope "
+                      f"{' '.join(str(int(v)) for v in scope)}")
+    if status != _uai.OK:
+        what = f"the arity of factor {f}" if part == 0 else f"a variable of factor {f}"
+        raise t.int_error(status, what, 0, n if part == 0 else n - 1)
+    variables = np.empty(total, dtype=np.int64)
+    if total:
+        t.pos = start
+        t.scan.read_scopes(n_factors, n, arity, variables, np.zeros(n, dtype=np.int64))
+    return arity, variables, start + np.arange(n_factors) + (np.cumsum(arity) - arity)
+
+
+def _scope_sizes(card, arity, variables):
+    """The table size of each scope (int64; -1 where it is beyond int64)."""
+    sizes = np.ones(arity.shape[0], dtype=np.int64)
+    some = np.flatnonzero(arity)
+    if some.size:
+        starts = (np.cumsum(arity) - arity)[some]
+        cards = card[variables]
+        sizes[some] = np.multiply.reduceat(cards, starts)
+        big = np.add.reduceat(np.log2(cards), starts) > 62   # the products may wrap
+        for f, s in zip(some[big], starts[big]):
+            size = math.prod(int(c) for c in cards[s:s + arity[f]])  # exact, unbounded
+            sizes[f] = size if size <= _INT64_MAX else -1
+    return sizes
+
+
+def _read_tables(t, card, arity, variables, declared, cpt):
+    """The tables of the factors from the cursor on, as natural logs one after another,
+    and their offsets; ``cpt``: the BAYES check of `read_uai` ("error" or "warn"; False:
+    none). Nothing is allocated beyond the entries the file holds."""
+    sizes = _scope_sizes(card, arity, variables)
+    start = t.pos
+    fits = (sizes >= 0).all() and float(sizes.sum()) <= t.left()
+    tables, specials = np.empty(int(sizes.sum()) if fits else t.left()), []
+    status, f, k, count = t.scan.read_blocks(sizes, tables, _mode(nonneg=True, log=True),
+                                             specials, True, True, 0)
+    table_off = np.zeros(arity.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.maximum(sizes, 0), out=table_off[1:])
+    done = f if status != _uai.OK else arity.shape[0]
+    _logs(tables[:table_off[done]], [s for s in specials if s[0] < table_off[done]])
+    if cpt:
+        _check_cpts(t, card, arity[:done], variables, declared, tables, table_off, start, cpt)
+    if status == _uai.OK:
+        return tables, table_off
+    if status == _uai.SIZE:
+        count = count if count >= 0 else int(t.scan.tokens(t.pos, 1)[0])
+        scope = variables[(np.cumsum(arity) - arity)[f]:][:arity[f]]
+        size = math.prod(int(c) for c in card[scope])
+        if count != size:
+            raise t.error(f"factor {f} (scope {' '.join(map(str, scope))}, declared at line "
+                          f"{t.scan.line(declared[f])}) needs {size} table entries; the file "
+                          f"says {count}")
+    if status in (_uai.SIZE, _uai.INSIDE):  # a table of more entries than tokens left
+        raise t.error(f"file ends inside the table of factor {f} ({count} numbers expected)",
+                      t.scan.count)
+    if k < 0:
+        raise t.int_error(status, f"the table size of factor {f}", 0, None)
+    raise t.number_error(status, f"the table of factor {f}",
+                         "tables hold potentials (>= 0), not log-potentials")
+
+
+def _check_cpts(t, card, arity, variables, declared, theta, table_off, start, unnormalized):
+    """Refuse (or with ``unnormalized="warn"`` warn about) each BAYES factor among the
+    first len(arity) whose entries do not sum to 1 over its child (the last variable of
+    its scope) for some state of its parents; ``theta`` the log tables, read from token
+    ``start`` on. All factors at once: a sum per parent state (`np.add.reduceat`)."""
+    some = np.flatnonzero(arity)
+    if not some.size:
         return
-    sums = np.exp(theta).sum(axis=-1)
+    scope_end = np.cumsum(arity)
+    child = card[variables[scope_end[some] - 1]]
+    n_runs = (table_off[some + 1] - table_off[some]) // child
+    run_start = (np.repeat(table_off[some], n_runs) + np.repeat(child, n_runs)
+                 * (np.arange(int(n_runs.sum())) - np.repeat(np.cumsum(n_runs) - n_runs, n_runs)))
+    p = np.exp(theta[:table_off[arity.shape[0]]])
+    p[table_off[np.flatnonzero(arity == 0)]] = 0.0  # constants: in no parent state's sum
+    sums = np.add.reduceat(p, run_start)
     bad = np.abs(sums - 1.0) > CPT_TOL
-    if not bad.any():
-        return
-    parents = np.unravel_index(int(np.flatnonzero(bad)[0]), sums.shape)
-    where = ", ".join(f"x{v} = {int(s)}" for v, s in zip(scope[:-1], parents)) or "its only row"
-    message = (f"factor {f} (scope {' '.join(map(str, scope))}, declared at line {line}) is "
-               f"not a conditional probability table of its child x{scope[-1]} (the last "
-               f"variable of its scope): its entries for {where} sum to "
-               f"{float(sums[parents]):.6g}, not 1 ({int(bad.sum())} of {bad.size} parent "
-               "states are off); the file's tables may be written in another order than its "
-               "scopes. read_uai(path, unnormalized='warn') reads the tables as they are (a "
-               "Markov network, log Z no longer 0)")
-    if unnormalized == "error":
-        raise t.error(message, start)
-    warnings.warn(f"{t.path}: {message}", stacklevel=4)
+    run_off = np.zeros(some.size + 1, dtype=np.int64)
+    np.cumsum(n_runs, out=run_off[1:])
+    for g in np.flatnonzero(np.add.reduceat(bad, run_off[:-1]) if bad.size else bad):
+        f = int(some[g])
+        scope = variables[scope_end[f] - arity[f]:scope_end[f]]
+        off = bad[run_off[g]:run_off[g + 1]]
+        r = int(np.flatnonzero(off)[0])
+        parents = np.unravel_index(r, card[scope[:-1]]) if arity[f] > 1 else ()
+        where = (", ".join(f"x{v} = {int(s)}" for v, s in zip(scope[:-1], parents))
+                 or "its only row")
+        message = (f"factor {f} (scope {' '.join(map(str, scope))}, declared at line "
+                   f"{t.scan.line(declared[f])}) is not a conditional probability table of "
+                   f"its child x{scope[-1]} (the last variable of its scope): its entries "
+                   f"for {where} sum to {float(sums[run_off[g] + r]):.6g}, not 1 "
+                   f"({int(off.sum())} of {off.size} parent states are off); the file's "
+                   "tables may be written in another order than its scopes. read_uai(path, "
+                   "unnormalized='warn') reads the tables as they are (a Markov network, "
+                   "log Z no longer 0)")
+        if unnormalized == "error":
+            raise t.error(message, start + f + 1 + int(table_off[f]))
+        warnings.warn(f"{t.path}: {message}", stacklevel=5)
 
 
-def _check_unused_states(t, card, scopes, first):
+def _check_unused_states(t, card, variables, first):
     """Refuse more than MAX_UNUSED_STATES states over the variables in no factor
     (``first``: the position of the first cardinality token)."""
     used = np.zeros(len(card), dtype=bool)
-    used[[v for scope in scopes for v in scope]] = True
+    used[variables] = True
     unused = np.flatnonzero(~used)
-    states = sum(card[v] for v in unused)
+    states = int(card[unused].sum())
     if states > MAX_UNUSED_STATES:
-        v = int(unused[np.argmax([card[v] for v in unused])])
+        v = int(unused[np.argmax(card[unused])])
         raise t.error(f"variable {v} has {card[v]} states but is in no factor; the "
                       f"variables in no factor have {states} states in all, over the "
                       f"reader's limit fwcore.io.uai.MAX_UNUSED_STATES = {MAX_UNUSED_STATES} "
@@ -380,7 +446,9 @@ def write_uai(model: PairwiseMRF | FactorGraph, path: PathArg) -> None:
     `CPT_TOL`: one CPT per variable, its parents then itself), else as a MARKOV file: for
     a PairwiseMRF one factor per variable, then one per edge; for a FactorGraph its
     factors as given. Each table = exp(θ) printed with 17 significant digits, so `read_uai`
-    returns θ to ~1e-16 (−inf exactly, as a 0 entry).
+    returns θ to ~1e-16 (−inf exactly, as a 0 entry). A MARKOV file's text is made by
+    `fwcore._uai.format_blocks` and written as it is made, a slice of the tables at a
+    time (memory stays small whatever the model's size).
 
     Finite θ must lie in [log(tiny), log(max)] ≈ [−708.4, 709.8]; outside it exp(θ)
     overflows or loses precision, and rather than shift a factor by a constant (which
@@ -388,30 +456,75 @@ def write_uai(model: PairwiseMRF | FactorGraph, path: PathArg) -> None:
     """
     if isinstance(model, FactorGraph):
         scopes = [s for s, _ in model.factors]
-        tables = [t.ravel() for _, t in model.factors]
-        names = [f"factor {k} (scope {' '.join(map(str, s))})" for k, s in enumerate(scopes)]
+        arity = np.array([len(s) for s in scopes], dtype=np.int64)
+        variables = np.array([v for s in scopes for v in s], dtype=np.int64)
+        tables = (np.concatenate([t.ravel() for _, t in model.factors]) if scopes
+                  else np.zeros(0))
+        off = np.zeros(len(scopes) + 1, dtype=np.int64)
+        np.cumsum([t.size for _, t in model.factors], out=off[1:])
+
+        def name(k):
+            return f"factor {k} (scope {' '.join(map(str, scopes[k]))})"
     else:
         check_model(model)
-        scopes = [(i,) for i in range(model.n_vars)] + [tuple(e) for e in model.edges.tolist()]
-        tables = ([model.unary(i) for i in range(model.n_vars)] +
-                  [model.pairwise(e).ravel() for e in range(model.n_edges)])
-        names = ([f"the unary of variable {i}" for i in range(model.n_vars)] +
-                 [f"edge {e} ({i}, {j})" for e, (i, j) in enumerate(model.edges.tolist())])
+        n = model.n_vars
+        arity = np.repeat(np.array([1, 2], dtype=np.int64), [n, model.n_edges])
+        variables = np.concatenate([np.arange(n), model.edges.ravel()]).astype(np.int64)
+        tables, off = model.theta, np.concatenate([model.node_off, model.edge_off[1:]])
+
+        def name(k):
+            if k < n:
+                return f"the unary of variable {k}"
+            i, j = model.edges[k - n]
+            return f"edge {k - n} ({i}, {j})"
     form = bayes_form(model, tol=CPT_TOL)
     if form is not None:
-        _write(path, _bayes_lines(model, form))
+        _write(path, [("\n".join(_bayes_lines(model, form)) + "\n").encode("ascii")])
         return
-    out = ["MARKOV", str(len(model.card)), " ".join(map(str, model.card)), str(len(scopes))]
-    out += [" ".join(map(str, (len(s),) + s)) for s in scopes]
-    for name, theta in zip(names, tables):
-        bad = np.isfinite(theta) & ((theta > _LOG_MAX) | (theta < _LOG_TINY))
+    _check_writable(tables, off, name)
+    scope_off = np.zeros(arity.shape[0] + 1, dtype=np.int64)
+    np.cumsum(arity, out=scope_off[1:])
+    card = np.asarray(model.card, dtype=np.int64)
+    cuts = _cuts(off)
+
+    def text():
+        yield f"MARKOV\n{card.shape[0]}\n".encode()
+        yield format_int_blocks(card, np.array([0, card.shape[0]], dtype=np.int64), b"", False)
+        yield f"\n{arity.shape[0]}".encode()
+        for lo, hi in zip(cuts[:-1], cuts[1:]):
+            yield format_int_blocks(variables, scope_off[lo:hi + 1], b"\n", True)
+        for lo, hi in zip(cuts[:-1], cuts[1:]):
+            yield format_blocks(np.exp(tables[off[lo]:off[hi]]), off[lo:hi + 1] - off[lo],
+                                b"\n\n", b"\n")
+        yield b"\n"
+    _write(path, text())
+
+
+#: entries (and blocks) of a slice of text made at once by the writers
+_SLICE = 2**20
+
+
+def _cuts(off):
+    """Block boundaries cutting the blocks of offsets ``off`` into slices of about
+    `_SLICE` entries and at most `_SLICE` blocks (0 and the block count included)."""
+    at = np.searchsorted(off, np.arange(0, off[-1], _SLICE), side="right") - 1
+    return np.unique(np.concatenate([at, np.arange(0, off.shape[0] - 1, _SLICE),
+                                     [0, off.shape[0] - 1]]))
+
+
+def _check_writable(theta, off, name):
+    """Refuse a finite θ whose exp a potential cannot hold exactly (`write_uai`), naming
+    its block ``name(k)`` (``off``: the blocks' offsets); a slice at a time."""
+    for start in range(0, theta.shape[0], _SLICE):
+        part = theta[start:start + _SLICE]
+        bad = np.isfinite(part) & ((part > _LOG_MAX) | (part < _LOG_TINY))
         if bad.any():
-            raise ValueError(f"write_uai: θ = {theta[np.flatnonzero(bad)[0]]!r} in {name} is "
-                             f"outside [{_LOG_TINY:.1f}, {_LOG_MAX:.1f}], where exp(θ) cannot "
-                             "be written exactly as a potential; subtract a constant from "
-                             "that factor (log Z shifts by the same constant)")
-        out += ["", str(theta.size), " ".join(f"{v:.17g}" for v in np.exp(theta))]
-    _write(path, out)
+            at = start + int(np.flatnonzero(bad)[0])
+            k = int(np.searchsorted(off, at, side="right")) - 1
+            raise ValueError(f"write_uai: θ = {theta[at]!r} in {name(k)} is outside "
+                             f"[{_LOG_TINY:.1f}, {_LOG_MAX:.1f}], where exp(θ) cannot be "
+                             "written exactly as a potential; subtract a constant from that "
+                             "factor (log Z shifts by the same constant)")
 
 
 def _bayes_lines(model, form):
@@ -427,8 +540,9 @@ def _bayes_lines(model, form):
 # -- answer and evidence files ----------------------------------------------------------
 
 
-def read_mar(path: PathArg) -> list[np.ndarray]:
-    """Node marginals from a ``.MAR`` file: a list of 1-D float arrays.
+def read_mar(path: PathArg) -> Blocks:
+    """Node marginals from a ``.MAR`` file: a sequence of 1-D float arrays (read-only
+    views of one flat array, `fwcore.model.Blocks`).
 
     Format: ``MAR``, n, then per variable its cardinality and that many probabilities.
     The older form with a leading solution count of 1 is accepted. Entries must be in
@@ -444,36 +558,64 @@ def _parse_mar(t):
     n = t.int("the number of variables")
     if n > t.left():
         raise t.error(f"the file declares {n} variables but has only {t.left()} tokens left")
-    out = []
-    for i in range(n):
-        c = t.int(f"the cardinality of variable {i}", lo=1)
-        start = t.pos
-        p = t.floats(c, f"the marginal of variable {i}",
-                     nonneg="marginals are probabilities in [0, 1]")
-        if (p < 0).any() or (p > 1).any():
-            raise t.error(f"marginal of variable {i} has an entry outside [0, 1]",
-                          start + int(np.flatnonzero((p < 0) | (p > 1))[0]))
-        if abs(p.sum() - 1.0) > 1e-2:
-            raise t.error(f"marginal of variable {i} sums to {p.sum():.6g}, not 1", start)
-        out.append(p)
+    base, sizes = t.pos, np.full(n, -1, dtype=np.int64)
+    out = np.empty(t.left())
+    status, i, k, count = t.scan.read_blocks(sizes, out, _mode(nonneg=True), [], True, False, 1)
+    off = np.zeros(i + 1, dtype=np.int64)
+    np.cumsum(sizes[:i], out=off[1:])
+    p = out[:off[-1]]
+    if i:  # the variables read whole, checked in order before the one that broke
+        first = np.searchsorted(off, np.flatnonzero(p > 1.0)[:1], side="right") - 1
+        with np.errstate(over="ignore"):
+            sums = np.abs(np.add.reduceat(p, off[:-1]) - 1.0) > 1e-2
+        g = min([*first.tolist(), *np.flatnonzero(sums)[:1].tolist()], default=i)
+        start = base + off[g] + g + 1 if g < i else 0
+        if g < i and (p[off[g]:off[g + 1]] > 1.0).any():
+            raise t.error(f"marginal of variable {g} has an entry outside [0, 1]",
+                          start + int(np.flatnonzero(p[off[g]:off[g + 1]] > 1.0)[0]))
+        if g < i:
+            raise t.error(f"marginal of variable {g} sums to "
+                          f"{p[off[g]:off[g + 1]].sum():.6g}, not 1", start)
+    if status == _uai.INSIDE:
+        count = count if count >= 0 else int(t.scan.tokens(t.pos, 1)[0])
+        raise t.error(f"file ends inside the marginal of variable {i} ({count} numbers "
+                      "expected)", t.scan.count)
+    if status != _uai.OK and k < 0:
+        raise t.int_error(status, f"the cardinality of variable {i}", 1, None)
+    if status != _uai.OK:
+        raise t.number_error(status, f"the marginal of variable {i}",
+                             "marginals are probabilities in [0, 1]")
     t.end()
-    return out
+    p.flags.writeable = False
+    return Blocks(p, off)
 
 
 def write_mar(path: PathArg, node_marginals: Sequence[ArrayLike]) -> None:
-    """Write node marginals (a sequence of 1-D arrays) as a ``.MAR`` file; entries within
-    1e-9 of [0, 1] (round-off) are clipped to it."""
-    blocks = []
-    for i, p in enumerate(node_marginals):
-        p = np.asarray(p, dtype=np.float64)
-        if p.ndim != 1 or p.size < 1:
-            raise ValueError(f"node_marginals[{i}] must be a non-empty 1-D array; got shape "
-                             f"{p.shape}")
-        if not np.isfinite(p).all() or (p < -_ROUND_OFF).any() or (p > 1 + _ROUND_OFF).any():
-            raise ValueError(f"node_marginals[{i}] must hold probabilities in [0, 1]")
-        p = np.clip(p, 0.0, 1.0)  # round-off, e.g. 1.0000000000000002 from a normalisation
-        blocks.append(f"{p.size} " + " ".join(f"{v:.17g}" for v in p))
-    _write(path, ["MAR", " ".join([str(len(blocks))] + blocks)])
+    """Write node marginals (a sequence of 1-D arrays, e.g. a result's `Blocks`) as a
+    ``.MAR`` file; entries within 1e-9 of [0, 1] (round-off) are clipped to it."""
+    if isinstance(node_marginals, Blocks) and node_marginals.rows is None:
+        off = node_marginals.off - node_marginals.off[0]
+        flat = node_marginals.vec[node_marginals.off[0]:node_marginals.off[-1]]
+    else:
+        blocks = []
+        for i, p in enumerate(node_marginals):
+            p = np.asarray(p, dtype=np.float64)
+            if p.ndim != 1 or p.size < 1:
+                raise ValueError(f"node_marginals[{i}] must be a non-empty 1-D array; got "
+                                 f"shape {p.shape}")
+            blocks.append(p)
+        off = np.zeros(len(blocks) + 1, dtype=np.int64)
+        np.cumsum([p.size for p in blocks], out=off[1:])
+        flat = np.concatenate(blocks) if blocks else np.zeros(0)
+    bad = ~np.isfinite(flat) | (flat < -_ROUND_OFF) | (flat > 1 + _ROUND_OFF)
+    if bad.any():
+        i = int(np.searchsorted(off, np.flatnonzero(bad)[0], side="right")) - 1
+        raise ValueError(f"node_marginals[{i}] must hold probabilities in [0, 1]")
+    flat = np.clip(flat, 0.0, 1.0)  # round-off, e.g. 1.0000000000000002 from a normalisation
+    cuts = _cuts(off)
+    _write(path, [f"MAR\n{off.shape[0] - 1}".encode(),
+                  *(format_blocks(flat, off[lo:hi + 1], b" ", b" ")
+                    for lo, hi in zip(cuts[:-1], cuts[1:])), b"\n"])
 
 
 def read_pr(path: PathArg) -> float:
@@ -499,7 +641,8 @@ def write_pr(path: PathArg, log_z: float) -> None:
     log_z = float(log_z)
     if math.isnan(log_z) or log_z == math.inf:
         raise ValueError(f"log_z must be finite or -inf; got {log_z}")
-    _write(path, ["PR", "-inf" if log_z == -math.inf else "%.17g" % (log_z / _LN10)])
+    _write(path, [b"PR\n%s\n" % (b"-inf" if log_z == -math.inf
+                                   else b"%.17g" % (log_z / _LN10))])
 
 
 def read_map(path: PathArg) -> np.ndarray:
@@ -514,8 +657,7 @@ def _parse_map(t):
     n = t.int("the number of variables")
     if n > t.left():
         raise t.error(f"the file declares {n} variables but has only {t.left()} tokens left")
-    x = np.array([t.int(f"the state of variable {i}", hi=MAX_INDEX - 1) for i in range(n)],
-                 dtype=np.int64)
+    x = t.ints(n, lambda i: f"the state of variable {i}", hi=MAX_INDEX - 1)
     t.end()
     return x
 
@@ -524,7 +666,8 @@ def _parse_map(t):
 def write_map(path: PathArg, assignment: ArrayLike, header: str = "MAP") -> None:
     """Write an assignment as a ``.MAP`` (or, with ``header="MPE"``, ``.MPE``) file."""
     x = _int_array("assignment", assignment)
-    _write(path, [header, " ".join(map(str, [x.size, *x]))])
+    off = np.array([0, x.size], dtype=np.int64)
+    _write(path, [format_int_blocks(x, off, f"{header}\n".encode(), True), b"\n"])
 
 
 @validate_params({"case": [Interval(0, integer=True), None]}, unchecked=("path",))
@@ -563,22 +706,27 @@ def _parse_evid(t, last=True):
     if 2 * k > t.left():
         raise t.error(f"the file declares {k} evidence variables but has only {t.left()} "
                       "tokens left")
-    evid = {}
-    for m in range(k):
-        v = t.int(f"the variable of evidence pair {m}", hi=MAX_INDEX - 1)
-        s = t.int(f"the state of evidence pair {m}", hi=MAX_INDEX - 1)
-        if v in evid:
-            raise t.error(f"variable {v} is given evidence twice", t.pos - 2)
-        evid[v] = s
+    base, pairs = t.pos, np.empty(2 * k, dtype=np.int64)
+    status, j = t.scan.read_ints(pairs, 0, MAX_INDEX - 1)
+    v = pairs[:j - j % 2:2]    # the variables of the pairs read whole, checked first
+    seen = np.zeros(v.size, dtype=bool)
+    seen[np.unique(v, return_index=True)[1]] = True
+    if not seen.all():
+        m = int(np.flatnonzero(~seen)[0])
+        raise t.error(f"variable {v[m]} is given evidence twice", base + 2 * m)
+    if status != _uai.OK:
+        raise t.int_error(status, f"the {('variable', 'state')[j % 2]} of evidence pair "
+                          f"{j // 2}", 0, MAX_INDEX - 1)
     if last:
         t.end()
-    return evid
+    return dict(zip(v.tolist(), pairs[1::2].tolist()))
 
 
 def write_evid(path: PathArg, evidence: Mapping[int, int]) -> None:
     """Write ``{variable: state}`` as a UAI ``.evid`` file (one line)."""
     pairs = _evidence_pairs(evidence)
-    _write(path, [" ".join(map(str, [len(pairs), *(a for p in pairs for a in p)]))])
+    _write(path, [" ".join(map(str, [len(pairs), *(a for p in pairs for a in p)])).encode()
+                  + b"\n"])
 
 
 def read_query(path: PathArg) -> list[int]:
@@ -664,7 +812,7 @@ def _optional_count(t, parse):
     try:
         return parse()
     except ValueError as err:
-        if t.toks[start:start + 1] != [b"1"]:
+        if t.scan.tokens(start, 1) != [b"1"]:
             raise
         t.pos = start + 1
         try:
@@ -699,18 +847,19 @@ def _int_array(name, x):
     return x.astype(np.int64)
 
 
-def _write(path, lines, encoding="ascii"):
-    """Write ``lines`` to the file ``path`` (compressed by its suffix, `COMPRESSED`) or,
-    for `STDIO`, to standard output."""
+def _write(path, parts):
+    """Write the bytes ``parts`` (an iterable, written as it yields) to the file ``path``
+    (compressed by its suffix, `COMPRESSED`) or, for `STDIO`, to standard output."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a file path (str or os.PathLike) or {STDIO!r} for "
                         f"standard output; got {type(path).__name__}")
-    text = "\n".join(lines) + "\n"
     if os.fspath(path) == STDIO:
-        sys.stdout.write(text)
+        for part in parts:
+            sys.stdout.write(part.decode("ascii"))
         sys.stdout.flush()
         return
     compressed = COMPRESSED.get(os.path.splitext(os.fspath(path))[1].lower())
     opener = open if compressed is None else compressed[1].open
-    with opener(path, "wt", encoding=encoding) as f:
-        f.write(text)
+    with opener(path, "wb") as f:
+        for part in parts:
+            f.write(part)

@@ -14,6 +14,7 @@ At a fixed point they maximise the TRW objective over the local polytope L.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
@@ -21,55 +22,37 @@ from functools import partial
 
 import numpy as np
 
-from .._kernels import (BP_BLOCK, binary_messages, binary_node_sums, trbp_binary_sweeps,
-                        trbp_sweeps)
+from .._bp import beliefs, initial_messages, trw_value
+from ..auto import TIME_SHARES
+from .._kernels import (BP_BLOCK, BP_TIME, binary_messages, binary_node_sums,
+                        trbp_binary_sweeps, trbp_sweeps)
 from ..checks import (BOOL, CALLABLE, N_JOBS, TIME, Interval, check_feasible, check_model,
-                      checked_inside, n_threads, validate_params)
+                      available_bytes, checked_inside, n_threads, validate_params)
 from ..factor_graph import FactorGraph, solves_factor_graphs
-from ..loop import Deadline, Guard, Stopping, run_loop
-from ..model import PairwiseMRF, concat_ranges
-from ..results import Record
+from ..loop import Deadline, Guard, Stopping, TimeUp, run_loop
+from ..model import PairwiseMRF
+from ..results import Record, Status
 from .registry import register_method, run_method
 from .result import MarginalResult
-from .rho import ENTROPY, initial_rho, rho_direction
-from .trw import TRWObjective
+from .rho import ENTROPY, RHO_RULES, initial_rho, rho_direction
 
 __all__ = ["trbp_beliefs", "trbp", "loopy_bp"]
 
 _RHO_MIN = 1e-12
-_CHUNK = 10          # sweeps per kernel call between deadline checks
-
-
-def _segment_log_normalise(values, starts):
-    """values minus log Σ exp over each segment values[starts[k]:starts[k+1]] (the last to
-    the end; none empty), taken as (values − max) − log Σ exp(values − max) so that
-    entries near 1e15 keep their differences; an all -inf segment stays -inf (never NaN)."""
-    sizes = np.diff(np.append(starts, values.size))
-    top = np.maximum.reduceat(values, starts)
-    shifted = values - np.repeat(np.where(np.isfinite(top), top, 0.0), sizes)
-    with np.errstate(divide="ignore"):
-        log_sum = np.log(np.add.reduceat(np.exp(shifted), starts))
-    return shifted - np.repeat(np.where(np.isfinite(log_sum), log_sum, 0.0), sizes)
-
-
-def _message_offsets(model):
-    """Offsets of the 2E flat messages: message e (edge e = (i, j)) is i→j over x_j,
-    message E + e is j→i over x_i."""
-    sizes = np.concatenate([model.card[model.edges[:, 1]], model.card[model.edges[:, 0]]])
-    off = np.zeros(2 * model.n_edges + 1, dtype=np.int64)
-    np.cumsum(sizes, out=off[1:])
-    return off
-
-
-def _initial_messages(model, msg_off):
-    """Uniform normalised log-messages, −inf on impossible states of the receiver."""
-    dst = np.concatenate([model.edges[:, 1], model.edges[:, 0]])
-    sizes = np.diff(msg_off)
-    owner = np.repeat(np.arange(dst.size), sizes)
-    ok = np.isfinite(model.theta[model.node_off[dst][owner] + np.arange(msg_off[-1])
-                                 - msg_off[owner]])
-    count = np.bincount(owner, weights=ok, minlength=dst.size)
-    return np.where(ok, -np.log(np.maximum(count, 1))[owner], -np.inf)
+#: the end of a BP run (its beliefs and TRW value) takes at most about this many sweeps'
+#: time, on the binary path (vectorised sweeps) and the general one (measured on grids of
+#: 10^5 variables: 2.5 and 0.5); the sweeps stop that long before the deadline, or as long
+#: as the last end took, once one has been timed
+_FINISH_SWEEPS = {True: 3.5, False: 1.0}
+#: before a sweep has been timed: seconds of a sweep per flat entry (of theta and the
+#: messages), an over-estimate on a loaded 2-core machine (measured 1.4e-8 to 2.8e-8)
+_SECONDS_PER_ENTRY = 4e-8
+#: the matrix-tree rho costs about this many seconds times E^1.5 (sparse LU and selected
+#: inversion of the grid Laplacian: 1.4 s at E = 1.8e5, 6.3 s at 5e5, 52 s and 2.8 GB at
+#: 2e6 on a 2-core machine); with a max_time, `trbp`'s default uses it when that is at most
+#: `_MATRIX_TREE_SHARE` of max_time, else "uniform"
+_MATRIX_TREE_COST = 2e-8
+_MATRIX_TREE_SHARE = TIME_SHARES["trbp/matrix-tree rho, most"]
 
 
 def trbp_beliefs(model, rho, damping=0.5, max_iter=1000, tol=1e-8, deadline=None, guard=None,
@@ -79,121 +62,172 @@ def trbp_beliefs(model, rho, damping=0.5, max_iter=1000, tol=1e-8, deadline=None
     ``mu`` is the flat pseudo-marginal vector in the model's layout. ``rho`` must be
     positive on every edge (θ_st/ρ_st); it is floored at 1e-12. Stops when the largest
     change of a normalised log-message is below ``tol``, after ``max_iter`` sweeps, at
-    the `fwcore.loop.Deadline` ``deadline`` (checked every ``_CHUNK`` sweeps), or, given
-    a `fwcore.loop.Guard`, at Ctrl-C (``guard.interrupted``: the beliefs are those of the
-    messages so far). The sweeps run in `fwcore._kernels.trbp_binary_sweeps` (its parts
+    the `fwcore.loop.Deadline` ``deadline`` (the kernels read the clock every few
+    milliseconds, and leave time for the beliefs), or, given a `fwcore.loop.Guard`, at
+    Ctrl-C (``guard.interrupted``). Then the beliefs are those of the messages of the
+    last whole sweep. The sweeps run in `fwcore._kernels.trbp_binary_sweeps` (its parts
     on ``n_jobs`` threads) when every variable is binary and every log-potential finite,
     else in `fwcore._kernels.trbp_sweeps`.
     """
+    flat = _Flat(model, n_jobs)
     rho = np.maximum(np.asarray(rho, dtype=np.float64), _RHO_MIN)
-    logm, msg_off, it, converged, change = _messages(model, rho, damping, max_iter, tol,
-                                                     deadline, guard, n_jobs)
-    return _beliefs(model, rho, logm, msg_off), it, converged, change
+    it, converged, change = flat.run(rho, damping, max_iter, tol, deadline, guard)
+    return flat.beliefs(rho), it, converged, change
 
 
-def _messages(model, rho, damping, max_iter, tol, deadline, guard, n_jobs):
-    """The sweeps of `trbp_beliefs`: (flat log-messages, msg_off, n_iter, converged,
-    change)."""
-    msg_off = _message_offsets(model)
-    logm = _initial_messages(model, msg_off)
-    scratch = (logm, np.empty_like(logm), np.empty(model.node_off[-1]))
-    pool = None
-    if (model.card == 2).all() and np.isfinite(model.theta).all():
-        tables = _binary_tables(model, rho)
-        if n_jobs > 1 and model.n_edges > BP_BLOCK:
-            pool = ThreadPoolExecutor(n_jobs - 1)
-            kernel = partial(_threaded_binary_sweeps, pool, n_jobs, model.graph, *tables)
+class _Flat:
+    """The flat arrays of BP on one model, all allocated here, before any sweep (a
+    model they do not fit is refused at once: no work is lost to an allocation at the
+    end): the 2E log-messages and their next sweep (message e of edge e = (i, j) is
+    i -> j over x_j, message E + e is j -> i over x_i, at ``msg_off``), the node sums, the
+    binary path's tables, and ``mu``, which receives the beliefs."""
+
+    def __init__(self, model, n_jobs=1):
+        self.model, self.n_jobs = model, n_jobs
+        card = model.card
+        dst = np.concatenate([model.edges[:, 1], model.edges[:, 0]])
+        self.msg_off = np.zeros(2 * model.n_edges + 1, dtype=np.int64)
+        np.cumsum(card[dst], out=self.msg_off[1:])
+        self.binary = bool((card == 2).all()) and bool(np.isfinite(model.theta).all())
+        n_msg, n_node = int(self.msg_off[-1]), int(model.node_off[-1])
+        kmax = int(card.max()) if model.n_vars else 1
+        _refuse_unless_fits(model, 8 * (model.dim + 2 * n_msg + n_node + 2 * kmax) + 4 * n_node
+                            + (36 * model.n_edges if self.binary else 0))
+        self.logm, self.new = np.empty(n_msg), np.empty(n_msg)
+        self.node_sum, self.n_inf = np.empty(n_node), np.empty(n_node, dtype=np.int32)
+        self.work = np.empty(2 * kmax)
+        self.mu = np.empty(model.dim)
+        if self.binary:
+            self.table = np.empty(8 * model.n_edges)
+            self.sender = np.concatenate([model.edges[:, 0], model.edges[:, 1]]).astype(np.int32)
+        self.neg_log = -np.log(np.arange(1, kmax + 1, dtype=np.float64))
+        initial_messages(model.theta, model.graph, self.msg_off, self.neg_log, self.logm)
+        self.believed = False  # mu holds the beliefs of logm at some rho
+        self.sweep_time = None  # seconds of one sweep, once one has been timed
+        self.out_of_time = False  # the last run's sweeps stopped on the clock
+        self.finish_time = None  # seconds of the end of a run, once one has been timed
+
+    def run(self, rho, damping, max_iter, tol, deadline, guard):
+        """BP at ``rho`` from uniform messages: (sweeps, converged, last change). The
+        sweeps stop at the deadline less the time the beliefs will take (then
+        ``out_of_time`` is True)."""
+        model = self.model
+        initial_messages(model.theta, model.graph, self.msg_off, self.neg_log, self.logm)
+        if self.binary:
+            pair = model.theta[model.node_off[-1]:].reshape(-1, 2, 2) / rho[:, None, None]
+            table = self.table.reshape(2, -1, 2, 2)
+            table[0], table[1] = pair.transpose(0, 2, 1), pair  # i -> j, then j -> i
+            del pair
+            pool = (ThreadPoolExecutor(self.n_jobs - 1)
+                    if self.n_jobs > 1 and model.n_edges > BP_BLOCK else None)
+            kernel = (partial(_threaded_binary_sweeps, pool, self.n_jobs) if pool
+                      else trbp_binary_sweeps)
+            kernel = partial(kernel, model.graph, model.theta[:model.node_off[-1]], self.table,
+                             self.sender, rho)
+            scratch = (self.logm, self.new, self.node_sum)
         else:
-            kernel = partial(trbp_binary_sweeps, model.graph, *tables)
-    else:
-        kernel = partial(trbp_sweeps, model.theta, model.graph, msg_off, rho)
-        scratch += (np.empty(2 * (int(model.card.max()) if model.n_vars else 1)),)
-    it, change, converged = 0, np.inf, False
-    sweeps = kernel if guard is None else partial(guard, kernel)
-    with pool or nullcontext():
-        while it < max_iter:
-            swept = sweeps(damping, tol, min(_CHUNK, max_iter - it), *scratch)
-            if swept is None:  # Ctrl-C (the kernels update logm whole between Python steps)
-                break
-            done, change = swept
-            it += done
-            if change < tol:
-                converged = True
-                break
-            if deadline is not None and deadline.passed():
-                break
-    return logm, msg_off, it, converged, change
+            pool = None
+            kernel = partial(trbp_sweeps, model.theta, model.graph, self.msg_off, rho)
+            scratch = (self.logm, self.new, self.node_sum, self.work, self.n_inf)
+        it, change, converged = 0, math.inf, False
+        self.out_of_time = False
+        sweeps = kernel if guard is None else partial(guard, kernel)
+        with pool or nullcontext():
+            while it < max_iter and not converged:
+                timed = self.sweep_time is None
+                left = self._time_left(deadline)
+                if left is not None and left <= 0.0:
+                    self.out_of_time = True
+                    break
+                start = time.monotonic()
+                swept = sweeps(damping, tol, 1 if timed else max_iter - it, *scratch,
+                               left or 0.0, True)
+                if swept is None:  # Ctrl-C: the messages of the last whole sweep
+                    break
+                done, last, stop = swept
+                if done:
+                    change = last
+                if timed and done:
+                    self.sweep_time = time.monotonic() - start
+                it += done
+                converged = done > 0 and change < tol
+                if stop == BP_TIME:
+                    self.out_of_time = True
+                    break
+        return it, converged, change
+
+    def _time_left(self, deadline):
+        """Seconds the sweeps may run (None: no limit): the deadline's, less the time the
+        end of the run takes (`_FINISH_SWEEPS` sweeps; an estimate from the model's size
+        before a sweep has been timed)."""
+        left = None if deadline is None else deadline.seconds_left()
+        if left is None:
+            return None
+        if self.finish_time is not None:
+            return left - self.finish_time
+        sweep = (self.sweep_time if self.sweep_time is not None else
+                 _SECONDS_PER_ENTRY * (self.model.dim + self.msg_off[-1]))
+        return left - _FINISH_SWEEPS[self.binary] * sweep
+
+    def beliefs(self, rho):
+        """The beliefs of the messages into ``mu`` (`fwcore._bp.beliefs`); returns it."""
+        beliefs(self.model.theta, self.model.graph, self.msg_off, rho, self.logm, self.mu,
+                self.node_sum, self.n_inf, self.work)
+        self.believed = True
+        return self.mu
 
 
 def _threaded_binary_sweeps(pool, n_jobs, graph, node_theta, table, sender, rho, damping, tol,
-                            n_sweeps, logm, new, node_sum):
+                            n_sweeps, logm, new, node_sum, time_limit, signals):
     """`trbp_binary_sweeps` on ``n_jobs`` threads (this one and ``pool``'s): each sweep's
     node sums and message blocks in n_jobs contiguous parts, the same numbers as one
-    thread computes (the blocks are fixed, the kernels release the GIL)."""
+    thread computes (the blocks are fixed, the kernels release the GIL); this thread's
+    part reads the signal handlers, every part the clock."""
     nodes = np.linspace(0, len(node_theta) // 2, n_jobs + 1).astype(np.int64)
     blocks = np.linspace(0, 2 * -(-(len(sender) // 2) // BP_BLOCK), n_jobs + 1).astype(np.int64)
+    until = None if time_limit <= 0.0 else time.monotonic() + time_limit
     sums = [partial(binary_node_sums, graph, node_theta, rho, logm, node_sum, lo, hi)
             for lo, hi in zip(nodes[:-1], nodes[1:])]
-    messages = [partial(binary_messages, table, sender, node_sum, logm, new, damping, lo, hi)
-                for lo, hi in zip(blocks[:-1], blocks[1:])]
-    change = math.inf
-    for sweep in range(1, n_sweeps + 1):  # noqa: B007 (the sweeps done are returned)
+    change, sweep = math.inf, 0
+    while sweep < n_sweeps:
+        left = 0.0 if until is None else until - time.monotonic()
+        if until is not None and left <= 0.0:
+            return sweep, change, BP_TIME
         _on_threads(pool, sums)
-        change = max(_on_threads(pool, messages))
+        parts = _on_threads(pool, [
+            partial(binary_messages, table, sender, node_sum, logm, new, damping, lo, hi, left,
+                    k == 0) for k, (lo, hi) in enumerate(zip(blocks[:-1], blocks[1:]))])
+        if any(stop for _, stop in parts):
+            return sweep, change, BP_TIME
+        sweep += 1
+        change = max(c for c, _ in parts)
         np.copyto(logm, new)
         if change < tol:
             break
-    return sweep, change
+    return sweep, change, 0
 
 
 def _on_threads(pool, calls):
-    """The values of ``calls``: the first on this thread, the others on ``pool``'s."""
+    """The values of ``calls``: the first on this thread, the others on ``pool``'s (all
+    of them finished, also when the first raises)."""
     futures = [pool.submit(call) for call in calls[1:]]
-    first = calls[0]()
-    return [first] + [f.result() for f in futures]
+    try:
+        first = calls[0]()
+    finally:
+        rest = [f.result() for f in futures]
+    return [first] + rest
 
 
-def _binary_tables(model, rho):
-    """The arguments of `trbp_binary_sweeps` after the graph: node log-potentials, the
-    tables theta_st(x_t, x_s) / rho_st of the 2E messages t -> s at 2 x_s + x_t, the
-    senders, rho."""
-    pair = model.theta[model.node_off[-1]:].reshape(-1, 2, 2) / rho[:, None, None]
-    table = np.concatenate([pair.transpose(0, 2, 1), pair]).reshape(-1)  # i -> j, then j -> i
-    sender = np.concatenate([model.edges[:, 0], model.edges[:, 1]]).astype(np.int32)
-    return model.theta[:model.node_off[-1]], table, sender, rho
-
-
-def _beliefs(model, rho, logm, msg_off):
-    """Node and edge beliefs (module docstring) from the flat messages, as flat mu: every
-    table at its own size (no padding to the largest cardinality). A sum of log terms is
-    kept as its finite part and its number of -inf terms, as in the sweeps, so that an
-    edge belief without one message is -inf exactly when another term is."""
-    n_node, n_edges = int(model.node_off[-1]), model.n_edges
-    dead = np.isneginf(logm)
-    weighted = np.where(dead, 0.0, logm)
-    dst = np.concatenate([model.edges[:, 1], model.edges[:, 0]])
-    slots = concat_ranges(model.node_off[dst], np.diff(msg_off))    # message entry -> state
-    rho2 = np.repeat(np.concatenate([rho, rho]), np.diff(msg_off))
-    node = model.theta[:n_node]
-    n_inf = np.isneginf(node) + np.bincount(slots, weights=dead, minlength=n_node)
-    finite_sum = (np.where(np.isneginf(node), 0.0, node) +
-                  np.bincount(slots, weights=rho2 * weighted, minlength=n_node))
-    node_sum = np.where(n_inf > 0, -np.inf, finite_sum)
-    b_node = _segment_log_normalise(node_sum, model.node_off[:-1]) if n_node else node_sum
-    if not n_edges:
-        return np.exp(b_node)
-
-    def without(at, own):   # the node sum at entries ``at`` without message entries ``own``
-        return np.where(n_inf[at] - dead[own] > 0, -np.inf, finite_sum[at] - weighted[own])
-
-    # entry (e, a, b) of edge e = (i, j): remove m_{j→i}(a) (message n_edges + e) from the
-    # sum at x_i = a and m_{i→j}(b) (message e) from the sum at x_j = b
-    pos, e, a, b = model.edge_entries()
-    b_edge = (model.theta[pos] / rho[e]
-              + without(model.node_off[model.edges[e, 0]] + a, msg_off[n_edges + e] + a)
-              + without(model.node_off[model.edges[e, 1]] + b, msg_off[e] + b))
-    b_edge = _segment_log_normalise(b_edge, model.edge_off[:-1] - n_node)
-    return np.exp(np.concatenate([b_node, b_edge]))
+def _refuse_unless_fits(model, need):
+    """ValueError, before anything is allocated, when ``need`` bytes are more than this
+    process can allocate (`fwcore.checks.available_bytes`)."""
+    have = available_bytes()
+    if have is not None and need > have:
+        raise ValueError(
+            f"BP on this model ({model.n_vars} variables, {model.n_edges} edges, {model.dim} "
+            f"flat entries) needs {need / 2**30:.3g} GiB for its messages and beliefs beside "
+            f"the model; {have / 2**30:.3g} GiB can be allocated now. Free memory, or run "
+            "it on a machine with more")
 
 
 _LOOPY_OPTIONS = {
@@ -222,16 +256,22 @@ def trbp(model: PairwiseMRF | FactorGraph, *, entropy: str = "trw",
     rho loop of Barrier FW Alg. 2 (rho_updates FW steps on rho towards the maximum spanning
     forest on the beliefs' mutual information). ``entropy`` and ``rho`` as in
     `fwcore.marginals.rho`: "trw" with ρ from ``rho`` (None: "matrix-tree";
-    `fwcore.marginals.rho.initial_rho`), or "bethe", ρ = 1 with no ρ to update: loopy BP
-    (method "loopy-bp", `loopy_bp`). ``max_iter``: sweeps per BP run.
+    `fwcore.marginals.rho.initial_rho`; with a ``max_time`` that its cost, about
+    `_MATRIX_TREE_COST` E^1.5 seconds, would take more than a tenth of, "uniform"), or
+    "bethe", ρ = 1 with no ρ to update: loopy BP (method "loopy-bp", `loopy_bp`).
+    ``max_iter``: sweeps per BP run.
     ``log_z_upper`` is TRW(beliefs; rho), an upper bound on log Z (with "trw") only at an
     exact fixed point, so ``certified`` is False; ``gap`` is None; ``info`` holds
     ``rho``, ``primal`` (that TRW value) and ``n_rho_updates``.
     ``callback(record)`` is called once per rho iteration (``iteration`` = BP sweeps).
-    Ctrl-C returns the beliefs of the messages so far (status interrupted). ``n_jobs``
-    threads (-1: one per core) share each sweep on binary models with finite
-    log-potentials of more than `fwcore._kernels.BP_BLOCK` edges; the answer does not
-    depend on it. ``fwcore.infer(model, method="trbp", ...)`` is the same call."""
+    ``max_time`` counts from the call: the sweeps stop in time for the beliefs, and a rho
+    update whose BP run would not fit is not made. Ctrl-C returns the beliefs of the
+    messages so far (status interrupted). ``n_jobs`` threads (-1: one per core) share
+    each sweep on binary models with finite log-potentials of more than
+    `fwcore._kernels.BP_BLOCK` edges; the answer does not depend on it.
+    Memory: the model, its messages twice, and one flat vector of beliefs, all allocated
+    before the first sweep (a model they do not fit is a ValueError at once).
+    ``fwcore.infer(model, method="trbp", ...)`` is the same call."""
     deadline = Deadline(max_time)
     checked = model if isinstance(model, FactorGraph) else check_model(model)
     return run_method(TRBP, checked, deadline=deadline, max_iter=max_iter, callback=callback,
@@ -259,9 +299,9 @@ def loopy_bp(model: PairwiseMRF | FactorGraph, *, damping: float = 0.5,
 def _run_trbp(model, budget, callbacks, *, entropy="trw", rho=None, rho_updates=10,
               damping=0.5, tol=1e-8, n_jobs=1):
     """`trbp` on the checked ``model``: the registered run."""
-    rho = initial_rho(model, rho, entropy)
     bethe = entropy == "bethe"
-    return _bp_loop(model, rho, 0 if bethe else rho_updates, damping,
+    rho = _default_rho(model, rho, entropy, budget.deadline.seconds_left())
+    return _bp_loop(model, rho, entropy, 0 if bethe else rho_updates, damping,
                     budget.iterations(_MAX_SWEEPS), tol, budget.deadline, callbacks,
                     "loopy-bp" if bethe else "trbp", n_threads(n_jobs))
 
@@ -272,54 +312,101 @@ def _run_loopy_bp(model, budget, callbacks, *, damping=0.5, tol=1e-8, n_jobs=1):
                      n_jobs=n_jobs)
 
 
-def _bp_loop(model, rho, rho_updates, damping, max_iter, tol, deadline, callbacks, method,
-             n_jobs):
+def _default_rho(model, rho, entropy, max_time):
+    """``rho``, or for the default of "trw" under a ``max_time`` too short for the
+    matrix-tree rule (`_MATRIX_TREE_COST`), "uniform"."""
+    if (rho is None and entropy == "trw" and max_time is not None
+            and _MATRIX_TREE_COST * model.n_edges**1.5 > _MATRIX_TREE_SHARE * max_time):
+        return RHO_RULES[2]
+    return rho
+
+
+def _bp_loop(model, rho, entropy, rho_updates, damping, max_iter, tol, deadline, callbacks,
+             method, n_jobs):
     """The rho loop of `trbp` on `fwcore.loop.run_loop`: BP at each rho is measured, the
-    steps are the rho updates, the last BP run decides convergence."""
-    check_feasible(model)
-    run = _RhoLoop(model, rho, rho_updates, damping, max_iter, tol, deadline, n_jobs)
-    outcome = run_loop(run.measure, run.step,
-                       Stopping(rho_updates, tol, deadline=run.deadline), callbacks,
-                       guard=run.guard)
-    run.objective.set_rho(run.mu_rho)
-    primal = run.objective.trw(run.mu)
+    steps are the rho updates, the last BP run decides convergence. The arrays come
+    first (a model they do not fit is refused at once), then, inside the run's Ctrl-C
+    handling, the feasibility check and ρ (`fwcore.marginals.rho.initial_rho` of
+    ``rho`` and ``entropy``; if Ctrl-C comes first, the beliefs of the uniform messages
+    at the "uniform" ρ)."""
+    run = _RhoLoop(model, rho_updates, damping, max_iter, tol, deadline, n_jobs)
+
+    def start():
+        check_feasible(model)
+        run.rho = run.mu_rho = initial_rho(model, rho, entropy)
+
+    outcome = run_loop(run.measure, run.step, Stopping(rho_updates, tol, deadline=deadline),
+                       callbacks, start=start, guard=run.guard)
+    if run.rho is None:
+        run.rho = run.mu_rho = initial_rho(model, RHO_RULES[2] if entropy == "trw" else None,
+                                           entropy)
+    if not run.flat.believed:  # Ctrl-C before the first run's sweeps: its messages
+        run.mu = run.flat.beliefs(np.maximum(run.mu_rho, _RHO_MIN))
+    primal = run.primal()
+    mu = run.mu
+    mu.flags.writeable = False  # the result's: its blocks are views of it
+    # sweeps stopped to leave time for the beliefs: the deadline, though not yet passed
+    status = (Status.MAX_TIME if run.flat.out_of_time and outcome.status is Status.MAX_ITER
+              else outcome.status)
     return MarginalResult.from_mu(
-        model, run.mu, gap=None, certified_gap=None, log_z_upper=primal, certified=False,
-        status=outcome.status, n_iter=run.n_iter, time=deadline.elapsed(), method=method,
+        model, mu, gap=None, certified_gap=None, log_z_upper=primal, certified=False,
+        status=status, n_iter=run.n_iter, time=deadline.elapsed(), method=method,
         trace=outcome.trace,
-        info=dict(rho=run.objective.rho.copy(), primal=primal, n_rho_updates=outcome.n_iter))
+        info=dict(rho=run.mu_rho.copy(), primal=primal, n_rho_updates=outcome.n_iter))
 
 
 class _RhoLoop:
-    """TRBP's state over the rho loop: ``mu`` (the uniform point before the first BP run;
-    on Ctrl-C in the sweeps the beliefs of the messages so far), the rho it was computed
-    at (``mu_rho``) and the sweeps of every run (``n_iter``)."""
+    """TRBP's state over the rho loop: ``mu`` (the beliefs of the messages so far, in the
+    flat arrays' vector: made by each BP run, or at the end if Ctrl-C came before the
+    first one had any), the rho it was computed at (``mu_rho``) and the sweeps of every
+    run (``n_iter``)."""
 
-    def __init__(self, model, rho, rho_updates, damping, max_iter, tol, deadline, n_jobs):
-        self.model, self.rho, self.deadline = model, rho, deadline
-        self.rho_updates, self.damping, self.max_iter, self.tol, self.n_jobs = (
-            rho_updates, damping, max_iter, tol, n_jobs)
-        self.objective = TRWObjective(model, rho)
+    def __init__(self, model, rho_updates, damping, max_iter, tol, deadline, n_jobs):
+        self.model, self.deadline = model, deadline
+        self.rho_updates, self.damping, self.max_iter, self.tol = (
+            rho_updates, damping, max_iter, tol)
+        self.flat = _Flat(model, n_jobs)
         self.guard = Guard()
-        self.mu, self.mu_rho, self.n_iter = model.uniform_marginals(), rho, 0
+        self.rho = self.mu_rho = None  # set by the run's start
+        self.mu, self.n_iter = self.flat.mu, 0
+        self.value = None       # (rho, TRW value of mu at it), once measured
+        self.run_time = 0.0     # seconds of the last BP run and its beliefs
 
     def measure(self, i):
         """BP at the current rho; its record (``iteration`` = sweeps, ``outer`` = i) and, at
         the last rho, the largest change of a log-message (else inf: no stop before)."""
-        self.mu, it, _, change = trbp_beliefs(self.model, self.rho, self.damping,
-                                              self.max_iter, self.tol, self.deadline,
-                                              self.guard, self.n_jobs)
+        start = time.monotonic()
+        rho = np.maximum(self.rho, _RHO_MIN)
+        it, _, change = self.flat.run(rho, self.damping, self.max_iter, self.tol,
+                                      self.deadline, self.guard)
         self.mu_rho = self.rho
+        end = time.monotonic()
+        self.mu = self.flat.beliefs(rho)
         self.n_iter += it
+        self.value = None
         if self.guard.interrupted:
             return None, math.inf
-        self.objective.set_rho(self.rho)
-        record = Record(iteration=it, time=self.deadline.elapsed(),
-                        primal=-self.objective.value_grad(self.mu)[0], outer=i)
+        primal = self.primal()
+        self.run_time = time.monotonic() - start
+        self.flat.finish_time = time.monotonic() - end
+        record = Record(iteration=it, time=self.deadline.elapsed(), primal=primal, outer=i)
         return record, change if i == self.rho_updates else math.inf
 
+    def primal(self):
+        """TRW(mu; mu_rho), computed once (`fwcore._bp.trw_value`)."""
+        if self.value is None or self.value[0] is not self.mu_rho:
+            self.value = (self.mu_rho, trw_value(self.model.theta, self.mu, self.model.graph,
+                                                 np.ascontiguousarray(self.mu_rho, np.float64)))
+        return self.value[1]
+
     def step(self, i):
-        """Barrier FW Alg. 2 l. 21: a FW step on rho towards the maximum spanning forest."""
+        """Barrier FW Alg. 2 l. 21: a FW step on rho towards the maximum spanning forest;
+        `fwcore.loop.TimeUp` instead when the BP run at the new rho would not fit in the
+        time left (it starts from uniform messages: cut short, its beliefs would be worse
+        than the ones kept)."""
+        left = self.deadline.seconds_left()
+        if left is not None and left < self.run_time:
+            raise TimeUp
         d = rho_direction(self.model, self.mu, self.rho)
         self.rho = self.rho + 2.0 / (i + 2.0) * d
 

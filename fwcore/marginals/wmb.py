@@ -30,7 +30,6 @@ variable per cluster) and the scratch of its largest bucket.
 from __future__ import annotations
 
 import math
-import os
 import time
 from typing import NamedTuple
 
@@ -38,8 +37,8 @@ import numpy as np
 
 from .. import _wmb
 from ..auto import TIME_SHARES
-from ..checks import (BOOL, CALLABLE, TIME, Interval, check_bound_feasible, check_feasible,
-                      check_model, validate_params)
+from ..checks import (BOOL, CALLABLE, TIME, Interval, available_bytes, check_bound_feasible,
+                      check_feasible, check_model, validate_params)
 from ..elimination import bandwidth_order, choose_order, stop_at
 from ..factor_graph import FactorGraph
 from ..loop import Deadline, Stopping, TimeUp, run_loop
@@ -520,25 +519,13 @@ _MEMORY_SHARE, _SMALL_MODEL_BYTES, _SMALL_MODEL_VARS, _BYTES_PER_VARIABLE = (
 
 def default_memory_limit(n_vars=0):
     """The default ``memory_limit`` of a model of ``n_vars`` variables (the constants
-    above): `_MEMORY_SHARE` of the memory available now (MemAvailable of /proc/meminfo;
-    else the free physical pages; else 16 GiB), capped in proportion to the model, at
-    least 2^26 bytes."""
-    available = None
-    try:
-        with open("/proc/meminfo") as info:
-            for line in info:
-                if line.startswith("MemAvailable:"):
-                    available = 1024 * int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    if available is None:
-        try:
-            available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        except (AttributeError, ValueError, OSError):
-            available = 2**34
+    above): `_MEMORY_SHARE` of the memory this process can allocate now
+    (`fwcore.checks.available_bytes`; 16 GiB when unknown), capped in proportion to the
+    model, at least 2^26 bytes."""
+    available = available_bytes()
     cap = max(_SMALL_MODEL_BYTES * min(1.0, _SMALL_MODEL_VARS / max(n_vars, 1)),
               _BYTES_PER_VARIABLE * n_vars)
-    return max(2**26, min(_MEMORY_SHARE * available, cap))
+    return max(2**26, min(_MEMORY_SHARE * (2**34 if available is None else available), cap))
 
 
 _PARAMS = {
@@ -570,8 +557,11 @@ def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None
         None: `default_memory_limit` (a quarter of the memory available, capped in
         proportion to the model). An ``ibound`` whose tree needs more is a ValueError,
         before anything is allocated.
+    max_iter : int
+        passes (forward and backward).
+
     The bound is certified at every stop (``log_z_upper``, the least over all passes,
-    the product bound Σ_f max f + Σ_v log |X_v| before any); ``log_z_lower`` is the best
+    the product bound Σ_f max f + Σ_v log ``|X_v|`` before any); ``log_z_lower`` is the best
     of the scores of the labellings decoded after each pass (log Z ≥ max_x score(x); the
     first, before any pass, each variable at its best unary state, repaired to a
     feasible labelling where arc consistency finds one) and a mean-field bound
@@ -585,8 +575,8 @@ def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None
     beliefs could be read in time the marginals are uniform, the method says so
     ("wmb+uniform") and the status is never ``converged``. Variables that evidence fixes
     (one finite unary state) are conditioned on. Everything, the order search included,
-    counts against ``max_time``; Ctrl-C returns the best so far (``interrupted``). A model with no
-    feasible assignment raises ValueError: at the start when arc consistency finds it
+    counts against ``max_time``; Ctrl-C returns the best so far (``interrupted``). A model
+    with no feasible assignment raises ValueError: at the start when arc consistency finds it
     (`fwcore.checks.check_feasible`), at the end when the bound proves it."""
     deadline = Deadline(max_time)
     checked = model if isinstance(model, FactorGraph) else check_model(model)
