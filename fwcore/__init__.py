@@ -28,10 +28,11 @@ from .map import infer_map
 from .fw import frank_wolfe, block_coordinate_frank_wolfe, FWResult
 from .marginals import (ConditionedResult, MarginalMethod, MarginalResult, MeanFieldResult,
                         PerturbResult, available_methods, choose_conditioning,
-                        clamp, conditioned, conditioned_anytime, fixed_by_evidence, infer,
+                        clamp, conditioned, conditioned_anytime, infer,
                         infer_many, loopy_bp, mean_field_lower_bound, perturb_and_map,
                         register_method, trbp, weighted_mini_bucket)
 from .marginals.barrier_fw import barrier_fw
+from .views import fixed_by_evidence
 from .lp_relax import CardinalityFactor, Factor, LPResult, infer_lp
 from .learn import MLEStruct, SSVM, CRFExample
 from . import datasets

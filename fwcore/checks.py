@@ -37,7 +37,7 @@ __all__ = ["Interval", "Options", "Kind", "checked_inside", "available_bytes", "
            "bind_table", "check_params", "check_model", "check_seed", "finite_penalty",
            "check_feasible", "check_bound_feasible", "check_lp_size", "INFEASIBLE", "MAX_ABS_THETA",
            "HIGHS_MAX_ABS_THETA", "AC_ROUNDS", "HIGHS_MEMORY_LIMIT", "CALLABLE", "EXECUTOR",
-           "TIME", "SEED"]
+           "TIME", "MEMORY", "SEED"]
 
 #: the one message for a model with no feasible assignment (log Z = -inf), from every entry
 #: point (`fwcore.exact` words it the same)
@@ -151,6 +151,8 @@ BOOL = Kind(lambda v: isinstance(v, (bool, np.bool_)), "a bool")
 EXECUTOR = Kind(lambda e: isinstance(e, Executor), "a concurrent.futures.Executor")
 #: a time budget in seconds
 TIME = [Interval(0.0, lo_open=True), None]
+#: a memory budget in bytes
+MEMORY = Interval(0.0, lo_open=True)
 
 
 def _is_int(v):

@@ -122,7 +122,7 @@ def exact_map(model: PairwiseMRF | FactorGraph, method: str = "auto",
     method = _check_method(model, method, marginals=False)
     t0 = time.perf_counter()
     if method == "bruteforce":
-        x = _bruteforce_map(model)[0]
+        x = bruteforce_map(model)[0]
     else:
         x = elimination_map(model, EliminationPlan(model, memory_limit))
     score = float(model.score(x))
@@ -195,7 +195,7 @@ def _bruteforce_marginals(model):
     return best + math.log(total), acc / total
 
 
-def _bruteforce_map(model, deadline=None):
+def bruteforce_map(model, deadline=None):
     """The first highest-scoring state in enumeration order. With a ``deadline``
     (`time.perf_counter` seconds) the enumeration stops between chunks once it has passed:
     then (the best state of those enumerated, False), else (the maximiser, True)."""

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Callable, cast
 import numpy as np
 
 from ._uai import add_tables
-from .model import (Named, PairwiseMRF, _check_card, _check_values, _int_array, _offsets,
+from .model import (Named, PairwiseMRF, check_card, check_values, int_array, block_offsets,
                     check_names)
 
 if TYPE_CHECKING:  # the decorator keeps the signature it wraps (typing_extensions: Python 3.9)
@@ -78,7 +78,7 @@ class FactorGraph(Named):
     def __init__(self, card: Sequence[int], factors: Sequence[tuple], *,
                  names: Sequence[Hashable] | None = None,
                  states: Sequence[Sequence[Hashable]] | None = None):
-        card = _check_card(card)
+        card = check_card(card)
         self.card = card
         self.names, self.states = check_names(names, states, card)
         cards = card.tolist()
@@ -162,7 +162,7 @@ def model_from_factors(card: Sequence[int], factors: Sequence[tuple],
     else a `FactorGraph`; with the variables' ``names`` and ``states`` when given."""
     if any(len(scope) not in (1, 2) for scope, _ in factors):
         return FactorGraph(card, factors, names=names, states=states)
-    card = _check_card(card)
+    card = check_card(card)
     cards = card.tolist()
     checked = [_check_factor(k, f, cards) for k, f in enumerate(factors)]
     arity = np.array([len(s) for s, _ in checked], dtype=np.int64)
@@ -216,7 +216,7 @@ def _added(card, arity, variables, tables, table_off, edges, edge_of, a, b):
     """θ of `model_from_flat_factors`: each factor's table added into its block."""
     first = variables[np.cumsum(arity) - arity]
     pair = np.flatnonzero(arity == 2)
-    node_off, edge_off = _offsets(card, edges)
+    node_off, edge_off = block_offsets(card, edges)
     dest = node_off[first]
     dest[pair] = edge_off[edge_of]
     cols = np.ones(arity.shape[0], dtype=np.int64)
@@ -251,7 +251,7 @@ def _check_factor(k, factor, cards):
         raise TypeError(f"factors[{k}] must be a pair (scope, table); got "
                         f"{type(factor).__name__}") from None
     if type(scope) is not tuple or not all(type(v) is int for v in scope):
-        scope = tuple(int(v) for v in _int_array(f"factors[{k}] scope", scope).reshape(-1))
+        scope = tuple(int(v) for v in int_array(f"factors[{k}] scope", scope).reshape(-1))
     n = len(cards)
     if any(v < 0 or v >= n for v in scope):
         raise ValueError(f"factors[{k}] scope {scope} must index variables 0..{n - 1}")
@@ -265,7 +265,7 @@ def _check_factor(k, factor, cards):
         raise ValueError(f"factors[{k}] table has shape {table.shape}; its scope {scope} "
                          f"needs {shape}")
     table = table.astype(np.float64)
-    _check_values(f"factors[{k}] table", table)
+    check_values(f"factors[{k}] table", table)
     table.setflags(write=False)
     return scope, table
 

@@ -8,7 +8,7 @@ import numpy as np
 from .checks import (BOOL, CALLABLE, SEED, TIME, check_bound_feasible, check_feasible,
                      check_model, validate_params)
 from .loop import Callbacks, Deadline, best_on_interrupt
-from .oracles._common import feasible_labelling, node_argmax
+from .labelling import feasible_labelling, node_argmax
 from .oracles.base import MapOracle, build_oracle
 from .results import MapResult, Record, Status, Trace, gap_text
 from .factor_graph import FactorGraph, solves_factor_graphs

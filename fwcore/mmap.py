@@ -20,12 +20,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .checks import INFEASIBLE, TIME, Options, validate_params
+from .checks import INFEASIBLE, MEMORY, TIME, Options, validate_params
 from .factor_graph import FactorGraph
 from .io.uai import apply_evidence
 from .loop import Deadline
 from .model import PairwiseMRF
-from .queries import _MEMORY, MEMORY_LIMIT, MessageTree, pairwise_form, variables_of
+from .queries import MEMORY_LIMIT, MessageTree, pairwise_form, variables_of
 from .results import MapResult, Record, Status, Trace
 
 __all__ = ["MMAPResult", "infer_mmap"]
@@ -59,7 +59,7 @@ class MMAPResult(MapResult):
         return {k: s[x] for k, s, x in zip(keys, self.states, self.assignment.tolist())}
 
 
-@validate_params({"method": Options("exact"), "max_time": TIME, "memory_limit": _MEMORY},
+@validate_params({"method": Options("exact"), "max_time": TIME, "memory_limit": MEMORY},
                  unchecked=("model", "variables", "evidence"))
 def infer_mmap(model: PairwiseMRF | FactorGraph, variables, evidence=None, *,
                method: str = "exact", max_time: float | None = None,

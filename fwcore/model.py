@@ -197,9 +197,9 @@ class PairwiseMRF(Named):
     __slots__ = (*_GRAPH_SLOTS, "theta", "names", "states", "__weakref__")
 
     def __init__(self, card, unary=None, edges=(), pairwise=None, *, names=None, states=None):
-        card = _check_card(card)
+        card = check_card(card)
         n = card.shape[0]
-        edges = _int_array("edges", edges if len(edges) else np.empty((0, 2)))
+        edges = int_array("edges", edges if len(edges) else np.empty((0, 2)))
         if edges.ndim != 2 or edges.shape[1] != 2:
             raise ValueError(f"edges must have shape (E, 2); got shape {edges.shape}")
         n_edges = edges.shape[0]
@@ -212,7 +212,7 @@ class PairwiseMRF(Named):
         flipped = edges[:, 0] > edges[:, 1]
         canonical = edges.copy()
         canonical[flipped] = edges[flipped, ::-1]
-        node_off, edge_off = _offsets(card, canonical)
+        node_off, edge_off = block_offsets(card, canonical)
         theta = np.empty(edge_off[-1])
         _fill_blocks("unary", unary, theta, node_off, card, None)
         _fill_blocks("pairwise", pairwise, theta, edge_off, card[edges[:, 0]],
@@ -227,7 +227,7 @@ class PairwiseMRF(Named):
         i < j, and ``theta`` of length ``dim`` (copied, unless it is a read-only C-ordered
         float64 array: then shared); optional ``names`` and ``states``."""
         self = cls.__new__(cls)
-        card = _check_card(card)
+        card = check_card(card)
         edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
         if edges.size and (edges[:, 0] >= edges[:, 1]).any():
             raise ValueError("edges for from_flat must satisfy i < j in every row")
@@ -243,7 +243,7 @@ class PairwiseMRF(Named):
         if theta.shape != self.theta.shape:
             raise ValueError(f"theta must be a 1-D array of length {self.dim} (the flat "
                              f"layout's dim); got shape {theta.shape}")
-        _check_values("theta", theta)
+        check_values("theta", theta)
         other = PairwiseMRF.__new__(PairwiseMRF)
         for name in (*_GRAPH_SLOTS, "names", "states"):
             object.__setattr__(other, name, getattr(self, name))
@@ -268,11 +268,11 @@ class PairwiseMRF(Named):
                     k = uniq[counts > 1][0]
                     raise ValueError(f"edges has the pair ({k // n}, {k % n}) more than "
                                      "once; sum their tables into one edge")
-        node_off, edge_off = _offsets(card, edges)
+        node_off, edge_off = block_offsets(card, edges)
         if theta.ndim != 1 or theta.shape[0] != edge_off[-1]:
             raise ValueError(f"theta must be a 1-D array of length {edge_off[-1]} (the flat "
                              f"layout's dim); got shape {theta.shape}")
-        _check_values("theta", theta)
+        check_values("theta", theta)
         names, states = check_names(names, states, card)
         # CSR adjacency: for variable v, slots adj_start[v]:adj_start[v+1] list each incident
         # edge once, with the neighbour, the edge id, and 1 when v is the edge's first end.
@@ -439,7 +439,7 @@ class PairwiseMRF(Named):
 _BOOLS = frozenset((bool, np.bool_))
 
 
-def _int_array(name, a):
+def int_array(name, a):
     """``a`` as an int64 array: integers, or floats holding whole numbers (2.0 is taken,
     0.5 is a TypeError rather than truncated to 0). A bool is a TypeError, also inside a
     (nested) sequence of ints, which numpy reads as ints (``[(True, 2)]`` as ``[(1, 2)]``):
@@ -503,8 +503,8 @@ def binary_cover(model):
     return cover, np.flatnonzero(taken).astype(np.int32)
 
 
-def _check_card(card):
-    arr = _int_array("card", card)
+def check_card(card):
+    arr = int_array("card", card)
     if arr.ndim != 1:
         raise ValueError(f"card must be a 1-D sequence of state counts; got shape {arr.shape}")
     if (arr < 1).any():
@@ -515,7 +515,7 @@ def _check_card(card):
     return arr
 
 
-def _offsets(card, edges):
+def block_offsets(card, edges):
     """(node_off, edge_off) of the flat layout of ``card`` and canonical ``edges``."""
     node_off = np.zeros(card.shape[0] + 1, dtype=np.int64)
     np.cumsum(card, out=node_off[1:])
@@ -526,7 +526,7 @@ def _offsets(card, edges):
     return node_off, edge_off
 
 
-def _check_values(name, a, off=None):
+def check_values(name, a, off=None):
     """Refuse NaN and +inf in ``a``, read in one pass without a temporary (the maximum of
     an array is NaN when it holds one, else +inf when it holds one); with the block
     offsets ``off`` (into ``a``) the message names block k as ``name[k]``."""
@@ -578,4 +578,4 @@ def _fill_blocks(name, blocks, theta, off, rows, cols, flipped=None):
             if b.shape != s:
                 raise ValueError(f"{name}[{k}] has shape {b.shape}; expected {s}")
             out[o:off[k + 1] - off[0]] = (b.T if flipped is not None and flipped[k] else b).ravel()
-    _check_values(name, out, off - off[0])
+    check_values(name, out, off - off[0])

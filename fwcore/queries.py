@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from . import _query
-from .checks import INFEASIBLE, Interval, Options, check_model, validate_params
+from .checks import INFEASIBLE, MEMORY, Options, check_model, validate_params
 from .elimination import EliminationPlan, separators_along, functional_vars
 from .factor_graph import FactorGraph
 from .io.uai import apply_evidence
@@ -38,7 +38,6 @@ from .results import Record, Result, Status, Trace
 __all__ = ["QueryResult", "query", "MessageTree", "ExactAnswer", "variables_of"]
 
 MEMORY_LIMIT = 2**31
-_MEMORY = Interval(0.0, lo_open=True)
 
 
 class MessageTree:
@@ -295,7 +294,7 @@ class QueryResult(ExactAnswer):
         return float(self.table[tuple(index)])
 
 
-@validate_params({"method": Options("exact"), "memory_limit": _MEMORY},
+@validate_params({"method": Options("exact"), "memory_limit": MEMORY},
                  unchecked=("model", "variables", "evidence"))
 def query(model: PairwiseMRF | FactorGraph, variables, evidence=None, *,
           method: str = "exact", memory_limit: float = MEMORY_LIMIT) -> QueryResult:

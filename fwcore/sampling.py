@@ -26,11 +26,11 @@ import numpy as np
 
 from . import _query
 from .bayes import BayesForm, bayes_form
-from .checks import INFEASIBLE, SEED, Interval, Options, validate_params
+from .checks import INFEASIBLE, MEMORY, SEED, Interval, Options, validate_params
 from .factor_graph import FactorGraph
 from .io.uai import apply_evidence
 from .model import PairwiseMRF
-from .queries import _MEMORY, MEMORY_LIMIT, ExactAnswer, MessageTree, pairwise_form
+from .queries import MEMORY_LIMIT, ExactAnswer, MessageTree, pairwise_form
 from .results import Record, Trace
 
 __all__ = ["SampleResult", "sample"]
@@ -58,7 +58,7 @@ class SampleResult(ExactAnswer):
 
 
 @validate_params({"n": Interval(1, integer=True), "seed": SEED, "method": Options("exact"),
-                  "memory_limit": _MEMORY}, unchecked=("model", "evidence"))
+                  "memory_limit": MEMORY}, unchecked=("model", "evidence"))
 def sample(model: PairwiseMRF | FactorGraph, n: int, evidence=None, *, seed: int | None = None,
            method: str = "exact", memory_limit: float = MEMORY_LIMIT) -> SampleResult:
     """``n`` exact samples of ``model`` given ``evidence`` (`fwcore.apply_evidence`: hard

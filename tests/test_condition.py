@@ -11,7 +11,8 @@ from scipy.special import logsumexp
 import fwcore
 from fwcore import FactorGraph, PairwiseMRF
 from fwcore.marginals.condition import (MAX_BRANCHES, choose_conditioning, clamp, conditioned,
-                                        conditioned_anytime, factor_coupling, fixed_by_evidence)
+                                        conditioned_anytime, factor_coupling)
+from fwcore.views import fixed_by_evidence
 from fwcore.results import Status
 
 

@@ -11,7 +11,7 @@ import time
 import pytest
 
 import fwcore
-from fwcore.oracles._common import node_argmax
+from fwcore.labelling import node_argmax
 from fwcore.results import Status
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(fwcore.__file__)))
@@ -77,7 +77,7 @@ def test_sigint_to_infer_map_returns_the_best_labelling_so_far(method):
     # planned for the whole minute (before: 24-48 s to stop, the node-argmax labelling)
     call = (f"r = fwcore.infer_map(m, {method!r}, max_time=60, seed=0)\n"
             "    print(r.status.value, r.score, r.trace[-1].score, "
-            "m.score(fwcore.oracles._common.node_argmax(m, m.theta)), flush=True)")
+            "m.score(fwcore.labelling.node_argmax(m, m.theta)), flush=True)")
     latency, line, _, err = _sigint(_GRID, call, 6.0)
     status, score, last, unary = line.split()
     assert status == Status.INTERRUPTED.value and latency < 2.0, (line, latency, err)
@@ -106,7 +106,7 @@ def test_sigint_to_infer_map_keeps_the_best_labelling_of_every_method(method, op
     # schedule): these kept no labelling, so infer_map gave the unary argmax's
     call = (f"r = fwcore.infer_map(m, {method!r}, seed=0, {options})\n"
             "    print(r.status.value, r.score, "
-            "m.score(fwcore.oracles._common.node_argmax(m, m.theta)), flush=True)")
+            "m.score(fwcore.labelling.node_argmax(m, m.theta)), flush=True)")
     latency, line, _, err = _sigint("m = fwcore.random_grid(300, coupling=4, seed=0)", call,
                                     2.0)
     status, score, unary = line.split()

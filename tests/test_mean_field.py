@@ -8,7 +8,8 @@ from hypothesis import given, settings, strategies as st
 
 import fwcore
 from fwcore import FactorGraph, PairwiseMRF
-from fwcore.marginals.mean_field import _Factor, factors_of, mean_field_lower_bound
+from fwcore.marginals.mean_field import _Factor, mean_field_lower_bound
+from fwcore.views import factors_of
 from fwcore.loop import Deadline
 from fwcore.results import Status
 

@@ -10,6 +10,7 @@ import pytest
 from scipy.special import logsumexp
 
 import fwcore
+from fwcore.views import flat_factors
 from fwcore import _wmb
 from fwcore._wmb import exp_nonpositive
 from fwcore.io.uai import apply_evidence
@@ -207,7 +208,7 @@ def _twin_case(seed, ibound):
         t[rng.random(t.shape) < 0.15] = -np.inf
         t.reshape(-1)[0] = 0.0
     fg = fwcore.FactorGraph(fg.card, factors)
-    flat = wmb.flat_factors(fg)
+    flat = flat_factors(fg)
     fixed = np.full(fg.n_vars, -1, dtype=np.int32)
     fixed[rng.permutation(fg.n_vars)[:seed % 3]] = 0
     order = np.array([v for v in rng.permutation(fg.n_vars) if fixed[v] < 0], dtype=np.int64)
@@ -250,7 +251,7 @@ def test_the_kernels_are_their_numpy_twins(seed, ibound):
         np.testing.assert_allclose(arrays["bwd"], _flat_messages(twin.bwd), rtol=1e-9,
                                    atol=1e-9)
         np.testing.assert_array_equal(w.decode(), twin.decode())
-    flat = wmb.flat_factors(fg)
+    flat = flat_factors(fg)
     node_off = np.concatenate([[0], np.cumsum(flat.card)])
     node, fac = np.zeros(node_off[-1]), np.zeros(len(flat.table))
     w.marginals(node, fac)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import fwcore
+from fwcore.views import flat_factors
 from fwcore import _symbolic, _wmb
 from fwcore.io.uai import read_uai
 from fwcore.loop import Deadline
@@ -112,7 +113,7 @@ def test_case5_kernels_stop_at_their_deadline():
     done, _ = _symbolic.min_fill(model.adj_start, model.adj_var, model.card,
                                  np.zeros(0, dtype=np.int64), 2**62, 2**62, 0, rank, past)
     assert len(done) == 0
-    flat = wmb.flat_factors(model)
+    flat = flat_factors(model)
     fixed = np.full(model.n_vars, -1, dtype=np.int32)
     assert _wmb.mini_buckets(flat.card, flat.start, flat.var, fixed, order, 2**62, 2.0**20,
                              past) is None

@@ -41,7 +41,7 @@ from ..checks import Options, validate_params
 from ..factor_graph import FactorGraph, model_from_factors
 from ..model import PairwiseMRF
 from .convert import text_labels
-from .uai import CPT_TOL, PathArg, _read_bytes, _write
+from .uai import CPT_TOL, PathArg, read_bytes, write_bytes
 
 __all__ = ["read_bif", "write_bif", "read_xmlbif", "write_xmlbif"]
 
@@ -130,7 +130,7 @@ class _Tokens:
 
 
 def _text(path):
-    name, data = _read_bytes(path)
+    name, data = read_bytes(path)
     try:
         return name, data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -330,7 +330,7 @@ def write_bif(model: PairwiseMRF | FactorGraph, path: PathArg) -> None:
             given = ", ".join(states[p][s] for p, s in zip(parents, row))
             out.append(f"  ({given}) {_numbers(cpt[row])};")
         out.append("}")
-    _write(path, [("\n".join(out) + "\n").encode("utf-8")])
+    write_bytes(path, [("\n".join(out) + "\n").encode("utf-8")])
 
 
 def _numbers(values):
@@ -342,7 +342,7 @@ def read_xmlbif(path: PathArg, *, unnormalized: str = "error") -> PairwiseMRF | 
     """Read a Bayesian network from an XMLBIF (0.3) file: ``VARIABLE`` elements (``NAME``,
     ``OUTCOME`` state names) and ``DEFINITION`` elements (``FOR``, ``GIVEN`` parents,
     ``TABLE`` with the ``FOR`` variable fastest). As `read_bif` otherwise."""
-    name, data = _read_bytes(path)
+    name, data = read_bytes(path)
     try:
         root = ET.fromstring(data)
     except ET.ParseError as err:
@@ -419,4 +419,4 @@ def write_xmlbif(model: PairwiseMRF | FactorGraph, path: PathArg) -> None:
         out.append(f"  <TABLE>{_numbers(form.cpts[v]).replace(',', '')}</TABLE>")
         out.append("</DEFINITION>")
     out += ["</NETWORK>", "</BIF>"]
-    _write(path, [("\n".join(out) + "\n").encode("utf-8")])
+    write_bytes(path, [("\n".join(out) + "\n").encode("utf-8")])

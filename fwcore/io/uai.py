@@ -99,7 +99,7 @@ _LOG_MAX = math.log(np.finfo(np.float64).max)
 _LOG_TINY = math.log(np.finfo(np.float64).tiny)
 
 
-def _read_bytes(path):
+def read_bytes(path):
     """(the name to show in messages, the bytes of the file ``path``, decompressed when
     it starts as a gzip, xz or bzip2 file does; `STDIO`: standard input)."""
     if not isinstance(path, (str, os.PathLike)):
@@ -126,7 +126,7 @@ class _Tokens:
     ``data``: the file's bytes."""
 
     def __init__(self, path):
-        self.path, data = _read_bytes(path)
+        self.path, data = read_bytes(path)
         self.scan = Scanner(data)
         self.data = data  # `_warn_pyagrum_order` reads its comments
 
@@ -479,7 +479,7 @@ def write_uai(model: PairwiseMRF | FactorGraph, path: PathArg) -> None:
             return f"edge {k - n} ({i}, {j})"
     form = bayes_form(model, tol=CPT_TOL)
     if form is not None:
-        _write(path, [("\n".join(_bayes_lines(model, form)) + "\n").encode("ascii")])
+        write_bytes(path, [("\n".join(_bayes_lines(model, form)) + "\n").encode("ascii")])
         return
     _check_writable(tables, off, name)
     scope_off = np.zeros(arity.shape[0] + 1, dtype=np.int64)
@@ -497,7 +497,7 @@ def write_uai(model: PairwiseMRF | FactorGraph, path: PathArg) -> None:
             yield format_blocks(np.exp(tables[off[lo]:off[hi]]), off[lo:hi + 1] - off[lo],
                                 b"\n\n", b"\n")
         yield b"\n"
-    _write(path, text())
+    write_bytes(path, text())
 
 
 #: entries (and blocks) of a slice of text made at once by the writers
@@ -613,7 +613,7 @@ def write_mar(path: PathArg, node_marginals: Sequence[ArrayLike]) -> None:
         raise ValueError(f"node_marginals[{i}] must hold probabilities in [0, 1]")
     flat = np.clip(flat, 0.0, 1.0)  # round-off, e.g. 1.0000000000000002 from a normalisation
     cuts = _cuts(off)
-    _write(path, [f"MAR\n{off.shape[0] - 1}".encode(),
+    write_bytes(path, [f"MAR\n{off.shape[0] - 1}".encode(),
                   *(format_blocks(flat, off[lo:hi + 1], b" ", b" ")
                     for lo, hi in zip(cuts[:-1], cuts[1:])), b"\n"])
 
@@ -641,7 +641,7 @@ def write_pr(path: PathArg, log_z: float) -> None:
     log_z = float(log_z)
     if math.isnan(log_z) or log_z == math.inf:
         raise ValueError(f"log_z must be finite or -inf; got {log_z}")
-    _write(path, [b"PR\n%s\n" % (b"-inf" if log_z == -math.inf
+    write_bytes(path, [b"PR\n%s\n" % (b"-inf" if log_z == -math.inf
                                    else b"%.17g" % (log_z / _LN10))])
 
 
@@ -667,7 +667,7 @@ def write_map(path: PathArg, assignment: ArrayLike, header: str = "MAP") -> None
     """Write an assignment as a ``.MAP`` (or, with ``header="MPE"``, ``.MPE``) file."""
     x = _int_array("assignment", assignment)
     off = np.array([0, x.size], dtype=np.int64)
-    _write(path, [format_int_blocks(x, off, f"{header}\n".encode(), True), b"\n"])
+    write_bytes(path, [format_int_blocks(x, off, f"{header}\n".encode(), True), b"\n"])
 
 
 @validate_params({"case": [Interval(0, integer=True), None]}, unchecked=("path",))
@@ -725,7 +725,7 @@ def _parse_evid(t, last=True):
 def write_evid(path: PathArg, evidence: Mapping[int, int]) -> None:
     """Write ``{variable: state}`` as a UAI ``.evid`` file (one line)."""
     pairs = _evidence_pairs(evidence)
-    _write(path, [" ".join(map(str, [len(pairs), *(a for p in pairs for a in p)])).encode()
+    write_bytes(path, [" ".join(map(str, [len(pairs), *(a for p in pairs for a in p)])).encode()
                   + b"\n"])
 
 
@@ -847,7 +847,7 @@ def _int_array(name, x):
     return x.astype(np.int64)
 
 
-def _write(path, parts):
+def write_bytes(path, parts):
     """Write the bytes ``parts`` (an iterable, written as it yields) to the file ``path``
     (compressed by its suffix, `COMPRESSED`) or, for `STDIO`, to standard output."""
     if not isinstance(path, (str, os.PathLike)):

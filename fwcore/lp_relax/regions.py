@@ -21,7 +21,7 @@ import numpy as np
 
 from ..checks import check_feasible, check_model, finite_penalty
 from ..model import concat_ranges
-from ..oracles._common import feasible_labelling
+from ..labelling import feasible_labelling
 from .factors import CardinalityFactor, Factor
 
 __all__ = ["Regions", "Segments"]
@@ -203,7 +203,7 @@ class Regions:
 
     def repaired(self, x):
         """``x``; when it uses a -inf entry of the model, a repaired copy
-        (`fwcore.oracles._common.feasible_labelling`: feasible whenever arc consistency,
+        (`fwcore.labelling.feasible_labelling`: feasible whenever arc consistency,
         maintained variable by variable, finds a labelling)."""
         return feasible_labelling(self.model, self.model.theta, x, self.theta)
 

@@ -13,12 +13,12 @@ from .mean_field import MeanFieldResult, mean_field_lower_bound
 from .perturb import PerturbResult, perturb_and_map
 from .batch import infer_many
 from .condition import (ConditionedResult, choose_conditioning, clamp, conditioned,
-                        conditioned_anytime, fixed_by_evidence)
+                        conditioned_anytime)
 from .registry import MarginalMethod, available_methods, register_method
 from .result import MarginalResult
 
 __all__ = ["infer", "available_methods", "register_method", "MarginalMethod",
            "infer_many", "trbp", "loopy_bp", "perturb_and_map", "PerturbResult",
-           "MarginalResult", "weighted_mini_bucket", "clamp", "fixed_by_evidence",
+           "MarginalResult", "weighted_mini_bucket", "clamp",
            "conditioned", "conditioned_anytime", "choose_conditioning", "ConditionedResult",
            "mean_field_lower_bound", "MeanFieldResult"]

@@ -29,9 +29,10 @@ from ..factor_graph import FactorGraph
 from ..loop import Callbacks, Deadline, Stopping, run_loop
 from ..model import PairwiseMRF, concat_ranges
 from ..results import Record, Result, Status, Trace
-from .mean_field import factors_of, mean_field
+from ..views import factors_of
+from .mean_field import mean_field
 
-__all__ = ["clamp", "fixed_by_evidence", "conditioned", "conditioned_anytime",
+__all__ = ["clamp", "conditioned", "conditioned_anytime",
            "choose_conditioning", "factor_coupling", "ConditionedResult", "MAX_BRANCHES"]
 
 #: most branches (joint states of the clamped variables) `conditioned` accepts
@@ -127,28 +128,6 @@ def _clamp_pairwise(model, state, kept, new_index):
     edges = np.stack([new_index[i[e]], new_index[j[e]]], axis=1)
     smaller = PairwiseMRF.from_flat(card[kept], edges, np.concatenate([unary, pair]))
     return smaller, kept, constant
-
-
-def fixed_by_evidence(model: PairwiseMRF | FactorGraph) -> dict:
-    """{variable: state} of the variables with exactly one state of finite unary score
-    (a FactorGraph: the sum of its one-variable factors; a variable with one state and a
-    finite unary counts too): the clamps `fwcore.io.uai.apply_evidence` writes as −inf.
-    ``clamp(model, fixed_by_evidence(model))`` removes them: the same log Z (plus
-    ``constant``) and marginals, fewer variables."""
-    if isinstance(model, FactorGraph):
-        unary = [np.zeros(int(c)) for c in model.card]
-        for scope, table in model.factors:
-            if len(scope) == 1:
-                unary[scope[0]] = unary[scope[0]] + table
-        return {v: int(np.argmax(u)) for v, u in enumerate(unary) if np.isfinite(u).sum() == 1}
-    if not isinstance(model, PairwiseMRF):
-        raise TypeError(f"model must be a fwcore.PairwiseMRF or FactorGraph; got "
-                        f"{type(model).__name__}")
-    node = model.theta[:model.node_off[-1]]
-    finite = (np.add.reduceat(np.isfinite(node), model.node_off[:-1]) if model.n_vars else
-              np.zeros(0, dtype=np.int64))
-    fixed = np.flatnonzero(finite == 1).tolist()
-    return {v: int(np.flatnonzero(np.isfinite(model.unary(v)))[0]) for v in fixed}
 
 
 # -- the conditioning bound -------------------------------------------------------------

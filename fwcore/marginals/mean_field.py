@@ -25,12 +25,12 @@ from ..loop import Callbacks, Deadline, Stopping, TimeUp, run_loop
 from ..factor_graph import FactorGraph
 from .._kernels import mean_field_bound, mean_field_sweep
 from ..model import PairwiseMRF
+from ..views import factors_of
 from ..results import Record, Result, Status, Trace
 from .registry import register_method
 from .result import MarginalResult
 
-__all__ = ["MeanFieldResult", "mean_field_lower_bound", "mean_field", "flat_mean_field",
-           "factors_of"]
+__all__ = ["MeanFieldResult", "mean_field_lower_bound", "mean_field", "flat_mean_field"]
 
 #: a sweep reads the clock every this many variables (a deadline passed stops it there)
 _CHECK_EVERY = 64
@@ -60,18 +60,6 @@ class MeanFieldResult(Result):
     certified: bool = True
     n_oracle_calls: int = 0
     trace: Trace = Trace()
-
-
-def factors_of(model):
-    """The (scope, table) log-potential factors of ``model``: a FactorGraph's ``factors``;
-    a PairwiseMRF's unaries ((i,), θ_i) and edges ((i, j), θ_ij)."""
-    if isinstance(model, FactorGraph):
-        return model.factors
-    if not isinstance(model, PairwiseMRF):
-        raise TypeError(f"model must be a fwcore.PairwiseMRF or FactorGraph; got "
-                        f"{type(model).__name__}")
-    return tuple([((i,), model.unary(i)) for i in range(model.n_vars)] +
-                 [((int(i), int(j)), model.pairwise(e)) for e, (i, j) in enumerate(model.edges)])
 
 
 class _Factor:

@@ -43,60 +43,14 @@ from ..elimination import bandwidth_order, choose_order, stop_at
 from ..factor_graph import FactorGraph
 from ..loop import Deadline, Stopping, TimeUp, run_loop
 from ..model import PairwiseMRF
-from ..oracles._common import feasible_labelling
+from ..labelling import feasible_labelling
 from ..results import Record, Status
-from .condition import fixed_by_evidence
+from ..views import FlatFactors, fixed_states, flat_factors
 from .mean_field import flat_mean_field
 from .registry import register_method, run_method
 from .result import MarginalResult
 
-__all__ = ["weighted_mini_bucket", "MiniBuckets", "WeightedMiniBucket", "flat_factors",
-           "default_memory_limit"]
-
-
-class FlatFactors(NamedTuple):
-    """A model's log-potential factors as flat arrays: ``card`` (int32[n]), the scopes
-    (factor f's variables ``var[start[f]:start[f + 1]]``, int64 / int32) and tables
-    (factor f's from ``off[f]`` in ``table``, C order over its scope as given; int64[F +
-    1] / float64)."""
-
-    card: np.ndarray
-    start: np.ndarray
-    var: np.ndarray
-    off: np.ndarray
-    table: np.ndarray
-
-
-def flat_factors(model):
-    """``model``'s factors (`FlatFactors`): a PairwiseMRF's unaries then edges, on θ itself
-    (no copy: its node and edge offsets are the table offsets); a FactorGraph's
-    ``factors``."""
-    card = np.ascontiguousarray(model.card, dtype=np.int32)
-    if isinstance(model, FactorGraph):
-        factors = model.factors
-        start = np.zeros(len(factors) + 1, dtype=np.int64)
-        np.cumsum([len(s) for s, _ in factors], out=start[1:])
-        var = np.array([v for s, _ in factors for v in s], dtype=np.int32)
-        tables = [np.asarray(t, dtype=np.float64).reshape(-1) for _, t in factors]
-        off = np.zeros(len(factors) + 1, dtype=np.int64)
-        np.cumsum([t.size for t in tables], out=off[1:])
-        table = np.concatenate(tables) if tables else np.zeros(0)
-        return FlatFactors(card, start, var, off, table)
-    n, n_edges = model.n_vars, model.n_edges
-    start = np.concatenate([np.arange(n + 1), n + 2 * np.arange(1, n_edges + 1)]).astype(np.int64)
-    var = np.concatenate([np.arange(n), model.edges.reshape(-1)]).astype(np.int32)
-    off = np.concatenate([model.node_off[:-1], model.edge_off]).astype(np.int64)
-    return FlatFactors(card, start, var, off,
-                       np.ascontiguousarray(model.theta, dtype=np.float64))
-
-
-def _fixed_states(model):
-    """int32[n]: each variable's evidence state (`fwcore.marginals.condition.
-    fixed_by_evidence`), −1 where free."""
-    fixed = np.full(len(model.card), -1, dtype=np.int32)
-    for v, state in fixed_by_evidence(model).items():
-        fixed[v] = state
-    return fixed
+__all__ = ["weighted_mini_bucket", "MiniBuckets", "WeightedMiniBucket", "default_memory_limit"]
 
 
 class _Graph(NamedTuple):
@@ -626,7 +580,7 @@ class _Run:
         self.max_time, self.blocks = max_time, None
         self.memory_limit, self.order_deadline = memory_limit, order_deadline
         self.flat = flat = flat_factors(model)
-        self.fixed = _fixed_states(model)
+        self.fixed = fixed_states(model)
         self.node_off = np.zeros(len(flat.card) + 1, dtype=np.int64)
         np.cumsum(flat.card, out=self.node_off[1:])
         self.lower, self.best_x = -math.inf, None
@@ -801,7 +755,7 @@ class _Run:
 
     def _feasible(self, x):
         """A labelling of finite score near ``x`` where arc consistency finds one
-        (`fwcore.oracles._common.feasible_labelling`, on a factor graph's reduction)."""
+        (`fwcore.labelling.feasible_labelling`, on a factor graph's reduction)."""
         model = self.model
         if isinstance(model, FactorGraph):
             reduced = model.reduced

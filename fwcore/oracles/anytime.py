@@ -26,7 +26,7 @@ from ..model import PairwiseMRF
 from ..results import Record, Status
 from .approximate import QPBOOracle
 from .base import MapOracle, register_oracle
-from ._common import node_argmax
+from ..labelling import node_argmax
 
 __all__ = ["AnnealOracle", "ExpansionOracle", "Fusion", "temperature_scale"]
 

@@ -16,7 +16,7 @@ from ..checks import BOOL, Interval, TIME, check_seed, finite_penalty, validate_
 from ..loop import budget_status, keeping_best
 from ..results import Record, Status
 from .base import MapOracle, register_oracle
-from ._common import node_argmax
+from ..labelling import node_argmax
 
 __all__ = ["ICMOracle", "QPBOOracle", "TRWSOracle", "MaxProductOracle"]
 

@@ -22,7 +22,7 @@ from ..auto import auto_oracle, exact_oracle
 from ..checks import BOOL, SEED, TIME, check_model, check_params, validate_params
 from ..model import PairwiseMRF
 from ..results import Status, proves_optimal
-from ._common import feasible_labelling
+from ..labelling import feasible_labelling
 
 __all__ = ["MapOracle", "LPOracle", "FunctionOracle", "register_oracle", "resolve_oracle",
            "build_oracle",
@@ -80,7 +80,7 @@ class MapOracle(abc.ABC):
         """An int32 assignment maximising ``<scores, mu(x)>`` (scores: the flat layout,
         finite or -inf). ``init`` warm-starts the methods that use one; ``time_limit``
         (seconds) bounds this call, together with the oracle's own ``time_limit``. A
-        labelling scoring -inf is repaired (`fwcore.oracles._common.feasible_labelling`)."""
+        labelling scoring -inf is repaired (`fwcore.labelling.feasible_labelling`)."""
         scores = self.check_scores(scores)
         if init is not None:
             init = self.model.check_assignment(init, name="init").astype(np.int32)

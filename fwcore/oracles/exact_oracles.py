@@ -18,12 +18,13 @@ from ..checks import (HIGHS_MEMORY_LIMIT, Interval, TIME, check_lp_size, validat
 from .. import _oracles
 from ..elimination import EliminationPlan
 from ..loop import PROGRESS_EVERY
-from ..exact import _bruteforce_map
+from ..exact import bruteforce_map
 from ..model import binary_cover
 from ..results import Record, Status
 from .base import MapOracle, register_oracle
+from ..labelling import node_argmax
 from ._common import (Abandoned, call_interruptibly, grace, local_polytope_constraints,
-                      lp_objective, node_argmax, run_highs)
+                      lp_objective, run_highs)
 
 __all__ = ["BruteForceOracle", "EliminationOracle", "TreeOracle", "CoverOracle", "ILPOracle",
            "Toulbar2Oracle"]
@@ -53,7 +54,7 @@ class BruteForceOracle(MapOracle):
         model = self.model.with_theta(scores)
         deadline = None if time_limit is None else time.perf_counter() + time_limit
         try:
-            x, complete = _bruteforce_map(model, deadline)
+            x, complete = bruteforce_map(model, deadline)
         except ValueError:                   # every assignment has score −inf
             return np.zeros(model.n_vars, dtype=np.int64), -np.inf, None
         if not complete:  # the best of the states enumerated before the time limit

@@ -15,7 +15,8 @@ from ..checks import (HIGHS_MEMORY_LIMIT, TIME, Options, check_lp_size, finite_p
                       validate_params)
 from ..results import Status
 from .base import LPOracle, register_oracle
-from ._common import local_polytope_constraints, lp_objective, node_argmax, run_highs
+from ..labelling import node_argmax
+from ._common import local_polytope_constraints, lp_objective, run_highs
 
 __all__ = ["LocalPolytopeLP"]
 
