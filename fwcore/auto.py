@@ -230,11 +230,20 @@ def portfolio_members(model):
 #: - "trbp/matrix-tree rho, most": `fwcore.trbp`'s default rho is the matrix-tree rule when
 #:   its cost (about 2e-8 E^1.5 s: 1.4 s at E = 1.8e5, 52 s and 2.8 GB at 2e6 on 2 cores)
 #:   is at most 0.1 of max_time, else "uniform";
+#: - "portfolio/first annealing run", "portfolio/later annealing runs": an anytime call of
+#:   the portfolio gives its first annealing run 0.5 of the time left (annealing improves
+#:   with the length of its cooling schedule), later runs 0.125 of the first one's;
+#: - "ilp and lp/HiGHS": HiGHS gets 0.8 of a call's time limit (scipy's set-up and HiGHS's
+#:   coarse time checks take the rest: measured +0.8 s past a 5 s limit on a 100x100 grid
+#:   ILP);
 #: - "conditioned/mean field": each branch of `fwcore.conditioned` leaves 0.1 of its
 #:   time to its mean-field lower bounds (given only what the branch's bound left, they
 #:   got no sweep after a bound that used all its time: ObjectDetection_13 at 60 s, 78.5
 #:   nats below log Z instead of 2.45).
 TIME_SHARES = {
+    "portfolio/first annealing run": 0.5,
+    "portfolio/later annealing runs": 0.125,
+    "ilp and lp/HiGHS": 0.8,
     "trbp/matrix-tree rho, most": 0.1,
     "barrier-fw/tree-decomposition bound": 0.2,
     "wmb/order search": 0.1,

@@ -22,10 +22,9 @@ import time
 
 import numpy as np
 
+from ..auto import TIME_SHARES
 
-#: HiGHS gets this share of a call's time limit (scipy's set-up and HiGHS's coarse time
-#: checks take the rest: measured +0.8 s past a 5 s limit on a 100x100 grid ILP)
-_HIGHS_SHARE = 0.8
+
 
 
 def local_polytope_constraints(model):
@@ -74,14 +73,14 @@ def lp_objective(scores):
 
 def run_highs(solve, time_limit, options, in_place=False, on_line=None):
     """``solve(options)`` (a `scipy.optimize.milp` or ``linprog`` call) interruptible by
-    Ctrl-C (`call_interruptibly`), with HiGHS's ``time_limit`` set to
-    `_HIGHS_SHARE` of ``time_limit``. Returns the scipy result, or None when the call
-    was abandoned past ``time_limit`` (`grace`). ``in_place``: a call
+    Ctrl-C (`call_interruptibly`), with HiGHS's ``time_limit`` set to its share of
+    ``time_limit`` (`fwcore.auto.TIME_SHARES`). Returns the scipy result, or None when
+    the call was abandoned past ``time_limit`` (`grace`). ``in_place``: a call
     known to take milliseconds runs here, without the fork (about 10 ms a call).
     ``on_line``: HiGHS's log is on, and each of its lines goes to ``on_line(line)`` as it
     is printed (and ``on_line(None)`` every `_TICK` seconds in between)."""
     if time_limit is not None:
-        options = {**options, "time_limit": _HIGHS_SHARE * time_limit}
+        options = {**options, "time_limit": TIME_SHARES["ilp and lp/HiGHS"] * time_limit}
     if on_line is not None:
         options = {**options, "disp": True}
     if in_place:

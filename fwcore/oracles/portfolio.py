@@ -12,6 +12,7 @@ from ..auto import portfolio_members
 from ..checks import BOOL, validate_params
 from ..elimination import EliminationPlan
 from ..loop import keeping_best, stopped_on_budget
+from ..auto import TIME_SHARES
 from ..results import Record, Status, proves_optimal
 from .anytime import AnnealOracle, ExpansionOracle, Fusion
 from .approximate import TRWSOracle
@@ -19,12 +20,8 @@ from .base import MapOracle, build_oracle, register_oracle
 
 __all__ = ["PortfolioOracle"]
 
-#: an anytime call's first annealing run takes this share of the time left (a long
-#: cooling schedule: annealing's result improves with the schedule's length), later runs
-#: this share of the first one's
-_FIRST_SHARE = 0.5
-_LATER_SHARE = 0.125
-#: and are at least this long (seconds)
+#: an anytime call's annealing runs: the first a share of the time left, later runs a share
+#: of the first one's (`fwcore.auto.TIME_SHARES`), and at least this long (seconds)
 _MIN_SLICE = 0.05
 #: max-product elimination's cost (seconds) per clique-table entry of a binary variable
 #: with one child clique (the kernel's fused path: Grids_15, 1.5e8 entries in 0.32-0.37 s
@@ -178,10 +175,11 @@ class PortfolioOracle(MapOracle):
             # the first run improves the best labelling; later ones, shorter, start afresh
             # (from the unary argmax) so that their labellings differ and fusion combines
             if len(self.progress) == 1:
-                piece = max(_FIRST_SHARE * left, _MIN_SLICE)
+                piece = max(TIME_SHARES["portfolio/first annealing run"] * left, _MIN_SLICE)
                 y = self._anneal.argmax(scores, init=x, time_limit=min(piece, left))
             else:
-                y = self._anneal.argmax(scores, time_limit=min(_LATER_SHARE * piece, left))
+                y = self._anneal.argmax(scores, time_limit=min(
+                    TIME_SHARES["portfolio/later annealing runs"] * piece, left))
             if self._fusion.fits(end):
                 fused, fused_score = self._fusion.fuse(scores, x, y)
                 x, best = self._better(scores, fused, fused_score, y)
