@@ -227,6 +227,9 @@ def portfolio_members(model):
 #:   from the marginals and the best labelling otherwise): on 20x20 grids its gap per
 #:   variable is 0.026 with 4-level strips, against naive mean field's 0.072
 #:   (`fwcore.marginals.wmb.BlockMeanField`);
+#: - "aobb/order search": AND/OR search's choice of an elimination order (its pseudo-tree
+#:   and mini-bucket tree) starts no new try after 0.1 of the time left
+#:   (`fwcore.oracles.search.PseudoTree`);
 #: - "conditioned/mean field": each branch of `fwcore.conditioned` leaves 0.1 of its
 #:   time to its mean-field lower bounds (given only what the branch's bound left, they
 #:   got no sweep after a bound that used all its time: ObjectDetection_13 at 60 s, 78.5
@@ -237,4 +240,5 @@ TIME_SHARES = {
     "wmb/lower bound, least": 0.05,
     "wmb/lower bound, most": 0.35,
     "conditioned/mean field": 0.1,
+    "aobb/order search": 0.1,
 }
