@@ -60,8 +60,8 @@ cdef inline int64_t _at(const int32_t* var, int64_t lo, int64_t hi, const int32_
 
 def heuristic(dict t, double temperature):
     """The max-product mini-bucket messages in score units, in place on ``t["fwd"]`` (``t``:
-    a `fwcore._wmb.Tree`'s arrays, no fixed variables, right after `fwcore._wmb.forward`
-    on the tables divided by ``temperature``).
+    a `fwcore._wmb.Tree`'s arrays, right after `fwcore._wmb.forward` on the tables divided
+    by ``temperature``).
 
     That pass sent cluster c the message λ_c - top_c, top_c its largest entry (computed from
     its children's messages as sent), and added top_c to the bound; a root's whole value
@@ -80,6 +80,7 @@ def heuristic(dict t, double temperature):
     cdef const int64_t[::1] f_off = t["f_off"], msg_off = t["msg_off"], rep_off = t["rep_off"]
     cdef const double[::1] f_tab = t["f_tab"], weight = t["weight"], repar = t["repar"]
     cdef double[::1] fwd = t["fwd"]
+    cdef const int32_t[::1] fixed = t["fixed"]
     cdef int64_t nc = c_var.shape[0], n = card.shape[0], c, v, K, j, best, r, a, k, f
     cdef int64_t base, sv, u, xv
     cdef double top, s, total = 0.0
@@ -87,6 +88,8 @@ def heuristic(dict t, double temperature):
     cdef int32_t[::1] x = np.zeros(max(n, 1), dtype=np.int32)
     cdef double[::1] row = np.empty(max(int(np.max(card, initial=1)), 1))
     with nogil:
+        for u in range(n):        # a fixed variable at its state throughout
+            x[u] = fixed[u] if fixed[u] >= 0 else 0
         for c in range(nc):       # top_c (a root: its value)
             v = c_var[c]
             K = card[v]
@@ -263,6 +266,7 @@ cdef struct S:
     int32_t* xtmp
     double* local
     double best                  # the incumbent's score
+    double constant              # the originals in no bucket (their variables fixed)
     double* arena
     int64_t top
     int64_t cap
@@ -444,10 +448,11 @@ cdef double _or(S* s, int64_t v, double alpha, double outside) noexcept nogil:
 
 
 cdef double _top(S* s, double* hr) noexcept nogil:
-    """The AND node over the pseudo-tree's roots: their values summed when the total beats
-    the incumbent (x then holds the solution), else -inf (the incumbent is optimal)."""
+    """The AND node over the pseudo-tree's roots: their values summed, with the originals
+    outside every bucket (``constant``), when the total beats the incumbent (x then holds
+    the solution), else -inf (the incumbent is optimal)."""
     cdef int64_t k, j, t
-    cdef double val = 0.0, rest, vc
+    cdef double val = s.constant, rest, vc
     for k in range(s.n_roots):
         hr[k] = 0.0
         for t in range(s.cross_start[s.roots[k]], s.cross_start[s.roots[k] + 1]):
@@ -531,11 +536,13 @@ cdef class Search:
         self.keep.append(view)
         return &view[0]
 
-    def tables(self, const double[::1] val, const double[::1] msg):
+    def tables(self, const double[::1] val, const double[::1] msg, double constant):
         """Search the originals' tables ``val`` and the messages' ``msg`` from now on (kept
-        alive with the object), forgetting the cached values."""
+        alive with the object), forgetting the cached values; ``constant``: the value of
+        the originals in no bucket (the variables of each fixed in x throughout)."""
         self.s.tb.val = &val[0]
         self.s.tb.msg = &msg[0]
+        self.s.constant = constant
         self.tabs = (val, msg)
         self.cache_flag[:] = 0
 

@@ -131,9 +131,11 @@ def test_crossings_twin():
         assert sorted(ids[start[w]:start[w + 1]]) == expect
 
 
-def _tree(fg, cap):
+def _tree(fg, cap, fixed=None):
     view = FactorView(fg.reduced)
-    tree = PseudoTree(view, 2**26)
+    if fixed is None:
+        fixed = np.full(view.card.size, -1, dtype=np.int32)
+    tree = PseudoTree(view, 2**26, fixed)
     return view, tree, tree.tree(cap)
 
 
@@ -158,7 +160,12 @@ def heuristic_twin(view, mb, wmb, val, temperature):
         table = np.zeros([card[u] for u in axes])
         for k in t["own_list"][t["own_start"][c]:t["own_start"][c + 1]]:
             sc = view.var[view.start[k]:view.start[k + 1]].tolist()
-            table = table + _on_axes(function_table(*f, val, k), sc, axes, card) / temperature
+            part = function_table(*f, val, k)
+            for u in reversed(range(len(sc))):   # fixed variables at their states
+                if t["fixed"][sc[u]] >= 0:
+                    part = np.take(part, t["fixed"][sc[u]], axis=u)
+            sc = [u for u in sc if t["fixed"][u] < 0]
+            table = table + _on_axes(part, sc, axes, card) / temperature
         table = table + t["repar"][t["rep_off"][c]:t["rep_off"][c + 1]]
         for a in t["ch_list"][t["ch_start"][c]:t["ch_start"][c + 1]]:
             table = table + _on_axes(full[a], mb.c_scope[mb.c_start[a]:mb.c_start[a + 1] - 1]
@@ -180,8 +187,9 @@ def heuristic_twin(view, mb, wmb, val, temperature):
 @pytest.mark.parametrize("temperature", [1e-4, 0.5])
 def test_heuristic_twin_and_bound(seed, cap, temperature):
     fg = random_factor_graph(seed, max_arity=4, p_inf=0.3 if seed % 2 else 0.0)
-    view, tree, mb = _tree(fg, cap)
     rng = np.random.default_rng(seed)
+    fixed = np.where(rng.random(fg.n_vars) < 0.3, 0, -1).astype(np.int32)  # some at state 0
+    view, tree, mb = _tree(fg, cap, fixed)
     scores = fg.reduced.theta.copy()
     finite = np.isfinite(scores)
     scores[finite] += 1e3 * rng.normal(size=finite.sum()) * (seed % 5 == 0)  # extreme values
@@ -199,9 +207,11 @@ def test_heuristic_twin_and_bound(seed, cap, temperature):
     np.testing.assert_allclose(got[finite], twin[finite], rtol=1e-9,
                                atol=1e-9 * max(1.0, np.abs(twin[finite]).max(initial=0)))
     assert roots + temperature * wmb.tree.constant == pytest.approx(bound, rel=1e-9, abs=1e-9)
-    exact = brute_force_max(fwcore.FactorGraph(
+    at = [np.where(np.arange(fg.card[v]) == fixed[v], 0.0, -np.inf) for v in range(fg.n_vars)]
+    exact = brute_force_max(fwcore.FactorGraph(   # the fixed variables at their states
         fg.card, [((v,), scores[fg.reduced.node_off[v]:fg.reduced.node_off[v + 1]])
-                  for v in range(fg.n_vars)] + [(s, t) for s, t in _aux_factors(fg, scores)]))
+                  for v in range(fg.n_vars)] + [(s, t) for s, t in _aux_factors(fg, scores)]
+        + [((v,), at[v]) for v in range(fg.n_vars) if fixed[v] >= 0]))
     assert bound >= exact - 1e-6 * max(1.0, abs(exact))
 
 
@@ -220,7 +230,7 @@ def _aux_factors(fg, scores):
 def test_icm_twin():
     fg = random_factor_graph(3, n=9, n_factors=10, p_inf=0.0)
     view = FactorView(fg.reduced)
-    tree = PseudoTree(view, 2**26)
+    tree = PseudoTree(view, 2**26, np.full(view.card.size, -1, dtype=np.int32))
     val = view.tables(fg.reduced.theta)
     x = np.zeros(view.card.size, dtype=np.int32)
     twin = x.copy()
@@ -284,7 +294,7 @@ def test_neighbourhood_search_only_improves(seed):
     val = view.tables(fg.reduced.theta)
     msg, _ = tree.heuristic(4, val, None)
     search = tree.search(4)
-    search.tables(val, msg)
+    search.tables(val, msg, tree.constant(val))
     f = view_functions(view)
     x = np.zeros(view.card.size, dtype=np.int32)
     search.greedy(tree.preorder, x)

@@ -30,10 +30,10 @@ import time
 
 import numpy as np
 
-from .. import _search
+from .. import _search, _wmb
 from .._symbolic import eliminate
-from ..checks import Interval, TIME, validate_params
 from ..auto import TIME_SHARES
+from ..checks import TIME, Interval, arc_consistent_states, validate_params
 from ..elimination import choose_order, functional_vars
 from ..loop import Deadline, Interrupted, TimeUp
 from ..marginals.wmb import FlatFactors, MiniBuckets, WeightedMiniBucket, default_memory_limit
@@ -181,6 +181,9 @@ class FactorView:
         self._ent_row, self._ent_loose = _cat(ent["row"]), _cat(ent["loose"])
         self._unique = np.unique(self._dest).size == self._dest.size
         self.size = int(self.off[-1])
+        #: the model's node positions of the kept variables' unary entries, which open the
+        #: tables (the kept variables' cards of entries each)
+        self.unary_positions = self._gather[:int(self.off[self.keep.size])]
 
     def _entry(self, e, u, a, y, s):
         """Flat positions of edge e's entries (x_u = a, x_y = s)."""
@@ -248,13 +251,15 @@ def _cat(parts):
 
 
 class PseudoTree:
-    """The symbolic side of search on a `FactorView`: the elimination order, the
-    pseudo-tree, contexts and caches, and per mini-bucket table cap weighted mini-bucket's
-    tree (`fwcore.marginals.wmb.MiniBuckets`, the partition of `fwcore._wmb.mini_buckets`)
+    """The symbolic side of search on a `FactorView` whose variables ``fixed`` (int32, -1
+    where free) have one state left: the elimination order, the pseudo-tree, contexts and
+    caches (a fixed variable is a root of its own, in no context), and per mini-bucket
+    table cap weighted mini-bucket's tree over the free variables
+    (`fwcore.marginals.wmb.MiniBuckets`, the partition of `fwcore._wmb.mini_buckets`)
     with the `Search` object over its messages."""
 
-    def __init__(self, view, memory_limit, deadline=None):
-        self.view = view
+    def __init__(self, view, memory_limit, fixed, deadline=None):
+        self.view, self.fixed = view, fixed
         n = view.card.size
         self.memory_limit = memory_limit
         scope_len = np.diff(view.start)
@@ -264,9 +269,11 @@ class PseudoTree:
             if not ids.size:
                 continue
             block = view.var[view.start[ids][:, None] + np.arange(k)]
+            block = np.where(fixed[block] < 0, block, -1)  # a fixed variable has no edge
             for a in range(k):
                 for b in range(a + 1, k):
-                    pairs.append(block[:, [a, b]])
+                    pair = block[:, [a, b]]
+                    pairs.append(pair[(pair >= 0).all(axis=1)])
         edges = np.sort(np.concatenate(pairs), axis=1) if pairs else np.zeros((0, 2), np.int64)
         edges = np.unique(edges, axis=0) if edges.size else edges.reshape(0, 2)
         card = view.card.astype(np.int64)
@@ -300,8 +307,12 @@ class PseudoTree:
         self.ch_var = kids.astype(np.int32)
         self.ch_start = np.concatenate([[0], np.cumsum(np.bincount(
             self.parent[kids], minlength=n))]).astype(np.int64)
-        self.roots = np.flatnonzero(self.parent < 0).astype(np.int32)
-        self.preorder = self.order[::-1].copy()
+        # the search leaves the fixed variables at their states: not roots, not ordered
+        self.roots = np.flatnonzero((self.parent < 0) & (fixed < 0)).astype(np.int32)
+        self.preorder = np.ascontiguousarray(self.order[::-1][fixed[self.order[::-1]] < 0])
+        # the originals of fixed variables only (in no bucket)
+        self.alone = np.logical_and.reduceat(fixed[view.var] >= 0, view.start[:-1]).astype(
+            np.uint8) if view.n_factors else np.zeros(0, dtype=np.uint8)
         # the factors of each variable (ICM)
         by_var = np.argsort(view.var, kind="stable")
         self.inc_fun = np.repeat(np.arange(view.n_factors), scope_len)[by_var].astype(np.int64)
@@ -334,8 +345,8 @@ class PseudoTree:
     def tree(self, cap):
         """Weighted mini-bucket's tree for tables of at most ``cap`` entries (kept)."""
         if cap not in self._trees:
-            fixed = np.full(self.view.card.size, -1, dtype=np.int32)
-            self._trees[cap] = MiniBuckets(self._flat, fixed, self.order, max_entries=cap)
+            free = np.ascontiguousarray(self.order[self.fixed[self.order] < 0])
+            self._trees[cap] = MiniBuckets(self._flat, self.fixed, free, max_entries=cap)
         return self._trees[cap]
 
     def search(self, cap):
@@ -356,8 +367,9 @@ class PseudoTree:
         f_var = np.concatenate([view.var, m_var])
         f_stride = np.concatenate([view.stride, m_stride])
         f_off = np.concatenate([view.off[:-1], m_off])
-        bucket = mb.c_var[mb.f_cluster].astype(np.int64)
-        cost_ids = np.argsort(bucket, kind="stable").astype(np.int64)
+        cost_ids = np.flatnonzero(mb.f_cluster >= 0)   # the others: `constant`
+        bucket = mb.c_var[mb.f_cluster[cost_ids]].astype(np.int64)
+        cost_ids = cost_ids[np.argsort(bucket, kind="stable")].astype(np.int64)
         cost_start = np.concatenate([[0], np.cumsum(np.bincount(
             bucket, minlength=view.card.size))]).astype(np.int64)
         has = mb.c_parent >= 0
@@ -391,6 +403,13 @@ class PseudoTree:
         bound = min(bound, _TEMPERATURE * wmb.forward())
         _search.heuristic(wmb.tree.arrays, _TEMPERATURE)
         return wmb.tree.arrays["fwd"], bound
+
+    def constant(self, val):
+        """The value of the originals of fixed variables only, at their states, in the
+        tables ``val``."""
+        return _wmb.labelling_score(self.view.card, self.view.start, self.view.var,
+                                    self.view.off, val, np.maximum(self.fixed, 0).astype(
+                                        np.int64), self.alone)
 
     def choose(self, time_limit):
         """The largest cap whose tree's memory (`fwcore.marginals.wmb.MiniBuckets.memory`)
@@ -436,7 +455,7 @@ class AOBBOracle(MapOracle):
         if memory_limit is None:
             memory_limit = default_memory_limit(self.view.card.size)
         self.time_limit, self.memory_limit, self.cap = time_limit, memory_limit, cap
-        self._structures = {}
+        self._views, self._structures = {}, {}
         #: the certified bound of the current or last call (None before one)
         self.bound = None
         #: nodes the last call's search expanded
@@ -445,16 +464,17 @@ class AOBBOracle(MapOracle):
     def _argmax(self, scores, init, time_limit):
         start = time.monotonic()
         deadline = Deadline(time_limit)
-        view, tree = self._structure(self.view.exact_for(scores), deadline)
+        view, tree, dead = self._structure(scores, deadline)
         cap = self.cap or tree.choose(None if time_limit is None else
                                       max(time_limit - (time.monotonic() - start), 1e-3))
         val = view.tables(scores)
+        val[dead] = -np.inf
         stop = np.zeros(1, dtype=np.uint8)
         best_x = view.restrict(init) if init is not None else None
         search, bound = tree.search(cap), None
         try:
             msg, bound = tree.heuristic(cap, val, deadline)
-            search.tables(val, msg)
+            search.tables(val, msg, tree.constant(val))
             self.bound = bound
         except TimeUp:
             pass
@@ -463,7 +483,7 @@ class AOBBOracle(MapOracle):
         done = bound is not None
         args = (view.card, view.start, view.var, view.stride, view.off, val, view.n_factors)
         # the incumbent: the heuristic's greedy labelling (or init), improved by ICM
-        x = np.zeros(view.card.size, dtype=np.int32)
+        x = np.maximum(tree.fixed, 0)
         if done:
             search.greedy(tree.preorder, x)
         _search.icm(view.card, *args[1:6], tree.inc_start, tree.inc_fun, x, _ICM_SWEEPS)
@@ -527,14 +547,32 @@ class AOBBOracle(MapOracle):
                     return (1 if code != 2 else code), best
             turn *= 1.5
 
-    def _structure(self, collapse, deadline):
-        """(view, `PseudoTree`) with the auxiliary variables maximised out (``collapse``)
-        or kept (scores that make them non-functional), built once each."""
-        if collapse not in self._structures:
-            view = self.view if collapse else FactorView(self.model, collapse=False)
-            self._structures[collapse] = view, PseudoTree(
-                view, self.memory_limit, deadline.share(TIME_SHARES["aobb/order search"]))
-        return self._structures[collapse]
+    def _structure(self, scores, deadline):
+        """(view, `PseudoTree`, dead) for ``scores``: the view with the auxiliary variables
+        maximised out when they stay functional (`FactorView.exact_for`), else keeping
+        them; the states that arc consistency deletes under ``scores``
+        (`fwcore.checks.arc_consistent_states`; ``dead``: the positions of their unary
+        entries in the view's tables, made -inf) and the variables it leaves one state
+        (fixed, as evidence); built once per view and fixed states."""
+        collapse = self.view.exact_for(scores)
+        if collapse not in self._views:
+            self._views[collapse] = self.view if collapse else FactorView(self.model,
+                                                                          collapse=False)
+        view = self._views[collapse]
+        unary = view.unary_positions
+        alive = (arc_consistent_states(self.model, scores)[unary] if np.isneginf(scores).any()
+                 else np.ones(unary.size, dtype=bool))
+        owner = np.repeat(np.arange(view.card.size), view.card)
+        left = np.bincount(owner, weights=alive, minlength=view.card.size)
+        fixed = np.full(view.card.size, -1, dtype=np.int32)
+        pos = np.flatnonzero(alive)
+        pos = pos[left[owner[pos]] == 1]
+        fixed[owner[pos]] = pos - view.off[owner[pos]]
+        key = (collapse, fixed.tobytes())
+        if key not in self._structures:
+            self._structures[key] = PseudoTree(
+                view, self.memory_limit, fixed, deadline.share(TIME_SHARES["aobb/order search"]))
+        return view, self._structures[key], np.flatnonzero(~alive)
 
     def _record(self, start, score, bound):
         self.add_progress(Record(iteration=len(self.progress) + 1,
