@@ -2,19 +2,18 @@
 
 Everything works on one flat layout of *functions* (tables over scopes): function k has the
 variables ``f_var[f_start[k]:f_start[k + 1]]``, a stride per variable in ``f_stride`` and
-its table at ``val[f_off[k]:f_off[k + 1]]``, so its value at an assignment x is
-``val[f_off[k] + sum_t x[f_var[t]] * f_stride[t]]``. The model's factors come first (the
-"originals"), the mini-bucket messages after them.
+its table from ``f_off[k]``, so its value at an assignment x is
+``table[f_off[k] + sum_t x[f_var[t]] * f_stride[t]]``. The model's factors come first (the
+"originals", m of them, their tables in ``val``), the mini-bucket messages after them
+(function m + c is the message of cluster c of weighted mini-bucket's tree, its table in
+``msg`` from ``f_off[m + c]``: `fwcore._wmb`'s forward messages, read in place).
 
-- `minibucket_plan`: the symbolic mini-bucket partition (Dechter & Rish 2003, "Mini-buckets:
-  a general scheme for bounded inference", Fig. 3) along an elimination order, scope-based
-  (a function joins the first mini-bucket whose scope stays within ``ibound`` variables and
-  ``cap`` table entries).
-- `minibucket_messages`: max-product mini-bucket elimination with moment matching
-  (Flerova, Ihler, Dechter & Otten 2011, "Mini-bucket elimination with moment matching",
-  eq. 3): before bucket v is eliminated, every mini-bucket's max-marginal on x_v is
-  shifted to the bucket's mean max-marginal (the shifts sum to zero, so the bound stays
-  certified; it only tightens).
+- `heuristic`: weighted mini-bucket's forward messages (`fwcore._wmb.forward` on the
+  tables divided by a small temperature T: the max-product messages with moment matching
+  of Flerova, Ihler, Dechter & Otten 2011, "Mini-bucket elimination with moment
+  matching", as T -> 0) turned back into score units, in place: `fwcore._wmb.forward`
+  subtracts each message's largest entry (and adds it to the bound); the search needs the
+  messages themselves.
 - `Search`: depth-first AND/OR branch and bound over the pseudo-tree of the order
   (Marinescu & Dechter 2009, "AND/OR branch-and-bound search for combinatorial
   optimization in graphical models", AOBB-C), guided by the mini-bucket heuristic
@@ -26,13 +25,10 @@ Scores are maximised; -inf marks impossible entries and is never added to +inf.
 """
 import numpy as np
 
-from libc.math cimport INFINITY
+from libc.math cimport INFINITY, exp, log
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
-from libc.stdlib cimport free, malloc, realloc
 
 from ._clock cimport monotonic
-
-cdef int64_t MASK = (<int64_t> 1 << 40) - 1  # a member's function id, below its mini-bucket
 
 cdef enum:
     # search nodes between two looks at the clock and the stop flag
@@ -45,221 +41,108 @@ cdef enum:
     NODE_LIMIT = 4
 
 
-# -- growable arrays (nogil) -----------------------------------------------------------------
+# -- the heuristic's messages ----------------------------------------------------------------
 
-cdef struct Vec:
-    int64_t* data
-    int64_t size
-    int64_t cap
-
-
-cdef bint push(Vec* v, int64_t item) noexcept nogil:
-    cdef int64_t* grown
-    cdef int64_t cap
-    if v.size == v.cap:
-        cap = 2 * v.cap + 64
-        grown = <int64_t*> realloc(v.data, cap * sizeof(int64_t))
-        if grown == NULL:
-            return False
-        v.data, v.cap = grown, cap
-    v.data[v.size] = item
-    v.size += 1
-    return True
+cdef inline int64_t _at(const int32_t* var, int64_t lo, int64_t hi, const int32_t* card,
+                        const int32_t* x, int64_t v, int64_t base, int64_t* sv) noexcept nogil:
+    """``base`` plus the row-major offset of x in a table over ``var[lo:hi]`` with v's term
+    left out (v's stride in ``sv``, 0 when v is not in the scope)."""
+    cdef int64_t k, st = 1
+    sv[0] = 0
+    for k in range(hi - 1, lo - 1, -1):
+        if var[k] == v:
+            sv[0] = st
+        else:
+            base += x[var[k]] * st
+        st *= card[var[k]]
+    return base
 
 
-cdef object to_array(Vec* v, dtype):
-    out = np.empty(v.size, dtype=dtype)
-    cdef int64_t k
-    cdef int64_t[::1] o64
-    cdef int32_t[::1] o32
-    if dtype == np.int64:
-        o64 = out
-        for k in range(v.size):
-            o64[k] = v.data[k]
-    else:
-        o32 = out
-        for k in range(v.size):
-            o32[k] = <int32_t> v.data[k]
-    return out
+def heuristic(dict t, double temperature):
+    """The max-product mini-bucket messages in score units, in place on ``t["fwd"]`` (``t``:
+    a `fwcore._wmb.Tree`'s arrays, right after `fwcore._wmb.forward` on the tables divided
+    by ``temperature``).
 
-
-# -- the mini-bucket partition ---------------------------------------------------------------
-
-def minibucket_plan(const int32_t[::1] card, const int64_t[::1] order,
-                    const int64_t[::1] o_start, const int32_t[::1] o_var,
-                    int ibound, double cap):
-    """The mini-bucket partition of the ``m`` original functions (scopes in CSR:
-    ``o_start``, ``o_var``) along the elimination ``order`` (all n variables).
-
-    Each function goes to the bucket of its first-eliminated variable; a bucket's functions,
-    largest scope first, join the first of its mini-buckets whose scope then has at most
-    ``ibound`` variables and at most ``cap`` table entries, or that they add no variable
-    to; else they open a new one. Mini-bucket q of bucket v sends the message over its
-    scope minus v to the bucket of that scope's first-eliminated variable (-1: a constant).
-
-    Returns (bucket of each original (-1: a constant), message source bucket, message target,
-    message scope CSR (start int64, vars int32, in elimination order), message members CSR
-    (start int64, function ids int64: originals 0..m-1, message q is m + q)), messages in
-    the order they are made (by their bucket's position in ``order``)."""
-    cdef int64_t n = card.shape[0], m = o_start.shape[0] - 1
-    cdef int64_t k, t, j, f, q, u, a, b, nq, nm, width, added, start, stop, tgt, msgs
-    cdef int64_t v
-    cdef double entries
-    cdef bint ok = True, fits
-    cdef int64_t[::1] pos = np.empty(n, dtype=np.int64)
-    cdef int32_t[::1] o_bucket = np.full(m, -1, dtype=np.int32)
-    cdef int64_t[::1] head = np.full(n, -1, dtype=np.int64)
-    cdef Vec nxt, src, target, s_start, s_var, mm_start, mm_fun
-    cdef Vec members, qvar, qsize, qlen, qent
-    cdef Vec* vecs[12]
-    vecs[:] = [&nxt, &src, &target, &s_start, &s_var, &mm_start, &mm_fun, &members, &qvar,
-               &qsize, &qlen, &qent]
-    for k in range(12):
-        vecs[k].data, vecs[k].size, vecs[k].cap = NULL, 0, 0
-    for k in range(n):
-        pos[order[k]] = k
+    That pass sent cluster c the message λ_c - top_c, top_c its largest entry (computed from
+    its children's messages as sent), and added top_c to the bound; a root's whole value
+    went to the bound. Here top_c is recovered from one row (at an entry of λ_c - top_c
+    equal to 0, the row over c's variable: its factors, its reparameterisation, its
+    children's messages, reduced by w_c log-sum-exp), a[c] = top_c + Σ_{children d} a[d]
+    (a root's value plus its children's), and every message becomes
+    temperature · (λ_c - top_c + a[c]): the message computed from the children's messages
+    in full; a root's single entry temperature · a[c]. Returns the sum of the roots'
+    entries (the bound, without the tree's constant)."""
+    cdef const int32_t[::1] card = t["card"], c_var = t["c_var"], c_scope = t["c_scope"]
+    cdef const int32_t[::1] c_parent = t["c_parent"], ch_list = t["ch_list"]
+    cdef const int32_t[::1] own_list = t["own_list"], f_var = t["f_var"]
+    cdef const int64_t[::1] c_start = t["c_start"], ch_start = t["ch_start"]
+    cdef const int64_t[::1] own_start = t["own_start"], f_start = t["f_start"]
+    cdef const int64_t[::1] f_off = t["f_off"], msg_off = t["msg_off"], rep_off = t["rep_off"]
+    cdef const double[::1] f_tab = t["f_tab"], weight = t["weight"], repar = t["repar"]
+    cdef double[::1] fwd = t["fwd"]
+    cdef const int32_t[::1] fixed = t["fixed"]
+    cdef int64_t nc = c_var.shape[0], n = card.shape[0], c, v, K, j, best, r, a, k, f
+    cdef int64_t base, sv, u, xv
+    cdef double top, s, total = 0.0
+    cdef double[::1] add = np.zeros(max(nc, 1))
+    cdef int32_t[::1] x = np.zeros(max(n, 1), dtype=np.int32)
+    cdef double[::1] row = np.empty(max(int(np.max(card, initial=1)), 1))
     with nogil:
-        ok = push(&s_start, 0) and push(&mm_start, 0)
-        for f in range(m):  # originals into their buckets (a linked list per bucket)
-            ok = ok and push(&nxt, -1)
-            b = -1
-            for t in range(o_start[f], o_start[f + 1]):
-                if b < 0 or pos[o_var[t]] < pos[b]:
-                    b = o_var[t]
-            o_bucket[f] = <int32_t> b
-            if b >= 0:
-                nxt.data[f] = head[b]
-                head[b] = f
-        for k in range(n if ok else 0):
-            v = order[k]
-            members.size = 0
-            f = head[v]
-            while f >= 0:
-                ok = ok and push(&members, f)
-                f = nxt.data[f]
-            nm = members.size
-            # largest scope first (insertion sort: buckets are small)
-            for a in range(1, nm):
-                f = members.data[a]
-                b = a - 1
-                while b >= 0 and _scope_len(members.data[b], m, o_start, &s_start) < \
-                        _scope_len(f, m, o_start, &s_start):
-                    members.data[b + 1] = members.data[b]
-                    b -= 1
-                members.data[b + 1] = f
-            # mini-buckets: qvar holds their scopes in rows of `width` variables
-            width = ibound
-            for a in range(nm):
-                width = max(width, _scope_len(members.data[a], m, o_start, &s_start))
-            qvar.size = 0
-            qlen.size = 0
-            qent.size = 0
-            qsize.size = 0  # member count of each mini-bucket
-            nq = 0
-            for a in range(nm):
-                f = members.data[a]
-                q = 0
-                while q < nq:
-                    added = 0
-                    entries = (<double*> qent.data)[q]
-                    for t in range(_scope_begin(f, m, o_start, &s_start),
-                                   _scope_end(f, m, o_start, &s_start)):
-                        u = _scope_at(t, f, m, o_var, &s_var)
-                        if not _has(&qvar, q * width, qlen.data[q], u):
-                            added += 1
-                            entries *= card[u]
-                    fits = added == 0 or (qlen.data[q] + added <= ibound and entries <= cap)
-                    if fits:
-                        break
-                    q += 1
-                if q == nq:  # a new mini-bucket
-                    nq += 1
-                    for t in range(width):
-                        ok = ok and push(&qvar, -1)
-                    ok = ok and push(&qlen, 0) and push(&qent, 0) and push(&qsize, 0)
-                    if not ok:
-                        break
-                    (<double*> qent.data)[q] = 1.0
-                for t in range(_scope_begin(f, m, o_start, &s_start),
-                               _scope_end(f, m, o_start, &s_start)):
-                    u = _scope_at(t, f, m, o_var, &s_var)
-                    if not _has(&qvar, q * width, qlen.data[q], u):
-                        qvar.data[q * width + qlen.data[q]] = u
-                        qlen.data[q] += 1
-                        (<double*> qent.data)[q] *= card[u]
-                members.data[a] = f + (q << 40)  # remember the mini-bucket of the member
-            if not ok:
-                break
-            for q in range(nq):  # one message per mini-bucket
-                msgs = src.size
-                ok = ok and push(&src, v) and push(&nxt, -1)
-                start = s_var.size
-                for t in range(qlen.data[q]):
-                    u = qvar.data[q * width + t]
-                    if u != v:
-                        ok = ok and push(&s_var, u)
-                if not ok:
-                    break
-                stop = s_var.size
-                for a in range(start + 1, stop):  # elimination order
-                    u = s_var.data[a]
-                    b = a - 1
-                    while b >= start and pos[s_var.data[b]] > pos[u]:
-                        s_var.data[b + 1] = s_var.data[b]
-                        b -= 1
-                    s_var.data[b + 1] = u
-                ok = ok and push(&s_start, stop)
-                tgt = s_var.data[start] if stop > start else -1
-                ok = ok and push(&target, tgt)
-                for a in range(nm):
-                    if (members.data[a] >> 40) == q:
-                        ok = ok and push(&mm_fun, members.data[a] & MASK)
-                ok = ok and push(&mm_start, mm_fun.size)
-                if tgt >= 0 and ok:
-                    nxt.data[m + msgs] = head[tgt]
-                    head[tgt] = m + msgs
-            if not ok:
-                break
-    try:
-        if not ok:
-            raise MemoryError("the mini-bucket partition ran out of memory")
-        return (np.asarray(o_bucket), to_array(&src, np.int32), to_array(&target, np.int32),
-                to_array(&s_start, np.int64), to_array(&s_var, np.int32),
-                to_array(&mm_start, np.int64), to_array(&mm_fun, np.int64))
-    finally:
-        for k in range(12):
-            free(vecs[k].data)
+        for u in range(n):        # a fixed variable at its state throughout
+            x[u] = fixed[u] if fixed[u] >= 0 else 0
+        for c in range(nc):       # top_c (a root: its value)
+            v = c_var[c]
+            K = card[v]
+            if c_parent[c] >= 0:
+                best = msg_off[c]
+                for j in range(msg_off[c], msg_off[c + 1]):
+                    if fwd[j] > fwd[best]:
+                        best = j
+                if fwd[best] == -INFINITY:  # an empty message: the bound is -inf already
+                    add[c] = -INFINITY
+                    continue
+                r = best - msg_off[c]   # its variables' states (C order: the last fastest)
+                for k in range(c_start[c + 1] - 2, c_start[c] - 1, -1):
+                    u = c_scope[k]
+                    x[u] = <int32_t> (r % card[u])
+                    r = r // card[u]
+            for xv in range(K):
+                row[xv] = repar[rep_off[c] + xv]
+            for k in range(own_start[c], own_start[c + 1]):
+                f = own_list[k]
+                base = _at(&f_var[0], f_start[f], f_start[f + 1], &card[0], &x[0], v,
+                           f_off[f], &sv)
+                for xv in range(K):
+                    row[xv] += f_tab[base + xv * sv]
+            for k in range(ch_start[c], ch_start[c + 1]):
+                a = ch_list[k]
+                base = _at(&c_scope[0], c_start[a], c_start[a + 1] - 1, &card[0], &x[0], v,
+                           msg_off[a], &sv)
+                for xv in range(K):
+                    row[xv] += fwd[base + xv * sv]
+            top = -INFINITY
+            for xv in range(K):
+                if row[xv] > top:
+                    top = row[xv]
+            if top > -INFINITY and weight[c] > 0.0:
+                s = 0.0
+                for xv in range(K):
+                    s += exp((row[xv] - top) / weight[c])
+                top += weight[c] * log(s)
+            add[c] = top
+        for c in range(nc):       # children first: the messages in full
+            for k in range(ch_start[c], ch_start[c + 1]):
+                add[c] += add[ch_list[k]]
+            if c_parent[c] >= 0:
+                for j in range(msg_off[c], msg_off[c + 1]):
+                    fwd[j] = temperature * (fwd[j] + add[c])
+            else:
+                fwd[msg_off[c]] = temperature * add[c]
+                total += fwd[msg_off[c]]
+    return total
 
 
-cdef inline int64_t _scope_begin(int64_t f, int64_t m, const int64_t[::1] o_start,
-                                 Vec* s_start) noexcept nogil:
-    return o_start[f] if f < m else s_start.data[f - m]
-
-
-cdef inline int64_t _scope_end(int64_t f, int64_t m, const int64_t[::1] o_start,
-                               Vec* s_start) noexcept nogil:
-    return o_start[f + 1] if f < m else s_start.data[f - m + 1]
-
-
-cdef inline int64_t _scope_len(int64_t f, int64_t m, const int64_t[::1] o_start,
-                               Vec* s_start) noexcept nogil:
-    return _scope_end(f, m, o_start, s_start) - _scope_begin(f, m, o_start, s_start)
-
-
-cdef inline int64_t _scope_at(int64_t t, int64_t f, int64_t m, const int32_t[::1] o_var,
-                              Vec* s_var) noexcept nogil:
-    return o_var[t] if f < m else s_var.data[t]
-
-
-cdef inline bint _has(Vec* qvar, int64_t row, int64_t length, int64_t u) noexcept nogil:
-    cdef int64_t t
-    for t in range(length):
-        if qvar.data[row + t] == u:
-            return True
-    return False
-
-
-# -- the mini-bucket messages ----------------------------------------------------------------
+# -- evaluation of functions at an assignment ------------------------------------------------
 
 cdef struct Tables:
     const int32_t* card
@@ -267,160 +150,8 @@ cdef struct Tables:
     const int32_t* f_var
     const int64_t* f_stride
     const int64_t* f_off
-    double* val
-
-
-def minibucket_messages(const int32_t[::1] card, const int64_t[::1] f_start,
-                        const int32_t[::1] f_var, const int64_t[::1] f_stride,
-                        const int64_t[::1] f_off, double[::1] val, int64_t m,
-                        const int32_t[::1] src, const int64_t[::1] mm_start,
-                        const int64_t[::1] mm_fun, bint moment_matching, double time_limit,
-                        const uint8_t[::1] stop):
-    """Fill the messages' tables (functions m, m + 1, ... of the flat layout: message q
-    = function m + q, its members ``mm_fun[mm_start[q]:mm_start[q + 1]]``, its bucket
-    ``src[q]``; messages of one bucket consecutive, buckets in elimination order):
-    lambda_q(s) = max over x_v of (sum of the members + shift_q(x_v)), the shifts those of
-    moment matching when ``moment_matching`` and the bucket has several mini-buckets, else
-    zero. Stops (returning False, the tables partly filled) when ``time_limit`` seconds
-    (<= 0: none) pass or ``stop[0]`` becomes non-zero; True when done."""
-    cdef int64_t n_msg = src.shape[0], q0, q1, q, x, nq, width = 1, k
-    cdef int64_t most = 1, c
-    cdef double deadline = monotonic() + time_limit if time_limit > 0.0 else INFINITY
-    cdef double mean
-    cdef bint finished = True, infeasible
-    cdef Tables tb
-    cdef double* mu
-    cdef double* shift
-    tb.card, tb.f_start, tb.f_var = &card[0], &f_start[0], &f_var[0]
-    tb.f_stride, tb.f_off, tb.val = &f_stride[0], &f_off[0], &val[0]
-    for k in range(card.shape[0]):
-        width = max(width, card[k])
-    q0 = 0
-    while q0 < n_msg:  # the most mini-buckets of one bucket
-        q1 = q0
-        while q1 < n_msg and src[q1] == src[q0]:
-            q1 += 1
-        most = max(most, q1 - q0)
-        q0 = q1
-    mu = <double*> malloc(most * width * sizeof(double))
-    shift = <double*> malloc(most * width * sizeof(double))
-    if mu == NULL or shift == NULL:
-        free(mu)
-        free(shift)
-        raise MemoryError("mini-bucket elimination ran out of memory")
-    try:
-        with nogil:
-            q0 = 0
-            while q0 < n_msg and finished:
-                q1 = q0
-                while q1 < n_msg and src[q1] == src[q0]:
-                    q1 += 1
-                nq = q1 - q0
-                c = card[src[q0]]
-                for k in range(nq * c):
-                    shift[k] = 0.0
-                    mu[k] = -INFINITY
-                if moment_matching and nq > 1:
-                    for q in range(q0, q1):
-                        if not _bucket_pass(&tb, m, q, src[q], &mm_start[0], &mm_fun[0],
-                                            &shift[(q - q0) * c], &mu[(q - q0) * c],
-                                            False, deadline, &stop[0]):
-                            finished = False
-                            break
-                    for x in range(c if finished else 0):
-                        mean = 0.0
-                        infeasible = False
-                        for q in range(nq):
-                            if mu[q * c + x] == -INFINITY:
-                                infeasible = True
-                            else:
-                                mean += mu[q * c + x]
-                        mean /= nq
-                        for q in range(nq):
-                            shift[q * c + x] = -INFINITY if infeasible else mean - mu[q * c + x]
-                for q in range(q0, q1 if finished else q0):
-                    if not _bucket_pass(&tb, m, q, src[q], &mm_start[0], &mm_fun[0],
-                                        &shift[(q - q0) * c], &mu[(q - q0) * c], True,
-                                        deadline, &stop[0]):
-                        finished = False
-                        break
-                q0 = q1
-    finally:
-        free(mu)
-        free(shift)
-    return finished
-
-
-cdef bint _bucket_pass(Tables* tb, int64_t m, int64_t q, int64_t v, const int64_t* mm_start,
-                       const int64_t* mm_fun, const double* shift, double* mu, bint write,
-                       double deadline, const uint8_t* stop) noexcept nogil:
-    """One pass over the table of mini-bucket q (bucket v): with ``write``, message q's
-    entries (max over x_v of the members' sum plus ``shift``); else ``mu``, its
-    max-marginal on x_v (with the shift, which is zero then). False when stopped."""
-    cdef int64_t fm = m + q, n_ax = tb.f_start[fm + 1] - tb.f_start[fm]
-    cdef int64_t nm = mm_start[q + 1] - mm_start[q], j, a, t, e, total = 1, x, cv = tb.card[v]
-    cdef int64_t base = tb.f_off[fm], f, u
-    cdef double s, best
-    cdef bint ok = True
-    cdef int64_t* idx = <int64_t*> malloc((nm * (n_ax + 2) + n_ax + 1) * sizeof(int64_t))
-    cdef int64_t* jst
-    cdef int64_t* jv
-    cdef int64_t* state
-    if idx == NULL:
-        return False
-    jst = idx + nm
-    jv = jst + nm * n_ax
-    state = jv + nm
-    for a in range(n_ax):
-        total *= tb.card[tb.f_var[tb.f_start[fm] + a]]
-        state[a] = 0
-    for j in range(nm):
-        f = mm_fun[mm_start[q] + j]
-        idx[j] = tb.f_off[f]
-        jv[j] = 0
-        for a in range(n_ax):
-            jst[j * n_ax + a] = 0
-        for t in range(tb.f_start[f], tb.f_start[f + 1]):
-            u = tb.f_var[t]
-            if u == v:
-                jv[j] = tb.f_stride[t]
-                continue
-            for a in range(n_ax):
-                if tb.f_var[tb.f_start[fm] + a] == u:
-                    jst[j * n_ax + a] = tb.f_stride[t]
-                    break
-    for e in range(total):
-        if (e & 4095) == 4095:
-            if stop[0] or monotonic() > deadline:
-                ok = False
-                break
-        best = -INFINITY
-        for x in range(cv):
-            s = shift[x]
-            for j in range(nm):
-                s += tb.val[idx[j] + x * jv[j]]
-            if s > best:
-                best = s
-            if not write and s > mu[x]:
-                mu[x] = s
-        if write:
-            tb.val[base + e] = best
-        a = n_ax - 1
-        while a >= 0:
-            state[a] += 1
-            for j in range(nm):
-                idx[j] += jst[j * n_ax + a]
-            if state[a] < tb.card[tb.f_var[tb.f_start[fm] + a]]:
-                break
-            for j in range(nm):
-                idx[j] -= state[a] * jst[j * n_ax + a]
-            state[a] = 0
-            a -= 1
-    free(idx)
-    return ok
-
-
-# -- evaluation of functions at an assignment ------------------------------------------------
+    const double* val     # the originals' tables
+    const double* msg     # the messages'
 
 cdef inline int64_t _index(const Tables* tb, const int32_t* x, int64_t k, int64_t v,
                            int64_t* vs) noexcept nogil:
@@ -446,7 +177,7 @@ cdef double _score(const Tables* tb, const int32_t* x, int64_t m) noexcept nogil
 
 
 def score(const int32_t[::1] card, const int64_t[::1] f_start, const int32_t[::1] f_var,
-          const int64_t[::1] f_stride, const int64_t[::1] f_off, double[::1] val, int64_t m,
+          const int64_t[::1] f_stride, const int64_t[::1] f_off, const double[::1] val, int64_t m,
           const int32_t[::1] x):
     """Sum of the original functions 0..m-1 at the assignment x."""
     cdef Tables tb
@@ -491,7 +222,7 @@ cdef bint _icm(const Tables* tb, int32_t* x, int64_t n, const int64_t* inc_start
 
 
 def icm(const int32_t[::1] card, const int64_t[::1] f_start, const int32_t[::1] f_var,
-        const int64_t[::1] f_stride, const int64_t[::1] f_off, double[::1] val,
+        const int64_t[::1] f_stride, const int64_t[::1] f_off, const double[::1] val,
         const int64_t[::1] inc_start, const int64_t[::1] inc_fun, int32_t[::1] x,
         int sweeps):
     """ICM on the original functions (`_icm`), in place on x; True when converged."""
@@ -535,6 +266,7 @@ cdef struct S:
     int32_t* xtmp
     double* local
     double best                  # the incumbent's score
+    double constant              # the originals in no bucket (their variables fixed)
     double* arena
     int64_t top
     int64_t cap
@@ -604,7 +336,7 @@ cdef void _values(S* s, int64_t v, double* cost, double* h, double* f) noexcept 
             k = s.cross_fun[t]
             i = _index(&s.tb, s.x, k, v, &vs)
             for a in range(cv):
-                h[c * cv + a] += s.tb.val[i + a * vs]
+                h[c * cv + a] += s.tb.msg[i + a * vs]
         for a in range(cv):
             f[a] += h[c * cv + a]
 
@@ -716,14 +448,15 @@ cdef double _or(S* s, int64_t v, double alpha, double outside) noexcept nogil:
 
 
 cdef double _top(S* s, double* hr) noexcept nogil:
-    """The AND node over the pseudo-tree's roots: their values summed when the total beats
-    the incumbent (x then holds the solution), else -inf (the incumbent is optimal)."""
+    """The AND node over the pseudo-tree's roots: their values summed, with the originals
+    outside every bucket (``constant``), when the total beats the incumbent (x then holds
+    the solution), else -inf (the incumbent is optimal)."""
     cdef int64_t k, j, t
-    cdef double val = 0.0, rest, vc
+    cdef double val = s.constant, rest, vc
     for k in range(s.n_roots):
         hr[k] = 0.0
         for t in range(s.cross_start[s.roots[k]], s.cross_start[s.roots[k] + 1]):
-            hr[k] += s.tb.val[s.tb.f_off[s.cross_fun[t]]]
+            hr[k] += s.tb.msg[s.tb.f_off[s.cross_fun[t]]]
     for k in range(s.n_roots):
         rest = 0.0
         for j in range(k + 1, s.n_roots):
@@ -739,10 +472,11 @@ cdef double _top(S* s, double* hr) noexcept nogil:
 
 cdef class Search:
     """AND/OR branch and bound on one structure (module docstring). Built once per
-    mini-bucket plan; `run` searches the tables in ``val`` (originals then messages)."""
+    mini-bucket tree; `run`, `lns` and `greedy` search the tables set by `tables`."""
 
     cdef S s
     cdef object keep      # the arrays the struct points into
+    cdef object tabs      # and the tables (`tables`)
     cdef double[::1] cache_val
     cdef uint8_t[::1] cache_flag
     cdef double[::1] arena
@@ -802,11 +536,22 @@ cdef class Search:
         self.keep.append(view)
         return &view[0]
 
-    def clear_cache(self):
-        """Forget the cached values (the tables changed)."""
+    def tables(self, const double[::1] val, const double[::1] msg, double constant):
+        """Search the originals' tables ``val`` and the messages' ``msg`` from now on (kept
+        alive with the object), forgetting the cached values; ``constant``: the value of
+        the originals in no bucket (the variables of each fixed in x throughout)."""
+        self.s.tb.val = &val[0]
+        self.s.tb.msg = &msg[0]
+        self.s.constant = constant
+        self.tabs = (val, msg)
         self.cache_flag[:] = 0
 
-    def greedy(self, double[::1] val, const int64_t[::1] preorder, int32_t[::1] x):
+    cdef int _ready(self) except -1:
+        if self.tabs is None:
+            raise ValueError("Search: give the tables first (Search.tables(val, msg))")
+        return 0
+
+    def greedy(self, const int64_t[::1] preorder, int32_t[::1] x):
         """The greedy labelling of the heuristic: variables parents first, each at the
         state of largest f (`_values`), in place on x."""
         cdef int64_t k, v, a, best, width = 1, nc
@@ -815,7 +560,7 @@ cdef class Search:
         cdef double[::1] work = np.empty(width * (self.s.n + 3) + 1)
         cdef double* cost = &work[0]
         cdef double* f
-        self.s.tb.val = &val[0]
+        self._ready()
         self.s.x = &x[0] if self.s.n else NULL
         with nogil:
             for k in range(preorder.shape[0]):
@@ -829,7 +574,7 @@ cdef class Search:
                         best = a
                 x[v] = <int32_t> best
 
-    def lns(self, double[::1] val, int32_t[::1] x, int32_t[::1] xbest, double best,
+    def lns(self, int32_t[::1] x, int32_t[::1] xbest, double best,
             double time_limit, const uint8_t[::1] stop, double[::1] info, double size,
             int64_t node_limit, uint64_t seed):
         """Large-neighbourhood search from the incumbent ``xbest`` (scoring ``best``,
@@ -849,7 +594,7 @@ cdef class Search:
         cdef uint8_t[::1] free_arr = np.zeros(max(n, 1), dtype=np.uint8)
         cdef int32_t[::1] fix = np.array(xbest, dtype=np.int32) if n else np.zeros(1, np.int32)
         cdef int64_t[::1] queue = np.zeros(max(n, 1), dtype=np.int64)
-        s.tb.val = &val[0]
+        self._ready()
         s.x = &x[0] if n else NULL
         s.xbest = &xbest[0] if n else NULL
         s.best = best
@@ -915,7 +660,7 @@ cdef class Search:
             info[1] = <double> count
         return s.halted, s.best, size
 
-    def run(self, double[::1] val, int32_t[::1] x, int32_t[::1] xbest, double best,
+    def run(self, int32_t[::1] x, int32_t[::1] xbest, double best,
             double time_limit, const uint8_t[::1] stop, double[::1] info,
             double look_every):
         """Search from the assignment x (complete, updated in place) against the incumbent
@@ -929,7 +674,7 @@ cdef class Search:
         cdef double[::1] hr = np.zeros(max(s.n_roots, 1))
         cdef int64_t v
         cdef bint cut
-        s.tb.val = &val[0]
+        self._ready()
         s.x = &x[0] if s.n else NULL
         s.xbest = &xbest[0] if s.n else NULL
         s.best = best

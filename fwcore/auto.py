@@ -236,6 +236,11 @@ def portfolio_members(model):
 #: - "ilp and lp/HiGHS": HiGHS gets 0.8 of a call's time limit (scipy's set-up and HiGHS's
 #:   coarse time checks take the rest: measured +0.8 s past a 5 s limit on a 100x100 grid
 #:   ILP);
+#: - "aobb/order search": AND/OR search's choice of an elimination order (its pseudo-tree
+#:   and mini-bucket tree) starts no new try after 0.1 of the time left
+#:   (`fwcore.oracles.search.PseudoTree`);
+#: - "aobb/mini-bucket bound": its heuristic takes the largest table cap whose weighted
+#:   mini-bucket pass is predicted to take at most 0.2 of the time limit;
 #: - "conditioned/mean field": each branch of `fwcore.conditioned` leaves 0.1 of its
 #:   time to its mean-field lower bounds (given only what the branch's bound left, they
 #:   got no sweep after a bound that used all its time: ObjectDetection_13 at 60 s, 78.5
@@ -250,4 +255,6 @@ TIME_SHARES = {
     "wmb/lower bound, least": 0.05,
     "wmb/lower bound, most": 0.35,
     "conditioned/mean field": 0.1,
+    "aobb/order search": 0.1,
+    "aobb/mini-bucket bound": 0.2,
 }

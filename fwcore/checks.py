@@ -35,9 +35,9 @@ if TYPE_CHECKING:  # the decorators keep the signature they wrap (typing_extensi
 
 __all__ = ["Interval", "Options", "Kind", "checked_inside", "available_bytes", "validate_params",
            "bind_table", "check_params", "check_model", "check_seed", "finite_penalty",
-           "check_feasible", "check_bound_feasible", "check_lp_size", "INFEASIBLE", "MAX_ABS_THETA",
-           "HIGHS_MAX_ABS_THETA", "AC_ROUNDS", "HIGHS_MEMORY_LIMIT", "CALLABLE", "EXECUTOR",
-           "TIME", "MEMORY", "SEED"]
+           "check_feasible", "arc_consistent_states", "check_bound_feasible", "check_lp_size",
+           "INFEASIBLE", "MAX_ABS_THETA", "HIGHS_MAX_ABS_THETA", "AC_ROUNDS", "HIGHS_MEMORY_LIMIT",
+           "CALLABLE", "EXECUTOR", "TIME", "MEMORY", "SEED"]
 
 #: the one message for a model with no feasible assignment (log Z = -inf), from every entry
 #: point (`fwcore.exact` words it the same)
@@ -370,7 +370,17 @@ def finite_penalty(model, scores, margin):
 
 def check_feasible(model):
     """Raise ValueError(`INFEASIBLE`) when arc consistency proves that ``model`` has no
-    feasible assignment (one whose score is finite); return the model otherwise.
+    feasible assignment (one whose score is finite); return the model otherwise
+    (`arc_consistent_states` says how)."""
+    if np.isneginf(model.theta).any():
+        arc_consistent_states(model, model.theta)
+    return model
+
+
+def arc_consistent_states(model, theta):
+    """The states (bool, ``model``'s node layout) that arc consistency keeps under the
+    scores ``theta`` (``model``'s flat layout): no feasible assignment uses another one;
+    ValueError(`INFEASIBLE`) when a variable keeps none.
 
     A state is deleted when its unary entry is -inf, or when some edge at its variable
     gives it -inf with every remaining state of the neighbour (AC-3 over the -inf pattern
@@ -384,10 +394,7 @@ def check_feasible(model):
     a round costs about a millisecond). There the exact methods find log Z = -inf and raise
     the same message (`check_bound_feasible`). Cost: the tables that hold a -inf, once,
     then only those at variables that lost a state."""
-    theta = model.theta
     n_node = int(model.node_off[-1])
-    if not np.isneginf(theta).any():
-        return model
     card, node_off = model.card.astype(np.int64), model.node_off
     alive = np.isfinite(theta[:n_node])
     n_alive = np.add.reduceat(alive, node_off[:-1]) if model.n_vars else np.zeros(0)
@@ -421,7 +428,7 @@ def check_feasible(model):
         slots = concat_ranges(model.adj_start[changed], np.diff(model.adj_start)[changed])
         touched = model.adj_edge[slots]
         active = np.unique(touched[hard[touched]])
-    return model
+    return alive
 
 
 def check_bound_feasible(model, bound):

@@ -11,12 +11,15 @@ graph the user gave, with no auxiliary variable (DESIGN.md "Factor graphs").
 
 On those factors (`fwcore._search`, flat arrays, no GIL):
 
-1. an elimination order (weighted min-fill on the factors' primal graph) gives the
-   pseudo-tree (the parent of v: the first-eliminated variable of its separator) and
-   each variable's context (its separator: the key of its cache);
-2. mini-bucket elimination with moment matching (Flerova et al. 2011) along that order
-   gives a certified upper bound on the maximum score and, through its messages, the
-   heuristic of every node of the search (Kask & Dechter 2001);
+1. an elimination order (`fwcore.elimination.choose_order` on the factors' primal graph,
+   as weighted mini-bucket's) gives the pseudo-tree (the parent of v: the first-eliminated
+   variable of its separator) and each variable's context (its separator: the key of its
+   cache);
+2. weighted mini-bucket's tree and forward pass along that order
+   (`fwcore.marginals.wmb`, on the tables divided by a small temperature: max-product
+   mini-bucket elimination with the moment matching of Flerova et al. 2011) give a
+   certified upper bound on the maximum score and, through its messages, the heuristic
+   of every node of the search (Kask & Dechter 2001);
 3. depth-first AND/OR branch and bound with caching (Marinescu & Dechter 2009, AOBB-C)
    from the heuristic's greedy labelling, improved by ICM on the factors, finds the
    maximum and proves it; on the way, ICM from the search's current assignment gives an
@@ -27,24 +30,33 @@ import time
 
 import numpy as np
 
-from .. import _search
+from .. import _search, _wmb
 from .._symbolic import eliminate
-from ..checks import Interval, TIME, validate_params
-from ..elimination import functional_vars, min_fill_order
-from ..loop import Deadline, Interrupted
+from ..auto import TIME_SHARES
+from ..checks import TIME, Interval, arc_consistent_states, validate_params
+from ..elimination import choose_order, functional_vars
+from ..loop import Deadline, Interrupted, TimeUp
+from ..marginals.wmb import FlatFactors, MiniBuckets, WeightedMiniBucket, default_memory_limit
 from ..model import PairwiseMRF
 from ..results import Record, Status
 from .base import MapOracle, register_oracle
 
-__all__ = ["AOBBOracle", "FactorView", "MiniBuckets"]
+__all__ = ["AOBBOracle", "FactorView", "PseudoTree"]
 
 #: bytes of one cache entry (its value and its flag) and of one message entry
 _CACHE_ENTRY, _MESSAGE_ENTRY = 9, 8
-#: mini-bucket elimination's measured cost per (table entry x member) of a pass
-#: (linkage_12 at caps 2**20-2**26: 2.6-4.1 ns on a shared 2-core machine)
-_MBE_SECONDS = 4e-9
-#: the share of a call's time limit the mini-bucket bound may take
-_MBE_SHARE = 0.2
+#: weighted mini-bucket's measured seconds per cluster table entry of a pass
+_WMB_SECONDS = 2.5e-8
+#: the temperature T of the heuristic's weighted mini-bucket passes: on tables divided by
+#: T, T times their bound bounds the maximum score (T log Σ exp(θ/T) >= max θ) and their
+#: moment matching is the max-marginal matching of Flerova et al. 2011 as T -> 0
+_TEMPERATURE = 1e-4
+#: the elimination order (so the pseudo-tree, the contexts and the mini-bucket tree): the
+#: fewest total clique-table entries among the bandwidth order and this many min-fill tries
+#: within this much work (`fwcore.elimination.choose_order`, as weighted mini-bucket's);
+#: at 20 s and a 2**22 cap it proved linkage_12 and linkage_13 optimal in 15 s / 5 s,
+#: where plain min-fill's order ended at -306.9 / -287.3 unproven (0.7 s to choose)
+_ORDER_TRIES, _ORDER_WORK = 32, 5e8
 #: the mini-bucket table caps tried (entries), largest first
 _CAPS = tuple(2**k for k in range(26, 3, -2))
 #: seconds between two ICM runs from the search's assignment, and between two progress
@@ -165,6 +177,9 @@ class FactorView:
         self._ent_row, self._ent_loose = _cat(ent["row"]), _cat(ent["loose"])
         self._unique = np.unique(self._dest).size == self._dest.size
         self.size = int(self.off[-1])
+        #: the model's node positions of the kept variables' unary entries, which open the
+        #: tables (the kept variables' cards of entries each)
+        self.unary_positions = self._gather[:int(self.off[self.keep.size])]
 
     def _entry(self, e, u, a, y, s):
         """Flat positions of edge e's entries (x_u = a, x_y = s)."""
@@ -231,13 +246,16 @@ def _cat(parts):
     return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
 
 
-class MiniBuckets:
-    """The symbolic side of search on a `FactorView`: the elimination order, the
-    pseudo-tree, contexts, and per mini-bucket table cap the partition
-    (`fwcore._search.minibucket_plan`), its messages' layout and the `Search` object."""
+class PseudoTree:
+    """The symbolic side of search on a `FactorView` whose variables ``fixed`` (int32, -1
+    where free) have one state left: the elimination order, the pseudo-tree, contexts and
+    caches (a fixed variable is a root of its own, in no context), and per mini-bucket
+    table cap weighted mini-bucket's tree over the free variables
+    (`fwcore.marginals.wmb.MiniBuckets`, the partition of `fwcore._wmb.mini_buckets`)
+    with the `Search` object over its messages."""
 
-    def __init__(self, view, memory_limit):
-        self.view = view
+    def __init__(self, view, memory_limit, fixed, deadline=None):
+        self.view, self.fixed = view, fixed
         n = view.card.size
         self.memory_limit = memory_limit
         scope_len = np.diff(view.start)
@@ -247,16 +265,19 @@ class MiniBuckets:
             if not ids.size:
                 continue
             block = view.var[view.start[ids][:, None] + np.arange(k)]
+            block = np.where(fixed[block] < 0, block, -1)  # a fixed variable has no edge
             for a in range(k):
                 for b in range(a + 1, k):
-                    pairs.append(block[:, [a, b]])
+                    pair = block[:, [a, b]]
+                    pairs.append(pair[(pair >= 0).all(axis=1)])
         edges = np.sort(np.concatenate(pairs), axis=1) if pairs else np.zeros((0, 2), np.int64)
         edges = np.unique(edges, axis=0) if edges.size else edges.reshape(0, 2)
         card = view.card.astype(np.int64)
         primal = PairwiseMRF.from_flat(
             view.card, edges, np.zeros(int(card.sum() + (card[edges[:, 0]] *
                                                          card[edges[:, 1]]).sum())))
-        order, _ = min_fill_order(primal)
+        order = choose_order(primal, by="total", tries=_ORDER_TRIES, budget=_ORDER_WORK,
+                             deadline=deadline, separators=False).order
         self.order = np.asarray(order, dtype=np.int64)
         self.pos = np.empty(n, dtype=np.int64)
         self.pos[self.order] = np.arange(n)
@@ -282,8 +303,12 @@ class MiniBuckets:
         self.ch_var = kids.astype(np.int32)
         self.ch_start = np.concatenate([[0], np.cumsum(np.bincount(
             self.parent[kids], minlength=n))]).astype(np.int64)
-        self.roots = np.flatnonzero(self.parent < 0).astype(np.int32)
-        self.preorder = self.order[::-1].copy()
+        # the search leaves the fixed variables at their states: not roots, not ordered
+        self.roots = np.flatnonzero((self.parent < 0) & (fixed < 0)).astype(np.int32)
+        self.preorder = np.ascontiguousarray(self.order[::-1][fixed[self.order[::-1]] < 0])
+        # the originals of fixed variables only (in no bucket)
+        self.alone = np.logical_and.reduceat(fixed[view.var] >= 0, view.start[:-1]).astype(
+            np.uint8) if view.n_factors else np.zeros(0, dtype=np.uint8)
         # the factors of each variable (ICM)
         by_var = np.argsort(view.var, kind="stable")
         self.inc_fun = np.repeat(np.arange(view.n_factors), scope_len)[by_var].astype(np.int64)
@@ -308,32 +333,44 @@ class MiniBuckets:
         if self.ctx_var.size:
             strides, _ = _search.row_major(view.card, self.ctx_start, self.ctx_var)
             self.ctx_stride = strides
-        self._plans = {}
+        # the tables weighted mini-bucket reads: the originals' divided by the temperature
+        self.scaled = np.zeros(view.size)
+        self._flat = FlatFactors(view.card, view.start, view.var, view.off, self.scaled)
+        self._trees, self._searches = {}, {}
 
-    def plan(self, cap):
-        """The mini-bucket partition with tables of at most ``cap`` entries (cached):
-        a dict with the message layout, the crossings, the search object and its cost
-        estimates (``entries``: message entries, ``work``: table entries x members)."""
-        if cap in self._plans:
-            return self._plans[cap]
-        view = self.view
+    def tree(self, cap):
+        """Weighted mini-bucket's tree for tables of at most ``cap`` entries (kept)."""
+        if cap not in self._trees:
+            free = np.ascontiguousarray(self.order[self.fixed[self.order] < 0])
+            self._trees[cap] = MiniBuckets(self._flat, self.fixed, free, max_entries=cap)
+        return self._trees[cap]
+
+    def search(self, cap):
+        """The `Search` over the originals and the messages of `tree(cap)` (kept): message
+        c (function m + c) over cluster c's scope but its variable, in `fwcore._wmb`'s
+        layout; the originals of each bucket (the cost of its variable) and the messages
+        that cross each pseudo-tree edge (the heuristic below it)."""
+        if cap in self._searches:
+            return self._searches[cap]
+        view, mb = self.view, self.tree(cap)
         m = view.n_factors
-        bucket, src, target, s_start, s_var, mm_start, mm_fun = _search.minibucket_plan(
-            view.card, self.order, view.start, view.var, 64, float(cap))
-        stride, off = _search.row_major(view.card, s_start, s_var)
-        n_msg = src.size
-        f_start = np.concatenate([view.start, view.start[-1] + s_start[1:]])
-        f_var = np.concatenate([view.var, s_var])
-        f_stride = np.concatenate([view.stride, stride])
-        f_off = np.concatenate([view.off, view.off[-1] + off[1:]])
-        msg_size = np.diff(off)
-        # a mini-bucket's table: its message's entries times its bucket's states
-        work = float((msg_size * view.card[src] * np.diff(mm_start)).sum())
-        cost_ids = np.flatnonzero(bucket >= 0)
-        cost_ids = cost_ids[np.argsort(bucket[cost_ids], kind="stable")]
+        last = np.zeros(mb.c_scope.size, dtype=bool)
+        last[mb.c_start[1:] - 1] = True
+        m_start = mb.c_start - np.arange(mb.n_clusters + 1)
+        m_var = np.ascontiguousarray(mb.c_scope[~last])
+        m_stride, m_off = _search.row_major(view.card, m_start, m_var)
+        f_start = np.concatenate([view.start, view.start[-1] + m_start[1:]])
+        f_var = np.concatenate([view.var, m_var])
+        f_stride = np.concatenate([view.stride, m_stride])
+        f_off = np.concatenate([view.off[:-1], m_off])
+        cost_ids = np.flatnonzero(mb.f_cluster >= 0)   # the others: `constant`
+        bucket = mb.c_var[mb.f_cluster[cost_ids]].astype(np.int64)
+        cost_ids = cost_ids[np.argsort(bucket, kind="stable")].astype(np.int64)
         cost_start = np.concatenate([[0], np.cumsum(np.bincount(
-            bucket[cost_ids], minlength=view.card.size))]).astype(np.int64)
-        cross_start, cross_ids = _search.crossings(self.parent, src, target)
+            bucket, minlength=view.card.size))]).astype(np.int64)
+        has = mb.c_parent >= 0
+        target = np.where(has, mb.c_var[np.where(has, mb.c_parent, 0)], -1).astype(np.int32)
+        cross_start, cross_ids = _search.crossings(self.parent, mb.c_var, target)
         nc = np.diff(self.ch_start)
         arena = int((view.card.astype(np.int64) * (nc + 3)).sum()) + 1
         search = _search.Search(
@@ -341,25 +378,45 @@ class MiniBuckets:
             self.roots, self.ctx_start, self.ctx_var, self.ctx_stride, self.cache_off,
             self.cache_size, cost_start, cost_ids, cross_start, cross_ids + m,
             self.inc_start, self.inc_fun, arena)
-        plan = {"entries": int(off[-1]), "work": work, "src": src, "target": target,
-                "mm_start": mm_start, "mm_fun": mm_fun, "f_start": f_start, "f_var": f_var,
-                "f_stride": f_stride, "f_off": f_off, "n_messages": n_msg,
-                "constants": np.flatnonzero(target < 0) + m,
-                "const_originals": np.flatnonzero(bucket < 0), "search": search}
-        self._plans[cap] = plan
-        return plan
+        self._searches[cap] = search
+        return search
+
+    def heuristic(self, cap, val, deadline):
+        """The mini-bucket bound and messages of `tree(cap)` on the originals' tables
+        ``val``: one forward pass of weighted mini-bucket
+        (`fwcore.marginals.wmb.WeightedMiniBucket`, moment matching, the weights kept) on
+        ``val`` / `_TEMPERATURE`, whose messages
+        `fwcore._search.heuristic` turns into score units. Returns (the messages, the
+        bound); `fwcore.loop.TimeUp` when ``deadline``
+        passes first."""
+        np.divide(val, _TEMPERATURE, out=self.scaled)
+        wmb = WeightedMiniBucket(self.tree(cap), deadline)
+        wmb.eta = 0.0
+        bound = _TEMPERATURE * wmb.forward()
+        _search.heuristic(wmb.tree.arrays, _TEMPERATURE)
+        return wmb.tree.arrays["fwd"], bound
+
+    def constant(self, val):
+        """The value of the originals of fixed variables only, at their states, in the
+        tables ``val``."""
+        return _wmb.labelling_score(self.view.card, self.view.start, self.view.var,
+                                    self.view.off, val, np.maximum(self.fixed, 0).astype(
+                                        np.int64), self.alone)
 
     def choose(self, time_limit):
-        """The largest cap whose messages fit half of ``memory_limit`` and whose
-        elimination takes at most `_MBE_SHARE` of ``time_limit`` (None: no time limit)."""
-        budget = 0.5 * self.memory_limit / _MESSAGE_ENTRY
+        """The largest cap whose tree's memory (`fwcore.marginals.wmb.MiniBuckets.memory`)
+        fits half of ``memory_limit`` and whose pass takes at most
+        ``TIME_SHARES["aobb/mini-bucket bound"]`` of ``time_limit`` (None: no time limit)."""
+        share = TIME_SHARES["aobb/mini-bucket bound"]
         for cap in _CAPS:
-            plan = self.plan(cap)
-            seconds = 2 * _MBE_SECONDS * plan["work"]
-            if plan["entries"] <= budget and (time_limit is None or
-                                              seconds <= _MBE_SHARE * time_limit):
+            mb = self.tree(cap)
+            seconds = _WMB_SECONDS * mb.entries
+            # with no backward pass the backward messages are never written (nor paged in)
+            memory = mb.memory - 8 * mb.message_entries
+            if memory <= 0.5 * self.memory_limit and (time_limit is None or
+                                                       seconds <= share * time_limit):
                 return cap
-            self._plans.pop(cap)
+            self._trees.pop(cap)
         return _CAPS[-1]
 
 
@@ -372,22 +429,25 @@ class AOBBOracle(MapOracle):
     search's assignment) and the mini-bucket bound, certified, status max_time.
 
     Options: ``time_limit`` (seconds per call), ``memory_limit`` (bytes for the
-    mini-bucket messages and the search's caches, half each; default 2**30),
-    ``cap`` (entries of a mini-bucket table; default: the largest whose elimination
-    takes at most a fifth of the time limit and fits the memory).
+    mini-bucket messages and the search's caches, half each; default: weighted
+    mini-bucket's, `fwcore.marginals.wmb.default_memory_limit`), ``cap`` (entries of a
+    mini-bucket table; default: the largest whose pass takes at most a fifth of the time
+    limit and fits the memory).
     Ctrl-C raises `fwcore.loop.Interrupted` with the best labelling so far; ``bound``
     then holds the certified bound (`upper_bound` is that of the last finished call)."""
 
     name = "aobb"
     exact = True
 
-    @validate_params({"time_limit": TIME, "memory_limit": Interval(2**16),
+    @validate_params({"time_limit": TIME, "memory_limit": [Interval(2**16), None],
                       "cap": [Interval(2, integer=True), None]}, unchecked=("model",))
-    def __init__(self, model, time_limit=None, memory_limit=2**30, cap=None):
+    def __init__(self, model, time_limit=None, memory_limit=None, cap=None):
         super().__init__(model)
-        self.time_limit, self.memory_limit, self.cap = time_limit, memory_limit, cap
         self.view = FactorView(model)
-        self._structures = {}
+        if memory_limit is None:
+            memory_limit = default_memory_limit(self.view.card.size)
+        self.time_limit, self.memory_limit, self.cap = time_limit, memory_limit, cap
+        self._views, self._structures = {}, {}
         #: the certified bound of the current or last call (None before one)
         self.bound = None
         #: nodes the last call's search expanded
@@ -396,44 +456,34 @@ class AOBBOracle(MapOracle):
     def _argmax(self, scores, init, time_limit):
         start = time.monotonic()
         deadline = Deadline(time_limit)
-        view, mb = self._structure(self.view.exact_for(scores))
-        cap = self.cap or mb.choose(None if time_limit is None else
-                                    max(time_limit - (time.monotonic() - start), 1e-3))
-        plan = mb.plan(cap)
-        search = plan["search"]
-        val = np.concatenate([view.tables(scores), np.zeros(plan["entries"])])
+        view, tree, dead = self._structure(scores, deadline)
+        cap = self.cap or tree.choose(None if time_limit is None else
+                                      max(time_limit - (time.monotonic() - start), 1e-3))
+        val = view.tables(scores)
+        val[dead] = -np.inf
         stop = np.zeros(1, dtype=np.uint8)
         best_x = view.restrict(init) if init is not None else None
-        kept = {"x": best_x}
-
-        def keep_best(inner=None):
-            return None if kept["x"] is None else view.extend(kept["x"], scores)
-
+        search, bound = tree.search(cap), None
         try:
-            done = _in_worker(lambda: _search.minibucket_messages(
-                view.card, plan["f_start"], plan["f_var"], plan["f_stride"], plan["f_off"],
-                val, view.n_factors, plan["src"], plan["mm_start"], plan["mm_fun"], True,
-                _limit(deadline), stop), stop)
-        except KeyboardInterrupt:
-            raise _interrupted(keep_best()) from None
-        args = (view.card, plan["f_start"], plan["f_var"], plan["f_stride"], plan["f_off"],
-                val, view.n_factors)
-        bound = None
-        if done:
-            bound = float(val[plan["f_off"][plan["constants"]]].sum() +
-                          val[view.off[plan["const_originals"]]].sum())
+            msg, bound = tree.heuristic(cap, val, deadline)
+            search.tables(val, msg, tree.constant(val))
             self.bound = bound
+        except TimeUp:
+            pass
+        except KeyboardInterrupt:
+            raise _interrupted(None if best_x is None else view.extend(best_x, scores)) from None
+        done = bound is not None
+        args = (view.card, view.start, view.var, view.stride, view.off, val, view.n_factors)
         # the incumbent: the heuristic's greedy labelling (or init), improved by ICM
-        x = np.zeros(view.card.size, dtype=np.int32)
+        x = np.maximum(tree.fixed, 0)
         if done:
-            search.greedy(val, mb.preorder, x)
-        _search.icm(view.card, *args[1:6], mb.inc_start, mb.inc_fun, x, _ICM_SWEEPS)
+            search.greedy(tree.preorder, x)
+        _search.icm(view.card, *args[1:6], tree.inc_start, tree.inc_fun, x, _ICM_SWEEPS)
         best = _search.score(*args, x)
         if best_x is not None:
             init_score = _search.score(*args, best_x)
             if init_score > best:
                 x, best = best_x.copy(), init_score
-        kept["x"] = x.copy()
         x_best = x.copy()
         self.progress = ()
         self._record(start, best, bound)
@@ -441,17 +491,14 @@ class AOBBOracle(MapOracle):
             status = None if done else Status.MAX_TIME
             return view.extend(x_best, scores), (best if done else bound), status
         info = np.array([best, 0.0])
-        search.clear_cache()
         outcome = {}
 
         def run():
-            outcome["result"] = self._alternate(search, val, x, x_best, best, deadline, stop,
-                                                info)
+            outcome["result"] = self._alternate(search, x, x_best, best, deadline, stop, info)
 
         last = [time.monotonic()]
 
         def tick():
-            kept["x"] = x_best  # read at the end only (the search writes it)
             if time.monotonic() - last[0] >= _PROGRESS_EVERY:
                 last[0] = time.monotonic()
                 self._record(start, float(info[0]), bound)
@@ -466,7 +513,7 @@ class AOBBOracle(MapOracle):
             return view.extend(x_best, scores), best, None
         return view.extend(x_best, scores), bound, Status.MAX_TIME
 
-    def _alternate(self, search, val, x, x_best, best, deadline, stop, info):
+    def _alternate(self, search, x, x_best, best, deadline, stop, info):
         """Branch and bound (`fwcore._search.Search.run`) and, once there is an incumbent,
         large-neighbourhood search around it (`Search.lns`) in turns of `_TURN` seconds,
         growing by half each round, until the search proves its answer or time is up.
@@ -477,14 +524,14 @@ class AOBBOracle(MapOracle):
             left = deadline.seconds_left()
             piece = 0.0 if left is None and best == -np.inf else (
                 turn if left is None else max(min(turn, left), 1e-9))
-            code, best = search.run(val, x, x_best, best, piece, stop, info, _LOOK_EVERY)
+            code, best = search.run(x, x_best, best, piece, stop, info, _LOOK_EVERY)
             self.n_nodes += int(info[1])
             if code != 1 or deadline.passed():  # proven, stopped, or out of time
                 return code, best
             if best > -np.inf:
                 left = deadline.seconds_left()
                 piece = turn if left is None else max(min(turn, left), 1e-9)
-                code, best, size = search.lns(val, x, x_best, best, piece, stop, info, size,
+                code, best, size = search.lns(x, x_best, best, piece, stop, info, size,
                                               _BALL_NODES, seed)
                 self.n_nodes += int(info[1])
                 seed += 1
@@ -492,25 +539,37 @@ class AOBBOracle(MapOracle):
                     return (1 if code != 2 else code), best
             turn *= 1.5
 
-    def _structure(self, collapse):
-        """(view, `MiniBuckets`) with the auxiliary variables maximised out (``collapse``)
-        or kept (scores that make them non-functional), built once each."""
-        if collapse not in self._structures:
-            view = self.view if collapse else FactorView(self.model, collapse=False)
-            self._structures[collapse] = view, MiniBuckets(view, self.memory_limit)
-        return self._structures[collapse]
+    def _structure(self, scores, deadline):
+        """(view, `PseudoTree`, dead) for ``scores``: the view with the auxiliary variables
+        maximised out when they stay functional (`FactorView.exact_for`), else keeping
+        them; the states that arc consistency deletes under ``scores``
+        (`fwcore.checks.arc_consistent_states`; ``dead``: the positions of their unary
+        entries in the view's tables, made -inf) and the variables it leaves one state
+        (fixed, as evidence); built once per view and fixed states."""
+        collapse = self.view.exact_for(scores)
+        if collapse not in self._views:
+            self._views[collapse] = self.view if collapse else FactorView(self.model,
+                                                                          collapse=False)
+        view = self._views[collapse]
+        unary = view.unary_positions
+        alive = (arc_consistent_states(self.model, scores)[unary] if np.isneginf(scores).any()
+                 else np.ones(unary.size, dtype=bool))
+        owner = np.repeat(np.arange(view.card.size), view.card)
+        left = np.bincount(owner, weights=alive, minlength=view.card.size)
+        fixed = np.full(view.card.size, -1, dtype=np.int32)
+        pos = np.flatnonzero(alive)
+        pos = pos[left[owner[pos]] == 1]
+        fixed[owner[pos]] = pos - view.off[owner[pos]]
+        key = (collapse, fixed.tobytes())
+        if key not in self._structures:
+            self._structures[key] = PseudoTree(
+                view, self.memory_limit, fixed, deadline.share(TIME_SHARES["aobb/order search"]))
+        return view, self._structures[key], np.flatnonzero(~alive)
 
     def _record(self, start, score, bound):
         self.add_progress(Record(iteration=len(self.progress) + 1,
                                  time=time.monotonic() - start, primal=score, bound=bound,
                                  score=score))
-
-
-def _limit(deadline):
-    """The kernels' time limit: the seconds left (0.0: none; a tiny positive number when
-    none are left)."""
-    left = deadline.seconds_left()
-    return 0.0 if left is None else max(left, 1e-9)
 
 
 def _interrupted(x):
