@@ -291,19 +291,23 @@ class _Mixture:
         self.flat, self.top, self.total = np.zeros(int(self.off[-1])), -math.inf, 0.0
 
     def add(self, z, kept, kept_flat, variables, states):
-        """Branch x_variables = states of weight exp(z), marginals ``kept_flat`` (the
-        kept variables' node marginals, concatenated)."""
-        if z == -math.inf:
+        """Branches x_variables = states[r] (rows) of weights exp(z[r]), all with the
+        marginals ``kept_flat`` (the kept variables' node marginals, concatenated)."""
+        z = np.asarray(z, dtype=np.float64)
+        live = z > -math.inf
+        if not live.any():
             return
-        if z > self.top:
-            scale = math.exp(self.top - z)
+        z, states = z[live], states[live]
+        if z.max() > self.top:
+            scale = math.exp(self.top - z.max())
             self.flat *= scale
             self.total *= scale
-            self.top = z
-        w = math.exp(z - self.top)
-        self.flat[concat_ranges(self.off[kept], self.card[kept])] += w * kept_flat
-        self.flat[self.off[np.asarray(variables, dtype=np.int64)] + states] += w
-        self.total += w
+            self.top = float(z.max())
+        w = np.exp(z - self.top)
+        self.flat[concat_ranges(self.off[kept], self.card[kept])] += w.sum() * kept_flat
+        at = self.off[np.asarray(variables, dtype=np.int64)] + states
+        np.add.at(self.flat, at.ravel(), np.repeat(w, at.shape[1]))
+        self.total += float(w.sum())
 
     def marginals(self):
         """The mixture's node marginals (uniform when no branch has a finite weight)."""
@@ -345,7 +349,8 @@ class _Level:
             return
         if smaller.card.shape[0] == 0:  # everything clamped: the branch is exact
             self.upper[a] = self.lower[a] = constant
-            self.mixture.add(constant, kept, np.zeros(0), self.variables, self.states[a])
+            self.mixture.add([constant], kept, np.zeros(0), self.variables,
+                             self.states[a:a + 1])
             return
         left = self.deadline.seconds_left()
         budget = branch = None
@@ -369,8 +374,8 @@ class _Level:
                 smaller, result.node_marginals, Deadline() if branch is None else branch))
         self.lower[a] = constant + branch_lower
         z = self.upper[a] if self.upper[a] < math.inf else self.lower[a]
-        self.mixture.add(z, kept, np.concatenate([np.zeros(0), *result.node_marginals]),
-                         self.variables, self.states[a])
+        self.mixture.add([z], kept, np.concatenate([np.zeros(0), *result.node_marginals]),
+                         self.variables, self.states[a:a + 1])
 
     def run(self):
         """(the fields of a `ConditionedResult`, the level's trace record)."""
@@ -406,43 +411,64 @@ class _Level:
 
     def _unreached(self):
         """The branches from ``done`` on (not reached): the product bound of each,
-        uniform marginals. The factors that do not touch the clamped variables have the
-        same maximum in every branch (``rest``); only those that do are clamped, one
-        small model per branch (on a 300x300 grid, clamping the whole model took 0.15 s
-        a branch, 10 s for 64 branches after Ctrl-C)."""
+        uniform marginals. Only the factors touching the clamped variables differ between
+        branches: they are clamped, as a model over their own variables (`_touching`),
+        the others count by their maxima (on a 300x300 grid, clamping the whole model
+        took 0.15 s a branch, 10 s for 64 branches after Ctrl-C)."""
         if self.done == self.m:
             return
-        touching, rest = _touching(self.model, self.variables)
+        touching, local, rest = _touching(self.model, self.variables)
+        at = {v: int(np.searchsorted(local, v)) for v in self.variables}
         for a in range(self.done, self.m):
-            smaller, kept, constant = clamp(touching, dict(zip(self.variables,
-                                                               self.states[a].tolist())))
-            if constant == -np.inf or rest == -np.inf:
-                continue
-            self.upper[a] = constant + product_bound(smaller) + rest
-            card = self.model.card[kept].astype(np.int64)
-            self.mixture.add(self.upper[a], kept, np.repeat(1.0 / card, card),
-                             self.variables, self.states[a])
+            smaller, _, constant = clamp(touching, {at[v]: s for v, s in
+                                                    zip(self.variables, self.states[a].tolist())})
+            if constant > -np.inf and rest > -np.inf:
+                self.upper[a] = constant + product_bound(smaller) + rest
+        kept = np.setdiff1d(np.arange(self.model.card.shape[0]), self.variables)
+        card = self.model.card[kept].astype(np.int64)
+        self.mixture.add(self.upper[self.done:], kept, np.repeat(1.0 / card, card),
+                         self.variables, self.states[self.done:])
 
 
 def _touching(model, variables):
-    """(the model of ``model``'s factors that touch ``variables``, over all its variables,
-    a PairwiseMRF's other unaries zero; the sum of the other factors' maxima)."""
-    clamped = np.zeros(model.card.shape[0], dtype=bool)
+    """(the model of ``model``'s factors that touch ``variables``, over the variables of
+    those factors only (``local``, increasing; a PairwiseMRF's other unaries zero), the
+    sum of the other factors' maxima and of log ``|X_v|`` over the variables not in
+    ``local``)."""
+    n = model.card.shape[0]
+    clamped = np.zeros(n, dtype=bool)
     clamped[list(variables)] = True
     maxima = factor_maxima(model)
     if isinstance(model, FactorGraph):
         touches = np.array([clamped[list(scope)].any() for scope, _ in model.factors],
                            dtype=bool)
         kept = [f for f, t in zip(model.factors, touches) if t]
-        return FactorGraph(model.card, kept), float(maxima[~touches].sum())
-    n_node = int(model.node_off[-1])
-    edges = clamped[model.edges].any(axis=1) if model.n_edges else np.zeros(0, dtype=bool)
-    node = np.where(np.repeat(clamped, model.card), model.theta[:n_node], 0.0)
-    blocks = model.edge_off[:-1][edges]
-    pair = model.theta[concat_ranges(blocks, np.diff(model.edge_off)[edges])]
-    touches = np.concatenate([clamped, edges])
-    return (PairwiseMRF.from_flat(model.card, model.edges[edges], np.concatenate([node, pair])),
-            float(maxima[~touches].sum()))
+        local = np.unique(np.concatenate([np.flatnonzero(clamped)] +
+                                         [np.asarray(s, dtype=np.int64) for s, _ in kept]))
+        index = np.full(n, -1, dtype=np.int64)
+        index[local] = np.arange(local.size)
+        sub = FactorGraph(model.card[local], [(tuple(index[list(s)].tolist()), t)
+                                              for s, t in kept])
+    else:
+        edges = (clamped[model.edges].any(axis=1) if model.n_edges else
+                 np.zeros(0, dtype=bool))
+        touches = np.concatenate([clamped, edges])
+        local = np.unique(np.concatenate([np.flatnonzero(clamped),
+                                          model.edges[edges].ravel()])).astype(np.int64)
+        index = np.full(n, -1, dtype=np.int64)
+        index[local] = np.arange(local.size)
+        card = model.card[local].astype(np.int64)
+        node = np.where(np.repeat(clamped[local], card),
+                        model.theta[concat_ranges(model.node_off[local], card)], 0.0)
+        pair = model.theta[concat_ranges(model.edge_off[:-1][edges],
+                                         np.diff(model.edge_off)[edges])]
+        sub = PairwiseMRF.from_flat(model.card[local], index[model.edges[edges]],
+                                    np.concatenate([node, pair]))
+    outside = np.ones(n, dtype=bool)
+    outside[local] = False
+    rest = (float(maxima[~touches].sum())
+            + float(np.log(model.card[outside].astype(np.float64)).sum()))
+    return sub, local, rest
 
 
 @validate_params({"bound": CALLABLE, "max_time": TIME, "mean_field": BOOL},
