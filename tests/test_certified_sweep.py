@@ -27,9 +27,11 @@ KNOWN = {
     **{(e, "crash"): "issue 41 case 2" for e in (
         "infer approximate", "infer wmb", "weighted_mini_bucket", "conditioned bound=*",
         "conditioned_anytime bound=*")},
-    # issue 41 case 3: 'converged' with the placeholder marginals under max_time (i39wmb)
+    # issue 41 case 3: 'converged' with the placeholder marginals under max_time (i39wmb),
+    # also through conditioning's branches bounded by WMB
     **{(e, "converged"): "issue 41 case 3" for e in (
-        "infer approximate", "infer wmb", "weighted_mini_bucket")},
+        "infer approximate", "infer wmb", "weighted_mini_bucket", "conditioned bound=*",
+        "conditioned_anytime bound=*")},
     # perturb.py: max_time before the first sample gives NaN log Z and marginals, and the
     # sampling runs past max_time (reported to the lead for perturb.py's owner)
     **{(e, k): "perturb.py" for e in ("perturb_and_map", "perturb_and_map oracle=*",
