@@ -1,25 +1,82 @@
-"""Issue 28, "a certified answer is never wrong": a few models of bench/certified_sweep.py
-(random small models with -inf rows, columns and scattered entries: forests, cycles,
-random graphs and factor graphs, some binary, one infeasible) through every entry point
-and oracle that claims ``certified`` or ``converged``, against brute force. The sweep
-itself runs 1,000 models (``python bench/certified_sweep.py``)."""
+"""Issues 28 and 41, "a certified answer is never wrong": a seeded slice of
+bench/certified_sweep.py (random small models of arity 1-5 with −inf structure, free
+variables, repeated factors and evidence, against brute force) through every entry point
+the registries list, under tiny ``max_time`` and ``memory_limit`` budgets. The sweep
+itself: ``python bench/certified_sweep.py --models 2000 --workers 2`` (its docstring)."""
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+import fwcore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # --import-mode=importlib
 from bench_files import load  # noqa: E402
 
 sweep = load("bench.certified_sweep")
 
-#: models of seed 0: a forest, a cycle, a random graph and a factor graph; a binary cycle
-#: and random graph; a factor graph of 3-state variables; an infeasible forest
-MODELS = [0, 1, 2, 3, 9, 26, 11, 24]
+#: models of seed 0 (every kind, with and without evidence, one infeasible), less the two
+#: whose unbounded runs take 4-27 s (23, 24)
+MODELS = [i for i in range(40) if i not in (23, 24)]
+
+#: wrong answers found by the sweep in files other branches own, by (entry point, kind):
+#: the owner's fix (and its test) lands with their branch; drop the line then
+KNOWN = {
+    # issue 41 case 2: a variable in no factor, ZeroDivisionError in wmb.py (branch i39wmb)
+    **{(e, "crash"): "issue 41 case 2" for e in (
+        "infer approximate", "infer wmb", "weighted_mini_bucket", "conditioned bound=*",
+        "conditioned_anytime bound=*")},
+    # issue 41 case 3: 'converged' with the placeholder marginals under max_time (i39wmb),
+    # also through conditioning's branches bounded by WMB
+    **{(e, "converged"): "issue 41 case 3" for e in (
+        "infer approximate", "infer wmb", "weighted_mini_bucket", "conditioned bound=*",
+        "conditioned_anytime bound=*")},
+    # perturb.py: max_time before the first sample gives NaN log Z and marginals, and the
+    # sampling runs past max_time (reported to the lead for perturb.py's owner)
+    **{(e, k): "perturb.py" for e in ("perturb_and_map", "perturb_and_map oracle=*",
+                                       "infer perturb-and-map")
+       for k in ("nan", "marginals", "overrun")},
+}
 
 
 @pytest.mark.parametrize("i", MODELS)
 def test_no_certified_answer_is_wrong(i):
-    kind, feasible, out = sweep.run_model(0, i, list(sweep._calls()))
-    wrong = {name: kinds for name, kinds in out.items() if kinds}
+    names = list(sweep.entries())
+    kind, feasible, out = sweep.run_model(0, i, names)
+    wrong = {(name, k): line for name, (kinds, _, _) in out.items() for k, line in kinds.items()
+             if (name, k) not in KNOWN}
     assert not wrong, (kind, feasible, wrong)
+
+
+def test_the_sweep_reads_the_registries():
+    table = sweep.entries()
+    for name in fwcore.available_methods():
+        assert f"infer {name}" in table
+    for name, installed in fwcore.available_oracles().items():
+        assert (f"infer_map {name}" in table) == installed
+    for method in fwcore.lp_relax.api.METHODS:
+        assert f"infer_lp {method}" in table
+
+
+def test_a_method_registered_later_is_swept():
+    from fwcore.marginals import registry
+
+    def run(model, budget, callbacks, *, tol=1e-3):  # uniform marginals, the product bound
+        starts = np.concatenate([model.node_off[:-1], model.edge_off[:-1]])
+        bound = float(np.maximum.reduceat(model.theta, starts).sum()
+                      + np.log(model.card.astype(float)).sum())
+        return fwcore.MarginalResult.from_mu(
+            model, model.uniform_marginals(), log_z_upper=bound, certified=True, gap=None,
+            certified_gap=None, status=fwcore.Status.MAX_ITER, n_iter=0,
+            time=budget.deadline.elapsed(), method="later")
+
+    registry.register_method("later", run, {"tol": fwcore.checks.Interval(0.0)},
+                             certifies=("upper",), iteration="none")
+    try:
+        table = sweep.entries()
+        assert "infer later" in table and "later" in table["conditioned bound=*"].cycled
+        kind, _, out = sweep.run_model(0, 1, ["infer later"])  # a pairwise cycle
+        assert kind == "cycle" and out["infer later"][:2] == ({}, None)
+    finally:
+        del registry._registry["later"]

@@ -12,7 +12,7 @@ from fwcore import _search
 from fwcore.io.uai import apply_evidence
 from fwcore.oracles import resolve_oracle
 from fwcore.marginals.wmb import WeightedMiniBucket
-from fwcore.oracles.search import FactorView, PseudoTree
+from fwcore.oracles.search import AOBBOracle, FactorView, PseudoTree
 from fwcore.results import Status
 
 
@@ -327,3 +327,17 @@ def test_aobb_on_time_never_claims_a_wrong_optimum(seed):
     assert res.score <= exact + 1e-9
     if res.status is Status.CONVERGED:
         assert res.score == pytest.approx(exact, abs=1e-9)
+
+
+def test_aobb_oracle_on_scores_with_no_feasible_labelling_returns_minus_inf():
+    # perturb_and_map clamps a state that constraints elsewhere rule out: the oracle
+    # answers (score -inf, bound -inf) as the others do, it does not raise
+    model = fwcore.PairwiseMRF([2, 2], edges=[[0, 1]], pairwise=[np.array([[0.0, -np.inf],
+                                                                          [-np.inf, 0.0]])])
+    oracle = AOBBOracle(model)
+    scores = model.theta.copy()
+    scores[0] = -np.inf  # x0 = 0 ruled out
+    scores[3] = -np.inf  # x1 = 1 ruled out: x0 = 1 needs x1 = 1
+    x = oracle.argmax(scores)
+    assert model.score(x, scores) == -np.inf
+    assert oracle.upper_bound() == -np.inf and oracle.status is Status.CONVERGED

@@ -8,9 +8,11 @@ import numpy as np
 
 from ..checks import (BOOL, CALLABLE, SEED, TIME, Interval, Options, check_bound_feasible,
                       validate_params)
-from ..loop import Callbacks, Deadline, Stopping, run_loop
+from ..loop import Callbacks, Deadline, Stopping, best_on_interrupt, run_loop
+from ..labelling import feasible_labelling, node_argmax
 from ..results import Record, Result, Status, Trace, gap_text
 from . import dual, primal
+from .factors import Factor
 from .regions import Regions
 from ..factor_graph import FactorGraph, solves_factor_graphs
 from ..model import PairwiseMRF
@@ -140,16 +142,20 @@ def infer_lp(model: PairwiseMRF | FactorGraph, method: str = "mplp", gamma: floa
     tolerance with a non-finite score (`fwcore.loop`). Decoded labellings are repaired off
     -inf entries (`Regions.decode`). A model with no feasible assignment raises
     ValueError: at the start when arc consistency finds it (`fwcore.checks.check_feasible`),
-    at the end when the bound proves it.
+    at the end when the bound proves it. ``max_time`` counts from the call (building the
+    regions included); Ctrl-C before the first pass returns the best node scores'
+    labelling (repaired), no bound, status interrupted.
     """
+    deadline = Deadline(max_time)  # building the regions counts too
     build, uses_gamma, uses_reg = METHODS[method]
     gamma, reg = gamma if uses_gamma else None, reg if uses_reg else None
-    regions = Regions(model, factors)
+    regions, interrupted = best_on_interrupt(lambda: Regions(model, factors), lambda: None)
+    if interrupted:
+        return _interrupted_before_a_pass(model, factors, method, gamma, reg, deadline)
     if regions.factors and method not in _FACTOR_METHODS:
         raise ValueError(f"method {method!r} would enumerate the states of a global factor; "
                          f"with factors use one of {', '.join(_FACTOR_METHODS)}")
 
-    deadline = Deadline(max_time)
     best = _BestAssignment(regions)
     passes = _Passes(build(regions, gamma, reg, projection, seed), best, deadline)
     outcome = run_loop(passes.measure, passes.step,
@@ -173,6 +179,19 @@ def infer_lp(model: PairwiseMRF | FactorGraph, method: str = "mplp", gamma: floa
         trace=outcome.trace,
         info={"gamma": gamma, "reg": reg, "n_regions": regions.n_regions,
               "smoothing_width": _smoothing_width(method, regions, gamma)})
+
+
+def _interrupted_before_a_pass(model, factors, method, gamma, reg, deadline):
+    """The answer to Ctrl-C while the regions are built: the best node scores' labelling,
+    repaired off -inf entries (as `fwcore.infer_map`'s), no bound."""
+    x = feasible_labelling(model, model.theta, node_argmax(model, model.theta))
+    factors = (factors,) if isinstance(factors, Factor) else factors
+    score = float(model.score(x)) + sum(f.potential(x[f.scope]) for f in factors)
+    return LPResult(
+        assignment=x.astype(np.int64), score=score, upper_bound=None, gap=None,
+        certified=False, objective=math.inf, measure=math.inf, status=Status.INTERRUPTED,
+        time=deadline.elapsed(), n_iter=0, method=method,
+        info={"gamma": gamma, "reg": reg, "n_regions": None, "smoothing_width": None})
 
 
 class _BestAssignment:

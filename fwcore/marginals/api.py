@@ -9,10 +9,6 @@ marginals as a `MarginalResult`, `fwcore.exact_inference`).
 """
 from __future__ import annotations
 
-import math
-
-import numpy as np
-
 from ..auto import exact_method, infer_method
 from ..checks import BOOL, CALLABLE, SEED, TIME, Interval, Kind, check_model, validate_params
 from ..exact import exact_result
@@ -82,12 +78,9 @@ def infer(model: PairwiseMRF | FactorGraph, method: str = "auto", *,
 def _run_exact(model, budget, callbacks, *, memory_limit=2**31):
     """Exact marginals (`fwcore.exact_inference`, its method chosen by
     `fwcore.auto.exact_method`): log_z_upper = log_z_lower = log Z, gap 0. Exact
-    elimination has no partial answer: Ctrl-C returns uniform marginals with the
-    product bound Σ_f max θ_f + Σ_v log |X_v| (status ``interrupted``)."""
-    try:
-        ex = exact_result(model, exact_method(model), memory_limit)
-    except KeyboardInterrupt:
-        return _product_bound_answer(model, budget.deadline)
+    elimination has no partial answer: on Ctrl-C `run_method` returns uniform marginals
+    with the product bound Σ_f max θ_f + Σ_v log ``|X_v|`` (status ``interrupted``)."""
+    ex = exact_result(model, exact_method(model), memory_limit)
     record = Record(iteration=1, time=budget.deadline.elapsed(), primal=ex.log_z, gap=0.0,
                     bound=ex.log_z, score=ex.log_z)
     callbacks(record)
@@ -98,18 +91,6 @@ def _run_exact(model, budget, callbacks, *, memory_limit=2**31):
         certified_gap=0.0, status=Status.CONVERGED, n_iter=1,
         time=budget.deadline.elapsed(), method=f"exact/{ex.method}", trace=Trace([record]),
         info=dict(ex.info))
-
-
-def _product_bound_answer(model, deadline):
-    """Uniform marginals and the certified product bound (an interrupted exact run)."""
-    theta = model.theta
-    starts = np.concatenate([model.node_off[:-1], model.edge_off[:-1]]).astype(np.intp)
-    block_max = np.maximum.reduceat(theta, starts) if starts.size else np.zeros(0)
-    bound = float(block_max.sum() + np.log(model.card.astype(np.float64)).sum())
-    return MarginalResult.from_mu(
-        model, model.uniform_marginals(), log_z_upper=bound, certified=True,
-        gap=math.inf, certified_gap=None, status=Status.INTERRUPTED, n_iter=0,
-        time=deadline.elapsed(), method="exact", log_z_lower=-math.inf)
 
 
 EXACT = register_method(

@@ -31,9 +31,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..checks import BOOL, Kind, bind_table, check_params, validate_params
-from ..loop import Budget, Callbacks, Deadline
+from ..loop import Budget, Callbacks, Deadline, best_on_interrupt
 from ..results import Status
-from .result import MarginalResult, progress_line
+from .result import MarginalResult, interrupted_answer, progress_line
 
 __all__ = ["MarginalMethod", "register_method", "available_methods", "get_method",
            "run_method", "CERTIFICATES", "RUN_ARGUMENTS"]
@@ -117,12 +117,17 @@ def run_method(method: MarginalMethod, model, *, deadline: Deadline, max_iter=No
     ``deadline`` (made at the start of the call, so that the result's ``time`` is the
     whole call), ``max_iter`` of its iterations (None: its default), the user's
     ``callback`` and the progress line (on stderr with ``verbose``). A model without
-    variables has log Z = 0 whatever the method: answered at once."""
+    variables has log Z = 0 whatever the method: answered at once. Ctrl-C that a method
+    does not turn into its best answer so far (one that comes before it has any) gives
+    `fwcore.marginals.result.interrupted_answer`: uniform marginals and the product
+    bound, status ``interrupted``."""
     if model.n_vars == 0:  # log Z = 0, nothing to optimise, whatever the method
         return MarginalResult(
             node_marginals=[], edge_marginals=[], mu=np.zeros(0), log_z_upper=0.0,
             log_z_lower=0.0, certified=True, gap=0.0, certified_gap=0.0,
             status=Status.CONVERGED, n_iter=0, time=deadline.elapsed(), method=method.name)
     callbacks = Callbacks(callback, line=progress_line, verbose=verbose)
-    result = method.run(model, Budget(deadline, max_iter), callbacks, **options)
+    result, _ = best_on_interrupt(
+        lambda: method.run(model, Budget(deadline, max_iter), callbacks, **options),
+        lambda: interrupted_answer(model, deadline.elapsed(), method.name))
     return replace(result, time=deadline.elapsed())  # the whole call, its result built

@@ -1,5 +1,5 @@
 """The result every marginal-inference method returns (`fwcore.marginals.registry`),
-its progress line, and Barrier FW's trace recorder."""
+its progress line, the product bound on log Z, and Barrier FW's trace recorder."""
 from __future__ import annotations
 
 import math
@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..factor_graph import FactorGraph, solves_factor_graphs
 from ..results import Record, Result, Status, Trace, gap_text
 
-__all__ = ["MarginalResult", "Recorder"]
+__all__ = ["MarginalResult", "Recorder", "factor_maxima", "product_bound", "interrupted_answer"]
 
 
 @dataclass(frozen=True, repr=False)  # Result.__repr__: a short summary
@@ -72,6 +73,32 @@ class MarginalResult(Result):
         """The result for the flat marginals ``mu``, split into node and edge marginals."""
         nodes, edges = model.split_marginals(mu)
         return cls(node_marginals=nodes, edge_marginals=edges, mu=mu, **fields)
+
+
+def factor_maxima(model):
+    """max θ_f of each factor f: a `PairwiseMRF`'s unary then edge blocks (flat order), a
+    `FactorGraph`'s factors."""
+    if isinstance(model, FactorGraph):
+        return np.array([np.max(table) for _, table in model.factors], dtype=np.float64)
+    starts = np.concatenate([model.node_off[:-1], model.edge_off[:-1]]).astype(np.intp)
+    return np.maximum.reduceat(model.theta, starts) if starts.size else np.zeros(0)
+
+
+def product_bound(model):
+    """log Z <= Σ_f max θ_f + Σ_v log ``|X_v|`` (`factor_maxima`): a certified bound
+    that needs no inference; −inf when some factor has no finite entry."""
+    log_states = float(np.log(np.asarray(model.card, dtype=np.float64)).sum())
+    return float(factor_maxima(model).sum()) + log_states
+
+
+@solves_factor_graphs
+def interrupted_answer(model, elapsed, method):
+    """What a run stopped by Ctrl-C before it had an answer returns: uniform marginals, the
+    certified `product_bound`, no lower bound, status ``interrupted``."""
+    return MarginalResult.from_mu(
+        model, model.uniform_marginals(), log_z_upper=product_bound(model), certified=True,
+        gap=math.inf, certified_gap=None, status=Status.INTERRUPTED, n_iter=0, time=elapsed,
+        method=method, log_z_lower=-math.inf)
 
 
 def progress_line(record):

@@ -33,7 +33,7 @@ import numpy as np
 from .. import _search, _wmb
 from .._symbolic import eliminate
 from ..auto import TIME_SHARES
-from ..checks import TIME, Interval, arc_consistent_states, validate_params
+from ..checks import INFEASIBLE, TIME, Interval, arc_consistent_states, validate_params
 from ..elimination import choose_order, functional_vars
 from ..loop import Deadline, Interrupted, TimeUp
 from ..marginals.wmb import FlatFactors, MiniBuckets, WeightedMiniBucket, default_memory_limit
@@ -456,7 +456,12 @@ class AOBBOracle(MapOracle):
     def _argmax(self, scores, init, time_limit):
         start = time.monotonic()
         deadline = Deadline(time_limit)
-        view, tree, dead = self._structure(scores, deadline)
+        try:
+            view, tree, dead = self._structure(scores, deadline)
+        except ValueError as error:  # arc consistency proved that every labelling scores -inf
+            if str(error) != INFEASIBLE:
+                raise
+            return np.zeros(self.model.n_vars, dtype=np.int32), -np.inf, Status.CONVERGED
         cap = self.cap or tree.choose(None if time_limit is None else
                                       max(time_limit - (time.monotonic() - start), 1e-3))
         val = view.tables(scores)
