@@ -37,9 +37,11 @@ class LowerTwin(WMBTwin):
     w_r))^{w_r} (reverse Hölder) and the sum of the last messages is a lower bound on log
     Z. The negative weights start at −``start`` / R (R clusters in the bucket). A forward
     pass moves them along the bound's gradient (∂/∂w_r = H_r − H_positive with the
-    positive weight taking up the difference: |w_r| ← |w_r| exp(η w_r (H_r − H_+)), at
-    least ``floor``), then matches moments as the upper bound does (the same move: for a
-    bucket alone, it maximises this bound)."""
+    positive weight taking up the difference: |w_r| ← |w_r| exp(η w_r (H_r − H_+)),
+    between ``floor`` and ``ceiling``), then matches moments as the upper bound does
+    (the same move: for a bucket alone, it maximises this bound); a bucket where a
+    cluster of negative weight has a −inf belief entry (its weighted belief ∝ exp(b / w)
+    undefined) takes no step."""
 
     def __init__(self, *args, start=1.0):
         super().__init__(*args)
@@ -55,26 +57,28 @@ class LowerTwin(WMBTwin):
             self.weight[c0:c1] = -start / r
             self.weight[pos] = 1.0 + start * (r - 1) / r
 
-    def _reweight(self, clusters, beliefs, eta, floor):
+    def _reweight(self, clusters, beliefs, eta, floor, ceiling):
         pos = next(c for c in clusters if self.positive[c])
         h = dict(zip(clusters, conditional_entropies([beliefs[c] for c in clusters],
                                                      self.weight[clusters])))
         negative = [c for c in clusters if c != pos]
         for c in negative:
             w = self.weight[c]
-            self.weight[c] = -max(-w * math.exp(eta * w * (h[c] - h[pos])), floor)
+            self.weight[c] = -min(max(-w * math.exp(eta * w * (h[c] - h[pos])), floor), ceiling)
         self.weight[pos] = 1.0 - self.weight[negative].sum()
 
-    def forward(self, step, eta, floor):
+    def forward(self, step, eta, floor, ceiling=math.inf):
         total = self.constant
         for p in range(len(self.order)):
             clusters = list(range(self.b_start[p], self.b_start[p + 1]))
             tables = {c: self.table(c) for c in clusters}
-            if len(clusters) > 1 and step > 0:
-                beliefs = {c: tables[c] + (self.bwd[c][..., None] if self.parent[c] >= 0
-                                           else 0.0) for c in clusters}
+            beliefs = {c: tables[c] + (self.bwd[c][..., None] if self.parent[c] >= 0
+                                       else 0.0) for c in clusters}
+            degenerate = any(self.weight[c] < 0 and np.isneginf(beliefs[c]).any()
+                             for c in clusters)       # exp(b / w) undefined: no step
+            if len(clusters) > 1 and step > 0 and not degenerate:
                 if eta > 0 and self.has_backward:
-                    self._reweight(clusters, beliefs, eta, floor)
+                    self._reweight(clusters, beliefs, eta, floor, ceiling)
                 logs = []
                 for c in clusters:
                     q = _weighted(beliefs[c], self.weight[c]).sum(axis=tuple(
@@ -102,6 +106,29 @@ class LowerTwin(WMBTwin):
         return total
 
 
+    def backward(self):
+        backward(self)
+
+
+def backward(twin):
+    """`WMBTwin.backward` of ``twin``, with +inf entries (a finite sum less a −inf forward
+    message, where the child's rows are all −inf; or a negative-weight parent's −inf
+    belief) set to −inf as NaN ones are: no belief there."""
+    for c in reversed(range(len(twin.c_var))):
+        if not twin.children[c]:
+            continue
+        belief, wc = twin.table(c, backward=True), twin.weight[c]
+        for a in twin.children[c]:
+            keep = set(twin.scope[a][:-1])
+            drop = tuple(i for i, u in enumerate(twin.scope[c]) if u not in keep)
+            with np.errstate(invalid="ignore", over="ignore"):
+                msg = _wlse(belief, drop, wc) * (twin.weight[a] / wc) - twin.fwd[a]
+            msg[np.isnan(msg) | (msg == np.inf)] = -np.inf
+            top = msg.max() if msg.size else 0.0
+            twin.bwd[a] = msg - top if np.isfinite(top) else msg
+    twin.has_backward = True
+
+
 def proposal_rows(twin, x, p):
     """The proposal of the p-th variable eliminated given the later ones in ``x``:
     q(x_v | x_later) = Σ_r w_r q_r(x_v | x_{C_r \\ v}), q_r ∝ exp(f_r(x_{C_r \\ v}, ·) / w_r)
@@ -113,7 +140,9 @@ def proposal_rows(twin, x, p):
     c0, c1 = twin.b_start[p], twin.b_start[p + 1]
     for c in range(c0, c1):
         row = twin.table(c)[tuple(x[u] for u in twin.scope[c][:-1])]
-        q += twin.weight[c] * _weighted(row, twin.weight[c])
+        if np.isfinite(row.max()):
+            e = np.exp((row - row.max()) / twin.weight[c])
+            q += twin.weight[c] * e / e.sum()
     total = q.sum()
     return q / total if total > 0 else np.full(len(q), 1.0 / len(q))
 
