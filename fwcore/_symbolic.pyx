@@ -3,12 +3,66 @@
 for `fwcore.elimination.EliminationPlan`: the elimination game along an order (separators and
 clique table sizes, stopping at the first table over a cap), greedy weighted min-fill,
 and the reverse Cuthill-McKee order on the row-sorted adjacency. All run without the GIL;
-their Python twins are in tests/test_symbolic.py."""
+their Python twins are in tests/test_symbolic.py. The elimination game and min-fill poll a
+deadline ``stop_at`` (`time.monotonic` seconds; inf: none) and, in the main thread, Python's
+signal handlers every POLL units of work (a few milliseconds): Ctrl-C raises
+KeyboardInterrupt there (a 300x300 grid's elimination ran 15 s without a check)."""
+import threading
+
 import numpy as np
 
+from libc.math cimport INFINITY
 from libc.stdint cimport INT64_MAX, int64_t
 from libc.stdlib cimport free, malloc, qsort, realloc
 from libc.string cimport memcpy
+
+from ._clock cimport monotonic
+
+
+cdef extern from "Python.h":
+    int PyErr_CheckSignals()  # declared without ``except``: its exception stays pending
+
+cdef enum:
+    # units of work (about a memory access each) between two polls
+    POLL = 1 << 20
+    # why `eliminate` stopped before the end: a running total over ``total_cap``, the
+    # work ``budget`` spent, the deadline passed (a table over ``cap`` is told by its size)
+    OVER_TOTAL = 1
+    OVER_BUDGET = 2
+    TIME_UP = 3
+
+
+cdef struct Poll:
+    int64_t next
+    double stop_at
+    bint main_thread
+    bint signalled
+
+
+cdef bint _poll(Poll* q, int64_t work) noexcept nogil:
+    """True when the work count ``work`` has passed the next poll and either the deadline
+    has passed or (in the main thread) a signal handler raised (``signalled``, its
+    exception left pending)."""
+    if work < q.next:
+        return False
+    q.next = work + POLL
+    if monotonic() >= q.stop_at:
+        return True
+    if q.main_thread:
+        with gil:
+            q.signalled = PyErr_CheckSignals() != 0
+        return q.signalled
+    return False
+
+
+cdef void _poll_init(Poll* q, int64_t work, double stop_at):
+    q.next, q.stop_at, q.signalled = work, stop_at, False
+    q.main_thread = threading.current_thread() is threading.main_thread()
+
+
+cdef int _raise_pending() except -1:
+    """Raise the exception a signal handler left pending (`_poll`)."""
+    return -1
 
 
 cdef int _cmp_int(const void* pa, const void* pb) noexcept nogil:
@@ -229,18 +283,24 @@ cdef bint _adj_eliminate(Adjacency* g, int v) noexcept nogil:
 
 
 def eliminate(const long long[::1] adj_start, const int[::1] adj_var, const int[::1] card,
-              const long long[::1] order, long long cap):
+              const long long[::1] order, long long cap, double total_cap=INFINITY,
+              long long budget=INT64_MAX, double stop_at=INFINITY):
     """The elimination game along the permutation ``order``: eliminating v makes its
-    current neighbours S_v a clique. Returns ``(sep_start, sep_var, sizes)`` for the
-    steps taken: S of the k-th variable eliminated is ``sep_var[sep_start[k]:sep_start[k +
-    1]]`` in elimination order, and its clique table card_v * prod(card of S) has
+    current neighbours S_v a clique. Returns ``(sep_start, sep_var, sizes, stopped)`` for
+    the steps taken: S of the k-th variable eliminated is ``sep_var[sep_start[k]:sep_start[k
+    + 1]]`` in elimination order, and its clique table card_v * prod(card of S) has
     ``sizes[k]`` entries (saturated at 2**63 - 1). Stops after the first table over ``cap``
-    entries, before eliminating its variable. Neighbour lists are copied from the CSR on
-    first use, so an early stop touches only the variables it reached."""
+    entries, before eliminating its variable (``stopped`` 0, as at the end); with
+    ``stopped`` OVER_TOTAL once the tables' total (in floats) exceeds ``total_cap``,
+    OVER_BUDGET once the work (deg^2 + deg a step) exceeds ``budget``, TIME_UP when
+    ``stop_at`` passes. Neighbour lists are copied from the CSR on first use, so an early
+    stop touches only the variables it reached."""
     cdef Py_ssize_t n = card.shape[0], k, i, m, steps = 0
-    cdef int v
-    cdef int64_t size, filled = 0, out_cap = 0, keys_cap = 0
+    cdef int v, stopped = 0
+    cdef int64_t size, filled = 0, out_cap = 0, keys_cap = 0, work = 0
+    cdef double total = 0.0, exact
     cdef Adjacency g
+    cdef Poll q
     cdef int* out = NULL
     cdef int64_t* keys = NULL
     cdef int64_t* grown
@@ -249,11 +309,15 @@ def eliminate(const long long[::1] adj_start, const int[::1] adj_var, const int[
     cdef long long[::1] sep_start = np.zeros(n + 1, dtype=np.int64)
     cdef long long[::1] sizes = np.zeros(n, dtype=np.int64)
     cdef int[::1] sep_var
+    _poll_init(&q, 0, stop_at)
     with nogil:
         failed = not _adj_init(&g, n, adj_start, adj_var)
         for k in range(0 if failed else n):
             pos[order[k]] = k
         for k in range(0 if failed else n):
+            if _poll(&q, work):
+                stopped = TIME_UP
+                break
             v = <int>order[k]
             if not _adj_load(&g, v):
                 failed = True
@@ -267,9 +331,11 @@ def eliminate(const long long[::1] adj_start, const int[::1] adj_var, const int[
                 keys, keys_cap = grown, m
             # S_v in elimination order, and the table size
             size = card[v]
+            exact = card[v]
             for i in range(m):
                 keys[i] = pos[g.nb[v][i]]
                 size = _sat_mul(size, card[g.nb[v][i]])
+                exact *= card[g.nb[v][i]]
             qsort(keys, m, sizeof(int64_t), _cmp_i64)
             if not _reserve(&out, &out_cap, filled + m):
                 failed = True
@@ -280,28 +346,37 @@ def eliminate(const long long[::1] adj_start, const int[::1] adj_var, const int[
             sep_start[k + 1] = filled
             sizes[k] = size
             steps = k + 1
+            total += exact
+            work += m * m + m + 1
             if size > cap:
+                break
+            if total > total_cap or work > budget:
+                stopped = OVER_TOTAL if total > total_cap else OVER_BUDGET
                 break
             if not _adj_eliminate(&g, v):
                 failed = True
                 break
         _adj_free(&g, n)
         free(keys)
-    if failed:
+    if failed or q.signalled:
         free(out)
+        if q.signalled:
+            _raise_pending()
         raise MemoryError("symbolic elimination ran out of memory")
     sep_var = np.empty(filled, dtype=np.int32)
     if filled:
         memcpy(&sep_var[0], out, filled * sizeof(int))
     free(out)
     return (np.asarray(sep_start[:steps + 1]), np.asarray(sep_var),
-            np.asarray(sizes[:steps]))
+            np.asarray(sizes[:steps]), stopped)
 
 
 cdef struct Entry:
-    # a min-fill queue entry, ordered as the tuple (fill, size, v, version, exact)
+    # a min-fill queue entry of variable v, ordered as the tuple (fill, size, rank[v],
+    # version, exact)
     int64_t fill
     int64_t size
+    int64_t rank
     int64_t v
     int64_t version
     int64_t exact
@@ -312,8 +387,8 @@ cdef inline bint _before(const Entry* a, const Entry* b) noexcept nogil:
         return a.fill < b.fill
     if a.size != b.size:
         return a.size < b.size
-    if a.v != b.v:
-        return a.v < b.v
+    if a.rank != b.rank:
+        return a.rank < b.rank
     if a.version != b.version:
         return a.version < b.version
     return a.exact < b.exact
@@ -368,7 +443,8 @@ cdef Entry _pop(Heap* h) noexcept nogil:
     return top
 
 
-cdef Entry _key(Adjacency* g, const int* card, int v, int64_t* work) noexcept nogil:
+cdef Entry _key(Adjacency* g, const int* card, const long long* rank, int v,
+               int64_t* work) noexcept nogil:
     """The exact queue entry of v: its weighted fill (the sum of card[a] * card[b] over
     the non-adjacent pairs a, b of its neighbours) and clique table size; adds its work
     (deg * (deg + 8))."""
@@ -388,15 +464,18 @@ cdef Entry _key(Adjacency* g, const int* card, int v, int64_t* work) noexcept no
             if g.mark[b] != g.stamp:
                 row = _sat_add(row, _sat_mul(card[a], card[b]))
         fill = _sat_add(fill, row)
-    e.fill, e.size, e.v, e.version, e.exact = fill, size, v, 0, 1
+    e.fill, e.size, e.rank, e.v, e.version, e.exact = fill, size, rank[v], v, 0, 1
     return e
 
 
 def min_fill(const long long[::1] adj_start, const int[::1] adj_var, const int[::1] card,
-             const long long[::1] first, long long cap, long long budget, long long work):
+             const long long[::1] first, long long cap, long long budget, long long work,
+             const long long[::1] rank, double stop_at=INFINITY):
     """Greedy weighted min-fill, lazily recounted (see `fwcore.elimination._min_fill_order`, which
-    documents the rule, the stops and the work count; ``work`` is the count so far).
-    Fills and sizes saturate at 2**63 - 1. Returns ``(order, work)``."""
+    documents the rule, the stops and the work count; ``work`` is the count so far), ties
+    broken by ``rank`` (a permutation: min-fill on the graph relabelled by it), stopping
+    when ``stop_at`` passes. Fills and sizes saturate at 2**63 - 1. Returns ``(order,
+    work)``."""
     cdef Py_ssize_t n = card.shape[0], k, i, j
     cdef int v, a, u
     cdef int64_t m, steps = 0, total, n_touched, lb, w = work
@@ -404,6 +483,7 @@ def min_fill(const long long[::1] adj_start, const int[::1] adj_var, const int[:
     cdef Heap h
     cdef Entry e, lazy
     cdef bint failed = False, stopped = False
+    cdef Poll q
     cdef long long[::1] order = np.empty(n, dtype=np.int64)
     cdef long long[::1] fill_lb = np.zeros(n, dtype=np.int64)
     cdef long long[::1] version = np.zeros(n, dtype=np.int64)
@@ -411,6 +491,7 @@ def min_fill(const long long[::1] adj_start, const int[::1] adj_var, const int[:
     cdef long long[::1] touched = np.full(n, -1, dtype=np.int64)
     cdef unsigned char[::1] done = np.zeros(n, dtype=np.uint8)
     h.items, h.size, h.capacity = NULL, 0, 0
+    _poll_init(&q, w, stop_at)
     with nogil:
         failed = not _adj_init(&g, n, adj_start, adj_var)
         for v in range(0 if failed else n):
@@ -434,18 +515,20 @@ def min_fill(const long long[::1] adj_start, const int[::1] adj_var, const int[:
                 break
         for v in range(0 if failed or stopped else n):
             if not done[v]:
-                e = _key(&g, &card[0], v, &w)
+                e = _key(&g, &card[0], &rank[0], v, &w)
                 fill_lb[v] = e.fill
                 if not _push(&h, e):
                     failed = True
                     break
         while not failed and not stopped and h.size and w <= budget:
+            if _poll(&q, w):
+                break
             e = _pop(&h)
             v = <int>e.v
             if done[v] or e.version != version[v]:
                 continue
             if not e.exact:
-                e = _key(&g, &card[0], v, &w)
+                e = _key(&g, &card[0], &rank[0], v, &w)
                 fill_lb[v] = e.fill
                 e.version = version[v]
                 failed = not _push(&h, e)
@@ -478,8 +561,8 @@ def min_fill(const long long[::1] adj_start, const int[::1] adj_var, const int[:
                     lb = fill_lb[u] - e.fill
                     fill_lb[u] = lb - lost[u] if lb > lost[u] else 0
                     version[u] += 1
-                    lazy.fill, lazy.size, lazy.v, lazy.version, lazy.exact = (
-                        fill_lb[u], 0, u, version[u], 0)
+                    lazy.fill, lazy.size, lazy.rank, lazy.v, lazy.version, lazy.exact = (
+                        fill_lb[u], 0, rank[u], u, version[u], 0)
                     if not _push(&h, lazy):
                         failed = True
                         break
@@ -490,6 +573,8 @@ def min_fill(const long long[::1] adj_start, const int[::1] adj_var, const int[:
             w += 16 * n_touched
         _adj_free(&g, n)
         free(h.items)
+    if q.signalled:
+        _raise_pending()
     if failed:
         raise MemoryError("min-fill ran out of memory")
     return np.asarray(order[:steps]).copy(), w

@@ -14,6 +14,7 @@ never NaN.
 import math
 from functools import cached_property
 from itertools import chain
+from typing import NamedTuple
 
 import numpy as np
 
@@ -21,14 +22,14 @@ from . import _elim
 from ._symbolic import cuthill_mckee, eliminate, min_fill, sorted_neighbours
 from .checks import INFEASIBLE
 
-__all__ = ["EliminationPlan"]
+__all__ = ["EliminationPlan", "choose_order", "OrderChoice"]
 
 _CORE_ROUNDS = 100              # k-core peeling rounds before the width proof gives up
 _MIN_FILL_WORK = 5e6            # min-fill's work budget when no order fits the limit yet
 _INT64_MAX = 2**63 - 1          # where the symbolic kernel's table sizes saturate
 
 
-def _functional_vars(model):
+def functional_vars(model):
     """Variables of degree >= 3 whose edge tables but one have exactly one finite entry per
     state of theirs: each of their states fixes all neighbours but one, as the auxiliary
     variable of a factor in a `FactorGraph` reduction does. Eliminated first, they turn back into
@@ -54,7 +55,7 @@ def _functional_vars(model):
     return np.flatnonzero(ok).tolist()
 
 
-def _min_fill_order(model, cap=math.inf, budget=math.inf, first=()):
+def min_fill_order(model, cap=math.inf, budget=math.inf, first=(), rank=None, deadline=None):
     """Greedy weighted min-fill (the `min_fill` kernel): eliminate the variable whose
     elimination adds the least fill, each added edge (a, b) weighing card[a] * card[b] (the
     entries of the table it adds; plain min-fill when the cards are equal), ties broken by
@@ -72,19 +73,29 @@ def _min_fill_order(model, cap=math.inf, budget=math.inf, first=()):
     Stops early, returning the order so far, when the next variable's clique table would
     exceed ``cap`` entries or when ``budget`` runs out (work counted as deg * (deg + 8) per
     fill count of a degree-deg variable, and 16 per queued variable).
-    The variables ``first`` are eliminated before all others, in the order given.
-    Returns the order (a full one has all ``model.n_vars`` variables) and the work done."""
+    The variables ``first`` are eliminated before all others, in the order given; ties
+    are broken by ``rank`` (a permutation of the variables; None: their indices), as on
+    the graph relabelled by it. Stops too when ``deadline`` (a `fwcore.loop.Deadline`)
+    passes. Returns the order (a full one has all ``model.n_vars`` variables) and the
+    work done."""
     deg = np.diff(model.adj_start)
     work = int((deg * (deg + 8)).sum())  # the first fill counts
     if work > budget:
         return [], work
+    rank = np.arange(model.n_vars, dtype=np.int64) if rank is None else rank
     order, work = min_fill(model.adj_start, model.adj_var, model.card,
                            np.asarray(first, dtype=np.int64), _int64_limit(cap),
-                           _int64_limit(budget), work)
+                           _int64_limit(budget), work, rank, stop_at(deadline))
     return order.tolist(), work
 
 
-def _bandwidth_order(model, first=()):
+def stop_at(deadline):
+    """A `fwcore.loop.Deadline` as the kernels' ``stop_at``: its `time.monotonic` time, inf
+    for none (or no deadline)."""
+    return math.inf if deadline is None or deadline.at is None else deadline.at
+
+
+def bandwidth_order(model, first=()):
     """Reverse Cuthill-McKee order (after the variables ``first``; int64 array): a
     low-bandwidth sweep that keeps the induced width of grid-like graphs near their
     treewidth, where greedy min-fill can do much worse. The `cuthill_mckee` kernel gives
@@ -99,28 +110,117 @@ def _bandwidth_order(model, first=()):
     return np.concatenate([np.asarray(first, dtype=np.int64), rcm[later[rcm]]])
 
 
-def _eliminate(model, order, cap=math.inf):
+def separators_along(model, order, cap=math.inf):
     """Symbolic elimination along ``order`` (the `eliminate` kernel): the separators
     (neighbours at elimination, in elimination order) of every variable and the clique
     table sizes card_v * prod(card of S_v), in elimination order. Stops after the first
     table over ``cap`` entries: ``sizes`` then ends with that table and the separators
     are None. Sizes the kernel saturates (at 2**63 - 1) are recounted exactly."""
+    sep, sizes, _ = _elimination_game(model, order, cap)
+    return sep, sizes
+
+
+def _elimination_game(model, order, cap=math.inf, total_cap=math.inf, budget=math.inf,
+                      deadline=None, separators=True):
+    """`separators_along`, also stopping once the tables' total exceeds ``total_cap``, the
+    work ``budget`` is spent or ``deadline`` (a `fwcore.loop.Deadline`) passes: ``(sep, sizes,
+    complete)``, ``complete`` when every variable was eliminated within ``cap``; ``sep`` is
+    None unless complete and ``separators`` (a large model's lists cost time)."""
     order = np.ascontiguousarray(order, dtype=np.int64)
-    start, var, sizes = eliminate(model.adj_start, model.adj_var, model.card, order,
-                                  _int64_limit(cap))
+    start, var, sizes, stopped = eliminate(model.adj_start, model.adj_var, model.card, order,
+                                           _int64_limit(cap), total_cap, _int64_limit(budget),
+                                           stop_at(deadline))
     saturated = np.flatnonzero(sizes == _INT64_MAX).tolist()
     sizes = sizes.tolist()
     for k in saturated:
         sizes[k] = math.prod(model.card[np.r_[order[k], var[start[k]:start[k + 1]]]].tolist())
         if sizes[k] > cap:  # the first table over a cap beyond 2**63 - 1
-            return None, sizes[:k + 1]
-    if sizes and sizes[-1] > cap:
-        return None, sizes
+            return None, sizes[:k + 1], False
+    complete = not stopped and len(sizes) == len(order) and not (sizes and sizes[-1] > cap)
+    if not (complete and separators):
+        return None, sizes, complete
     start, var = start.tolist(), var.tolist()
     sep = [None] * model.n_vars
     for k, v in enumerate(order.tolist()):
         sep[v] = tuple(var[start[k]:start[k + 1]])
-    return sep, sizes
+    return sep, sizes, True
+
+
+class OrderChoice(NamedTuple):
+    """What `choose_order` found: the chosen ``order`` (None: none fits), its separators
+    ``sep`` (when asked and known) and clique table ``sizes`` (None when it was not
+    eliminated to the end: the bandwidth order, taken unranked because nothing else was
+    found in time), and, for a refusal's message, the bandwidth order's ``bandwidth_sizes``
+    (up to where its elimination stopped) and min-fill's ``min_fill_steps`` (variables its
+    last try ordered) and whether its ``budget`` ran out."""
+
+    order: list | None
+    sep: list | None
+    sizes: list | None
+    bandwidth_sizes: list
+    min_fill_steps: int
+    out_of_budget: bool
+
+
+def choose_order(model, *, by="largest", cap=math.inf, tries=1, budget=math.inf,
+                 deadline=None, first=(), separators=True, seed=0):
+    """The elimination order of ``model``'s graph (``adj_start``, ``adj_var``, ``card``,
+    ``n_vars``) that exact elimination (`EliminationPlan`) and weighted mini-bucket
+    elimination (`fwcore.marginals.wmb`) use: the best of the bandwidth order
+    (`bandwidth_order`, O(n + E): on grids and long strips the one that wins) and
+    greedy weighted min-fill (`min_fill_order`), ``tries`` times, the first on the
+    variables' own indices and each next one with ties broken by a random permutation
+    (``seed``), after the variables ``first``.
+
+    Each candidate is eliminated symbolically (`_elimination_game`) and ranked ``by``
+    "largest" (largest clique table, then their total; min-fill wins ties) or "total"
+    (the total of its clique tables, in floats; min-fill wins ties). A candidate with a
+    table over ``cap`` entries does not fit. Work is bounded: with "largest" a min-fill
+    try stops once its next table exceeds the best candidate's largest (it would lose),
+    and ``budget`` (`min_fill_order`'s work units) bounds it only while no candidate
+    fits; with "total" the tries and their eliminations share ``budget``, an
+    elimination stops once its total exceeds the best's, and the bandwidth order's is
+    bounded by ``budget`` too (unfinished, it is kept unranked: any finished candidate
+    beats it, and it is taken when none finishes; a finished min-fill order's elimination
+    costs about as much as the try). No try starts after ``deadline`` (a
+    `fwcore.loop.Deadline`, which also stops a running one); a try that does not order
+    every variable ends the search. ``separators``: compute the winner's separators."""
+    n = model.n_vars
+    bandwidth = bandwidth_order(model, first)
+    shared = by == "total"
+    sep, sizes, complete = _elimination_game(model, bandwidth, cap, budget=budget if shared
+                                             else math.inf, deadline=deadline,
+                                             separators=separators)
+    bandwidth_sizes = sizes
+    best = (_rank(sizes, by), bandwidth.tolist(), sep, sizes) if complete else None
+    unranked = (bandwidth.tolist() if shared and not complete and not (sizes and sizes[-1] > cap)
+                else None)
+    rng, spent, steps, out = np.random.default_rng(seed), 0, 0, False
+    for k in range(tries):
+        if deadline is not None and deadline.passed():
+            break
+        rank = None if k == 0 else rng.permutation(n).astype(np.int64)
+        limit = budget - spent if shared or best is None else math.inf
+        mf_cap = cap if shared or best is None else best[0][0]
+        order, work = min_fill_order(model, mf_cap, limit, first, rank, deadline)
+        spent += work
+        steps, out = len(order), work > limit
+        if len(order) < n:
+            break
+        total_cap = sum(best[3]) if shared and best is not None else math.inf
+        sep, sizes, complete = _elimination_game(
+            model, order, cap, total_cap, budget - spent if shared else math.inf, deadline,
+            separators)
+        if complete and (best is None or _rank(sizes, by) <= best[0]):
+            best = (_rank(sizes, by), order, sep, sizes)
+    if best is None:
+        return OrderChoice(unranked, None, None, bandwidth_sizes, steps, out)
+    return OrderChoice(best[1], best[2], best[3], bandwidth_sizes, steps, out)
+
+
+def _rank(sizes, by):
+    """A candidate's key (smaller is better) from its clique table sizes (exact ints)."""
+    return (max(sizes, default=0), sum(sizes)) if by == "largest" else sum(sizes)
 
 
 def _int64_limit(x):
@@ -183,8 +283,8 @@ class EliminationPlan:
     when its k-core proves every order too large (`_core_table`); else the bandwidth
     order (O(n + E) to find) is eliminated symbolically up to its first table over the
     limit, and min-fill runs only until its tables exceed the limit or the bandwidth
-    order's largest table (it would lose), within _MIN_FILL_WORK when no order fits yet.
-    Models that fit get the same order as with no limit."""
+    order's largest table (it would lose), within _MIN_FILL_WORK when no order fits yet
+    (`choose_order`). Models that fit get the same order as with no limit."""
 
     def __init__(self, model, memory_limit=None):
         n = model.n_vars
@@ -197,28 +297,20 @@ class EliminationPlan:
                                  f"every elimination order has a clique of >= {k + 1} "
                                  f"variables, since the graph's {k}-core is not empty "
                                  f"(treewidth >= {k})")
-        candidates = []
-        first = _functional_vars(model)
-        order = _bandwidth_order(model, first)
-        sep, rcm_sizes = _eliminate(model, order, cap)
-        if sep is not None:  # the bandwidth order fits
-            candidates.append(((max(rcm_sizes, default=0), sum(rcm_sizes)), order.tolist(), sep))
-        # min-fill stops once it would lose to the bandwidth order or exceed the limit
-        mf_cap = candidates[0][0][0] if candidates else cap
-        budget = math.inf if candidates or memory_limit is None else _MIN_FILL_WORK
-        order, work = _min_fill_order(model, mf_cap, budget, first)
-        if len(order) == n:
-            sep, sizes = _eliminate(model, order)
-            candidates.insert(0, ((max(sizes, default=0), sum(sizes)), order, sep))  # wins ties
-        if not candidates:
+        choice = choose_order(model, cap=cap, first=functional_vars(model),
+                              budget=math.inf if memory_limit is None else _MIN_FILL_WORK)
+        if choice.order is None:
+            rcm_sizes = choice.bandwidth_sizes
             raise _too_large(
                 f"a clique table of {8 * rcm_sizes[-1]} bytes with the best order found",
                 memory_limit,
                 f"the bandwidth order reaches it after {len(rcm_sizes)} of {n} variables, and "
-                f"greedy min-fill stopped after {len(order)} at "
-                f"{'its work budget' if work > budget else 'a table over the limit'} (these "
-                f"are heuristic orders: a better one may exist, but none is known cheaply)")
-        (self.max_table, self.work), self.order, self.sep = min(candidates, key=lambda c: c[0])
+                f"greedy min-fill stopped after {choice.min_fill_steps} at "
+                f"{'its work budget' if choice.out_of_budget else 'a table over the limit'} "
+                f"(these are heuristic orders: a better one may exist, but none is known "
+                f"cheaply)")
+        self.order, self.sep = choice.order, choice.sep
+        self.max_table, self.work = _rank(choice.sizes, "largest")
         pos = [0] * n
         for k, v in enumerate(self.order):
             pos[v] = k
@@ -250,7 +342,7 @@ class EliminationPlan:
 
     def map(self, model):
         """A MAP assignment of ``model`` (same graph and cardinalities as the plan's)."""
-        return _elimination_map(model, self)
+        return elimination_map(model, self)
 
     def clique_tree(self, model):
         """The clique tree with ``model``'s layout (same graph as the plan's) for the
@@ -274,7 +366,7 @@ class EliminationPlan:
                 "message_bytes": 8 * self.message_entries, "table_entries": self.work}
 
 
-def _elimination_marginals(model, plan):
+def elimination_marginals(model, plan):
     """Sum-product on the elimination clique tree (`fwcore._elim.sum_product`): upward
     variable elimination gives log Z, the downward pass the marginals."""
     mu = np.zeros(model.dim)
@@ -286,7 +378,7 @@ def _elimination_marginals(model, plan):
     return log_z, mu
 
 
-def _elimination_map(model, plan):
+def elimination_map(model, plan):
     """Max-product variable elimination, then backtracking in reverse elimination order
     (`fwcore._elim.max_product`): each x_v maximises its clique table with the later
     variables already fixed."""

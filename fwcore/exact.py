@@ -21,7 +21,7 @@ import numpy as np
 from ._kernels import forest_sum_product
 from .auto import exact_method
 from .checks import INFEASIBLE, Interval, Options, check_model, validate_params
-from .elimination import EliminationPlan, _elimination_map, _elimination_marginals
+from .elimination import EliminationPlan, elimination_map, elimination_marginals
 from .results import MapResult, Record, Result, Status, Trace
 from .factor_graph import FactorGraph, solves_factor_graphs
 from .model import PairwiseMRF, concat_ranges
@@ -98,7 +98,7 @@ def exact_result(model, method, memory_limit):
     else:
         plan = EliminationPlan(model, memory_limit)
         info = plan.info()
-        log_z, mu = _elimination_marginals(model, plan)
+        log_z, mu = elimination_marginals(model, plan)
     nodes, edges = model.split_marginals(mu)
     mu.setflags(write=False)
     seconds = time.perf_counter() - t0
@@ -124,7 +124,7 @@ def exact_map(model: PairwiseMRF | FactorGraph, method: str = "auto",
     if method == "bruteforce":
         x = _bruteforce_map(model)[0]
     else:
-        x = _elimination_map(model, EliminationPlan(model, memory_limit))
+        x = elimination_map(model, EliminationPlan(model, memory_limit))
     score = float(model.score(x))
     seconds = time.perf_counter() - t0
     return MapResult(assignment=x, score=score, upper_bound=score, status=Status.CONVERGED,

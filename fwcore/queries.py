@@ -29,7 +29,7 @@ import numpy as np
 
 from . import _query
 from .checks import INFEASIBLE, Interval, Options, check_model, validate_params
-from .elimination import EliminationPlan, _eliminate, _functional_vars
+from .elimination import EliminationPlan, separators_along, functional_vars
 from .factor_graph import FactorGraph
 from .io.uai import apply_evidence
 from .model import PairwiseMRF
@@ -64,7 +64,7 @@ class MessageTree:
         order = np.asarray(plan.order, dtype=np.int64)
         if len(last):
             order = _constrained_order(model, order, last, memory_limit / 8)
-        sep, sizes = _eliminate(model, order, memory_limit / 8)
+        sep, sizes = separators_along(model, order, memory_limit / 8)
         if sep is None:
             raise _past_reach(model, what, f"with the query variables last, a clique table "
                               f"of {8 * sizes[-1]} bytes, over memory_limit={memory_limit:.0f}")
@@ -139,20 +139,20 @@ CONSTRAINED_MIN_FILL_WORK = 2e7
 def _constrained_order(model, order, last, cap):
     """An elimination order ending with ``last``: the better (smaller largest clique
     table, then smaller total) of ``order`` with ``last`` moved to the end, and the
-    variables ``_functional_vars`` first then a greedy weighted min-fill over the others
+    variables ``functional_vars`` first then a greedy weighted min-fill over the others
     (`_constrained_min_fill`); a candidate over ``cap`` entries loses."""
     n = model.n_vars
     is_last = np.zeros(n, dtype=bool)
     is_last[list(last)] = True
     tail = np.asarray(last, dtype=np.int64)
     candidates = [np.concatenate([order[~is_last[order]], tail])]
-    first = [v for v in _functional_vars(model) if not is_last[v]]
+    first = [v for v in functional_vars(model) if not is_last[v]]
     greedy = _constrained_min_fill(model, first, is_last)
     if greedy is not None:
         candidates.append(np.concatenate([greedy, tail]))
     scored = []
     for k, candidate in enumerate(candidates):
-        sep, sizes = _eliminate(model, candidate, cap)
+        sep, sizes = separators_along(model, candidate, cap)
         scored.append(((sep is None, max(sizes, default=0), sum(sizes), k), candidate))
     return min(scored, key=lambda c: c[0])[1]
 

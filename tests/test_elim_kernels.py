@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import fwcore
-from fwcore.elimination import EliminationPlan, _elimination_map, _elimination_marginals
+from fwcore.elimination import EliminationPlan, elimination_map, elimination_marginals
 from fwcore.model import PairwiseMRF
 from fwcore.oracles import resolve_oracle
 from fwcore.results import Status
@@ -42,15 +42,15 @@ def check_twin(model):
     best, _ = numpy_map(model, plan)
     if log_z == -np.inf:
         with pytest.raises(ValueError, match="no feasible assignment"):
-            _elimination_marginals(model, plan)
+            elimination_marginals(model, plan)
         with pytest.raises(ValueError, match="no feasible assignment"):
-            _elimination_map(model, plan)
+            elimination_map(model, plan)
         return
-    got_log_z, got_mu = _elimination_marginals(model, plan)
+    got_log_z, got_mu = elimination_marginals(model, plan)
     assert not np.isnan(got_mu).any()
     assert got_log_z == pytest.approx(log_z, abs=1e-10)
     np.testing.assert_allclose(got_mu, mu, atol=1e-10)
-    x = _elimination_map(model, plan)
+    x = elimination_map(model, plan)
     assert model.score(x) == pytest.approx(best, abs=1e-9)
 
 
@@ -70,9 +70,9 @@ def test_infeasible_models_raise(seed):
     theta = model.theta.copy()
     theta[model.node_off[0]:model.node_off[1]] = -np.inf  # certainly infeasible
     with pytest.raises(ValueError, match="no feasible assignment"):
-        _elimination_marginals(model.with_theta(theta), EliminationPlan(model))
+        elimination_marginals(model.with_theta(theta), EliminationPlan(model))
     with pytest.raises(ValueError, match="no feasible assignment"):
-        _elimination_map(model.with_theta(theta), EliminationPlan(model))
+        elimination_map(model.with_theta(theta), EliminationPlan(model))
 
 
 def test_all_inf_slices_give_zeros_not_nan():

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import fwcore.exact as exact
-from fwcore.elimination import EliminationPlan, _min_fill_order
+from fwcore.elimination import EliminationPlan, min_fill_order
 from fwcore.exact import exact_inference, exact_map
 from fwcore.generators import complete, grid, potts_grid
 from fwcore.model import PairwiseMRF
@@ -328,7 +328,7 @@ def test_uai2014_instances(instances, name):
 
 
 def _eager_weighted_min_fill(model):
-    """The twin of `_min_fill_order`: recount every variable's weighted fill at every step."""
+    """The twin of `min_fill_order`: recount every variable's weighted fill at every step."""
     card = model.card.tolist()
     adj = {v: set(model.adj_var[model.adj_start[v]:model.adj_start[v + 1]].tolist())
            for v in range(model.n_vars)}
@@ -354,5 +354,5 @@ def test_lazy_weighted_min_fill_is_the_eager_order(seed):
     pairs = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.3]
     card = rng.integers(2, 6, size=n) if seed % 2 else np.full(n, 3)
     model = PairwiseMRF(card, None, pairs)
-    order, _ = _min_fill_order(model)
+    order, _ = min_fill_order(model)
     assert order == _eager_weighted_min_fill(model)

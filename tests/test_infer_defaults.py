@@ -127,7 +127,7 @@ def test_past_exact_reach_auto_runs_weighted_mini_buckets(method, name):
 def test_auto_respects_a_short_max_time():
     model = random_grid(15, seed=0)  # exact elimination: about 3.5e6 table entries
     assert infer(model).method == "exact/elimination"
-    assert infer(model, max_time=0.05).method == "wmb"
+    assert infer(model, max_time=0.05).method.startswith("wmb")  # "wmb+uniform": no read
 
 
 def test_auto_on_the_local_polytope_uses_the_lp():

@@ -38,7 +38,7 @@ def eliminate_vertex(adj, v):
 
 
 def eliminate_twin(model, order, cap=math.inf):
-    """The twin of `elimination._eliminate`: the elimination game on neighbour sets."""
+    """The twin of `elimination.separators_along`: the elimination game on neighbour sets."""
     card = model.card.tolist()
     adj = NeighbourSets(model)
     pos = np.zeros(model.n_vars, dtype=np.int64)
@@ -55,11 +55,32 @@ def eliminate_twin(model, order, cap=math.inf):
     return sep, sizes
 
 
-def min_fill_twin(model, cap=math.inf, budget=math.inf, first=()):
-    """The twin of `elimination._min_fill_order` (its docstring states the rule): lazy
-    recounts on neighbour sets, a heap of (fill, size, v, version, exact) tuples."""
+def elimination_game_twin(model, order, cap=math.inf, total_cap=math.inf, budget=math.inf,
+                          deadline=None, separators=True):
+    """The twin of `elimination._elimination_game`: `eliminate_twin`, complete when it
+    returns separators; stopped by ``total_cap`` after the step whose table passes it
+    (``budget`` and ``deadline``: no limit here)."""
+    assert budget == math.inf and deadline is None
+    sep, sizes = eliminate_twin(model, order, cap)
+    total = 0
+    for k, size in enumerate(sizes):
+        total += size
+        if total > total_cap:
+            return None, sizes[:k + 1], False
+    return (sep if separators else None), sizes, sep is not None
+
+
+def min_fill_twin(model, cap=math.inf, budget=math.inf, first=(), rank=None, deadline=None):
+    """The twin of `elimination.min_fill_order` (its docstring states the rule): lazy
+    recounts on neighbour sets, a heap of (fill, size, rank[v], version, exact) tuples
+    (``rank`` None: v's index; ``deadline``: none here)."""
     import heapq
+    assert deadline is None
     n = model.n_vars
+    rank = list(range(n)) if rank is None else [int(r) for r in rank]
+    named = [0] * n
+    for v, r in enumerate(rank):
+        named[r] = v
     deg = np.diff(model.adj_start)
     work = int((deg * (deg + 8)).sum())  # the first fill counts
     if work > budget:
@@ -79,7 +100,7 @@ def min_fill_twin(model, cap=math.inf, budget=math.inf, first=()):
         else:
             fill_lb[v] = sum(card[a] * (sum(card[b] for b in nb - adj[a]) - card[a])
                              for a in nb) // 2
-        return (fill_lb[v], card[v] * math.prod(card[u] for u in nb), v)
+        return (fill_lb[v], card[v] * math.prod(card[u] for u in nb), rank[v])
 
     done = [False] * n
     order = []
@@ -94,7 +115,8 @@ def min_fill_twin(model, cap=math.inf, budget=math.inf, first=()):
     heap = [key(v) + (0, True) for v in range(n) if not done[v]]  # + (version, exact)
     heapq.heapify(heap)
     while heap and work <= budget:
-        fill, size, v, ver, exact = heapq.heappop(heap)
+        fill, size, r, ver, exact = heapq.heappop(heap)
+        v = named[r]
         if done[v] or ver != version[v]:
             continue
         if not exact:
@@ -113,12 +135,12 @@ def min_fill_twin(model, cap=math.inf, budget=math.inf, first=()):
         for u in touched:  # fill counts change only around the new edges
             fill_lb[u] = max(0, fill_lb[u] - fill - lost.get(u, 0))
             version[u] += 1
-            heapq.heappush(heap, (fill_lb[u], 0, u, version[u], False))
+            heapq.heappush(heap, (fill_lb[u], 0, rank[u], version[u], False))
     return order, work
 
 
 def bandwidth_twin(model, first=()):
-    """The twin of `elimination._bandwidth_order`: scipy's reverse Cuthill-McKee on the CSR
+    """The twin of `elimination.bandwidth_order`: scipy's reverse Cuthill-McKee on the CSR
     that scipy builds from the edge list."""
     n = model.n_vars
     if n == 0:
@@ -166,13 +188,14 @@ def test_kernels_match_twins_on_random_graphs(seed):
     m = random_graph(seed)
     rng = np.random.default_rng(seed + 1000)
     first = rng.permutation(m.n_vars)[:int(rng.integers(0, 4))].tolist() if m.n_vars else []
-    order = elimination._bandwidth_order(m, first).tolist()
+    order = elimination.bandwidth_order(m, first).tolist()
     assert order == bandwidth_twin(m, first).tolist()
     for ordering in (order, rng.permutation(m.n_vars).tolist()):
-        sep, sizes = elimination._eliminate(m, ordering)
+        sep, sizes = elimination.separators_along(m, ordering)
         assert (sep, sizes) == eliminate_twin(m, ordering)
         for cap in (1, 7, 64, max(sizes, default=1) - 1):  # stopped early
-            assert elimination._eliminate(m, ordering, cap) == eliminate_twin(m, ordering, cap)
+            stopped = elimination.separators_along(m, ordering, cap)
+            assert stopped == eliminate_twin(m, ordering, cap)
 
 
 @pytest.mark.parametrize("seed", range(250))
@@ -182,21 +205,53 @@ def test_min_fill_matches_twin_on_random_graphs(seed):
     rng = np.random.default_rng(seed + 2000)
     first = rng.permutation(m.n_vars)[:int(rng.integers(0, 4))].tolist() if m.n_vars else []
     order, work = min_fill_twin(m, first=first)
-    assert elimination._min_fill_order(m, first=first) == (order, work)
+    assert elimination.min_fill_order(m, first=first) == (order, work)
     for cap, budget in ((8, math.inf), (2**6, math.inf), (math.inf, work // 2),
                         (math.inf, work // 5), (1, math.inf)):
-        assert elimination._min_fill_order(m, cap, budget, first) == min_fill_twin(m, cap, budget,
+        assert elimination.min_fill_order(m, cap, budget, first) == min_fill_twin(m, cap, budget,
                                                                            first)
+    rank = rng.permutation(m.n_vars).astype(np.int64)
+    assert elimination.min_fill_order(m, first=first, rank=rank) == min_fill_twin(
+        m, first=first, rank=rank)
+
+
+@pytest.mark.parametrize("seed", range(0, 250, 5))
+def test_a_rank_is_a_relabelling(seed):
+    """min-fill with ties broken by a permutation gives the order of min-fill on the graph
+    relabelled by it (how the searches of `choose_order` try other orders)."""
+    m = random_graph(seed)
+    label = np.random.default_rng(seed).permutation(m.n_vars)
+    renamed = PairwiseMRF(np.asarray(m.card)[np.argsort(label)], None,
+                          [tuple(sorted((int(label[i]), int(label[j])))) for i, j in m.edges])
+    order, work = elimination.min_fill_order(renamed)
+    assert elimination.min_fill_order(m, rank=label.astype(np.int64)) == (
+        np.argsort(label)[order].tolist(), work)
+
+
+@pytest.mark.parametrize("seed", range(0, 250, 7))
+def test_elimination_game_stops(seed):
+    """`_elimination_game` against its twin at a total cap; a work budget or a passed
+    deadline stops it unfinished."""
+    from fwcore.loop import Deadline
+    m = random_graph(seed)
+    order = np.random.default_rng(seed).permutation(m.n_vars).tolist()
+    _, sizes = eliminate_twin(m, order)
+    for total_cap in (math.inf, sum(sizes), sum(sizes) - 1, sum(sizes) // 3, 0):
+        assert elimination._elimination_game(m, order, total_cap=total_cap) == (
+            elimination_game_twin(m, order, total_cap=total_cap))
+    if m.n_edges:
+        assert not elimination._elimination_game(m, order, budget=0)[2]
+        assert elimination._elimination_game(m, order, deadline=Deadline(-1.0))[1] == []
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (1, 30), (5, 5), (7, 13), (30, 30)])
 def test_kernels_match_twins_on_grids(shape):
     m = grid(*shape)
-    order = elimination._bandwidth_order(m).tolist()
+    order = elimination.bandwidth_order(m).tolist()
     assert order == bandwidth_twin(m).tolist()
-    assert elimination._eliminate(m, order) == eliminate_twin(m, order)
-    assert elimination._eliminate(m, order, 2**5) == eliminate_twin(m, order, 2**5)
-    assert elimination._min_fill_order(m) == min_fill_twin(m)
+    assert elimination.separators_along(m, order) == eliminate_twin(m, order)
+    assert elimination.separators_along(m, order, 2**5) == eliminate_twin(m, order, 2**5)
+    assert elimination.min_fill_order(m) == min_fill_twin(m)
 
 
 def test_sizes_beyond_int64_are_exact():
@@ -205,8 +260,8 @@ def test_sizes_beyond_int64_are_exact():
     m = PairwiseMRF(np.full(71, 2), None, [(0, j) for j in range(1, 71)])
     order = list(range(71))
     for cap in (math.inf, 2**62, 2**64, 2**70, 2**72):
-        assert elimination._eliminate(m, order, cap) == eliminate_twin(m, order, cap)
-    assert elimination._eliminate(m, order)[1][0] == 2**71
+        assert elimination.separators_along(m, order, cap) == eliminate_twin(m, order, cap)
+    assert elimination.separators_along(m, order)[1][0] == 2**71
 
 
 @pytest.mark.parametrize("seed", range(0, 250, 5))
@@ -217,9 +272,9 @@ def test_plans_equal_the_twins_plans(seed, monkeypatch):
     for m in models:
         for limit in (None, 2**12, 2**31):
             with monkeypatch.context() as mp:
-                mp.setattr(elimination, "_eliminate", eliminate_twin)
-                mp.setattr(elimination, "_bandwidth_order", bandwidth_twin)
-                mp.setattr(elimination, "_min_fill_order", min_fill_twin)
+                mp.setattr(elimination, "_elimination_game", elimination_game_twin)
+                mp.setattr(elimination, "bandwidth_order", bandwidth_twin)
+                mp.setattr(elimination, "min_fill_order", min_fill_twin)
                 want = _plan(m, limit)
             assert _plan(m, limit) == want
 

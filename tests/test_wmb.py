@@ -1,6 +1,7 @@
 """Weighted mini-bucket elimination (`fwcore.marginals.wmb`) against brute force: the
 bound is never below log Z, is log Z when the buckets are whole, and so are the
 marginals; the fused log-sum-exp kernel has a NumPy twin."""
+import math
 import sys
 from pathlib import Path
 
@@ -9,9 +10,10 @@ import pytest
 from scipy.special import logsumexp
 
 import fwcore
+from fwcore import _wmb
 from fwcore._wmb import exp_nonpositive
 from fwcore.io.uai import apply_evidence
-from fwcore.marginals.wmb import _wlse, weighted_mini_bucket
+from fwcore.marginals.wmb import weighted_mini_bucket
 from fwcore.results import Status
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # --import-mode=importlib
@@ -24,21 +26,56 @@ def _reference_wlse(x, axes, w):
         return w * logsumexp(x / w, axis=axes) if axes else x
 
 
-@pytest.mark.parametrize("w", [0.25, 1.0, 3.0])
-@pytest.mark.parametrize("shape, axes", [
-    ((3, 4, 2, 5), (3,)), ((3, 4, 2, 5), (0,)), ((3, 4, 2, 5), (1, 3)),
-    ((3, 4, 2, 5), (0, 1, 2)), ((3, 4, 2, 5), (0, 2)), ((3, 4, 2, 5), (0, 1, 2, 3)),
-    ((3, 4, 2, 5), ()), ((5, 3, 17), (2,)), ((5, 3, 17), (0,)), ((5, 17, 3, 17), (1, 3)),
-    ((40, 2), (1,)), ((2, 3, 2), (0, 2))])
-def test_weighted_logsumexp_paths_match_scipy(w, shape, axes):
-    """Every path of `_wlse` (rows of the kernel, short rows, NumPy) against scipy."""
-    rng = np.random.default_rng(1)
+def _extreme(rng, shape):
     x = rng.normal(scale=20, size=shape)
     x[rng.random(x.shape) < 0.3] = -np.inf
     x[1] = -np.inf
-    out = _wlse(x, axes, w)
-    np.testing.assert_allclose(out, _reference_wlse(x, axes, w), rtol=1e-12)
-    assert out.shape == tuple(n for a, n in enumerate(x.shape) if a not in axes)
+    x.reshape(-1)[-1] = 700.0
+    return x
+
+
+@pytest.mark.parametrize("w", [0.25, 1.0, 3.0])
+@pytest.mark.parametrize("shape, axes", [
+    ((3, 4, 2, 5), (0, 1, 2)), ((3, 4, 2, 5), (0, 2)), ((3, 4, 2, 5), (1,)),
+    ((3, 4, 2, 5), ()), ((5, 3, 17), (0,)), ((5, 3, 17), (0, 1)), ((5, 17, 3, 17), (1,)),
+    ((5, 17, 3, 17), (0, 2, 3)), ((40, 2), (0,)), ((2, 3, 2), (0, 2)), ((2, 3, 2), (0, 1, 2))])
+def test_weighted_logsumexp_matches_scipy(w, shape, axes):
+    """The passes' marginalisation (summed ``axes``; the last one summed or kept whole)
+    against scipy, on −inf rows and entries and large values."""
+    x = _extreme(np.random.default_rng(1), shape)
+    kept = [a for a in range(len(shape)) if a not in axes]
+    stride = np.zeros(len(shape), dtype=np.int64)
+    size = 1
+    for a in reversed(kept):
+        stride[a] = size
+        size *= shape[a]
+    out = np.empty(size)
+    _wmb.weighted_logsumexp(x.reshape(-1), np.array(shape, dtype=np.int64), stride, w, out)
+    np.testing.assert_allclose(out, _reference_wlse(x, axes, w).reshape(-1), rtol=1e-12)
+
+
+@pytest.mark.parametrize("w", [0.0, 0.3, 1.0, 4.0])
+@pytest.mark.parametrize("inner", [1, 2, 3, 15, 16, 40])
+def test_rows_and_conditional_entropy_match_numpy(w, inner):
+    """A forward message's rows (w = 0: the max) and the weights' gradient, H(x_v | rest)
+    under p ∝ exp(b / w), against NumPy."""
+    rng = np.random.default_rng(inner)
+    x = _extreme(rng, (7, inner))
+    out = np.empty(7)
+    _wmb.rows_wlse(x, w, out)
+    want = x.max(axis=1) if w == 0 else _reference_wlse(x, (1,), w)
+    np.testing.assert_allclose(out, want, rtol=1e-12)
+    if w == 0:
+        return
+    b = x / w
+    p = np.exp(b - b.max())
+    p /= p.sum()
+
+    def entropy(q):
+        q = q[q > 0]
+        return -(q * np.log(q)).sum()
+    assert _wmb.conditional_entropy(x, w) == pytest.approx(entropy(p) - entropy(p.sum(axis=1)),
+                                                           rel=1e-9, abs=1e-12)
 
 
 def test_exp_matches_numpy():
@@ -156,3 +193,84 @@ def test_a_model_whose_variables_evidence_fixes_has_no_table_left():
         res = weighted_mini_bucket(model, max_time=max_time)
         assert res.log_z_upper == res.log_z_lower == pytest.approx(0.5 + 1.0 + 2.0)
         np.testing.assert_allclose(res.node_marginals[1], [0, 0, 1])
+
+
+def _twin_case(seed, ibound):
+    """A random factor graph with −inf entries and some variables fixed by evidence, its
+    kernel tree and the twin's."""
+    from wmb_numpy import WMBTwin, mini_buckets_twin
+    from fwcore.marginals import wmb
+    rng = np.random.default_rng(seed)
+    fg = random_factor_graph(seed, n=8, n_factors=11)
+    factors = [(s, t.copy()) for s, t in fg.factors]
+    for _, t in factors:
+        t[rng.random(t.shape) < 0.15] = -np.inf
+        t.reshape(-1)[0] = 0.0
+    fg = fwcore.FactorGraph(fg.card, factors)
+    flat = wmb.flat_factors(fg)
+    fixed = np.full(fg.n_vars, -1, dtype=np.int32)
+    fixed[rng.permutation(fg.n_vars)[:seed % 3]] = 0
+    order = np.array([v for v in rng.permutation(fg.n_vars) if fixed[v] < 0], dtype=np.int64)
+    mb = wmb.MiniBuckets(flat, fixed, order, ibound=ibound)
+    card = [int(c) for c in fg.card]
+    scopes = [tuple(int(v) for v in s) for s, _ in fg.factors]
+    tree = mini_buckets_twin(card, scopes, fixed, order.tolist(),
+                             math.inf if ibound is None else ibound + 1)
+    twin = WMBTwin(card, scopes, [np.asarray(t, dtype=float) for _, t in fg.factors], fixed,
+                   order.tolist(), tree)
+    return fg, mb, twin
+
+
+@pytest.mark.parametrize("seed", range(16))
+@pytest.mark.parametrize("ibound", [1, 2, None])
+def test_the_kernels_are_their_numpy_twins(seed, ibound):
+    """The tree (`fwcore._wmb.mini_buckets`) and every pass (forward with the weights' step
+    and moment matching, backward, decoding, the beliefs' read) against `wmb_numpy`'s
+    twins, pass after pass, on factor graphs with −inf entries and evidence."""
+    from fwcore.marginals import wmb
+    fg, mb, twin = _twin_case(seed, ibound)
+    assert mb.c_var.tolist() == twin.c_var and mb.c_parent.tolist() == twin.parent
+    assert mb.b_start.tolist() == twin.b_start and mb.f_cluster.tolist() == tree_f(twin)
+    assert [tuple(mb.c_scope[mb.c_start[c]:mb.c_start[c + 1]].tolist())
+            for c in range(mb.n_clusters)] == twin.scope
+    w = wmb.WeightedMiniBucket(mb)
+    arrays = w.tree.arrays
+    for k in range(4):
+        step = 1.0 / (k + 1)
+        bound = w.forward(step)
+        want = twin.forward(step, w.eta, wmb._WEIGHT_FLOOR)
+        assert bound == pytest.approx(want, rel=1e-9, abs=1e-9) or bound == want == -np.inf
+        np.testing.assert_allclose(arrays["weight"], twin.weight, rtol=1e-9)
+        np.testing.assert_allclose(arrays["repar"], np.concatenate(twin.repar + [[]]),
+                                   rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(arrays["fwd"], _flat_messages(twin.fwd), rtol=1e-9,
+                                   atol=1e-9)
+        w.backward()
+        twin.backward()
+        np.testing.assert_allclose(arrays["bwd"], _flat_messages(twin.bwd), rtol=1e-9,
+                                   atol=1e-9)
+        np.testing.assert_array_equal(w.decode(), twin.decode())
+    flat = wmb.flat_factors(fg)
+    node_off = np.concatenate([[0], np.cumsum(flat.card)])
+    node, fac = np.zeros(node_off[-1]), np.zeros(len(flat.table))
+    w.marginals(node, fac)
+    nodes, factors = twin.read()
+    for v in range(fg.n_vars):
+        got = node[node_off[v]:node_off[v + 1]]
+        want = (np.eye(fg.card[v])[mb.fixed[v]] if mb.fixed[v] >= 0 else
+                nodes.get(v, np.full(fg.card[v], 1.0 / fg.card[v])))
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    for f, want in factors.items():
+        scope = flat.var[flat.start[f]:flat.start[f + 1]]
+        got = fac[flat.off[f]:flat.off[f + 1]].reshape(flat.card[scope])
+        got = got[tuple(mb.fixed[v] if mb.fixed[v] >= 0 else slice(None) for v in scope)]
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+
+
+def tree_f(twin):
+    return [next((c for c in range(len(twin.own)) if f in twin.own[c]), -1)
+            for f in range(len(twin.scopes))]
+
+
+def _flat_messages(messages):
+    return np.concatenate([m.reshape(-1) for m in messages] + [np.zeros(0)])

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import fwcore
-from fwcore.elimination import EliminationPlan, _elimination_map, _elimination_marginals
+from fwcore.elimination import EliminationPlan, elimination_map, elimination_marginals
 from fwcore.io.uai import read_uai
 
 from .common import QUICK, built_models, instance_path
@@ -65,11 +65,11 @@ class EliminationKernels:
         table = {}
         for name, model in built_models(_MODELS):
             plan = EliminationPlan(model)
-            runs = {"kernel_sum": lambda: _elimination_marginals(model, plan),
+            runs = {"kernel_sum": lambda: elimination_marginals(model, plan),
                     "numpy_sum": lambda: twin.numpy_marginals(model, plan),
                     "exact_inference": lambda: fwcore.exact_inference(model),
                     "trbp": lambda: fwcore.trbp(model),
-                    "kernel_max": lambda: _elimination_map(model, plan),
+                    "kernel_max": lambda: elimination_map(model, plan),
                     "numpy_max": lambda: twin.numpy_map(model, plan)}
             table[name] = {col: _median_seconds(runs[col], repeats) for col in _COLUMNS}
         return table
@@ -82,10 +82,10 @@ class EliminationKernels:
         self.plan = EliminationPlan(self.model)
 
     def time_kernel_sum_product(self, table, model):
-        _elimination_marginals(self.model, self.plan)
+        elimination_marginals(self.model, self.plan)
 
     def time_kernel_max_product(self, table, model):
-        _elimination_map(self.model, self.plan)
+        elimination_map(self.model, self.plan)
 
     def track_kernel_sum_seconds(self, table, model):
         return self.row["kernel_sum"]

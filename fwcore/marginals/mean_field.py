@@ -29,7 +29,8 @@ from ..results import Record, Result, Status, Trace
 from .registry import register_method
 from .result import MarginalResult
 
-__all__ = ["MeanFieldResult", "mean_field_lower_bound", "mean_field", "factors_of"]
+__all__ = ["MeanFieldResult", "mean_field_lower_bound", "mean_field", "flat_mean_field",
+           "factors_of"]
 
 #: a sweep reads the clock every this many variables (a deadline passed stops it there)
 _CHECK_EVERY = 64
@@ -131,7 +132,8 @@ class _FactorAscent:
 
     def sweep(self, deadline):
         """(the largest change of q, 1 when every variable was updated, 0 when the
-        ``deadline`` stopped the sweep: q so far, each update only raised L)."""
+        ``deadline`` (a `fwcore.loop.Deadline`) stopped the sweep: q so far, each update
+        only raised L)."""
         moved, q = 0.0, self.q
         for i in range(len(q)):
             if i % _CHECK_EVERY == 0 and deadline.passed():
@@ -145,7 +147,7 @@ class _FactorAscent:
         return _lower_bound(self.factors, self.q)
 
     def marginals(self):
-        return self.q
+        return np.concatenate(self.q) if self.q else np.zeros(0)
 
 
 class _PairwiseAscent:
@@ -154,8 +156,7 @@ class _PairwiseAscent:
     in the same order)."""
 
     def __init__(self, model, q):
-        self.model = model
-        self.q = np.concatenate(q) if q else np.zeros(0)
+        self.model, self.q = model, q
         self.exact = model.n_edges == 0
 
     def sweep(self, deadline):
@@ -165,8 +166,7 @@ class _PairwiseAscent:
         return mean_field_bound(self.model.theta, self.model.graph, self.q)
 
     def marginals(self):
-        off = self.model.node_off
-        return [self.q[off[i]:off[i + 1]].copy() for i in range(self.model.n_vars)]
+        return self.q
 
 
 def _entropy(p):
@@ -240,8 +240,41 @@ def mean_field(model, start, max_iter, tol, deadline, callbacks=None):
     trace only): each step is a sweep; a step that would end past the deadline (predicted
     from the last sweep) is not started."""
     card = np.asarray(model.card, dtype=np.int64)
-    q = [np.full(c, 1.0 / c) for c in card] if start is None else _check_start(start, card)
-    ascent = (_PairwiseAscent if isinstance(model, PairwiseMRF) else _FactorAscent)(model, q)
+    q = (np.repeat(1.0 / card, card) if start is None else
+         np.concatenate([np.zeros(0)] + _check_start(start, card)))
+    bound, q, outcome, sweeps = _coordinate_ascent(model, q, max_iter, tol, deadline,
+                                                   callbacks)
+    off = np.concatenate([[0], np.cumsum(card)])
+    return MeanFieldResult(node_marginals=[q[off[i]:off[i + 1]] for i in range(len(card))],
+                           log_z_lower=float(bound), status=outcome.status, n_iter=sweeps,
+                           time=deadline.elapsed(), trace=outcome.trace)
+
+
+def flat_mean_field(model, start, max_iter, tol, deadline):
+    """``(L(q), q)`` of `mean_field` (its sweeps, stops and repair) from the flat node
+    marginals ``start`` (float64[Σ card], each variable's block non-negative, not all
+    zero; a labelling as point masses makes the first bound its score), ``q`` flat too,
+    within ``deadline`` (a `fwcore.loop.Deadline`). For callers that hold marginals flat
+    (`fwcore.marginals.wmb`): no array per variable."""
+    card = np.asarray(model.card, dtype=np.int64)
+    off = np.concatenate([[0], np.cumsum(card)])
+    q = np.array(start, dtype=np.float64)
+    q /= np.repeat(np.add.reduceat(q, off[:-1]) if len(card) else np.zeros(0), card)
+    bound, q, _, _ = _coordinate_ascent(model, q, max_iter, tol, deadline, None)
+    return float(bound), q
+
+
+def _coordinate_ascent(model, q, max_iter, tol, deadline, callbacks):
+    """The sweeps of `mean_field` from the flat q on `fwcore.loop.run_loop` (a step is a
+    sweep; one that would end past ``deadline``, as the last was timed, is not started;
+    ``callbacks`` None: a trace only): ``(L, q, the loop's outcome, whole sweeps)``. A run
+    stopped in a sweep, at the deadline or by Ctrl-C, keeps L of q so far."""
+    if isinstance(model, PairwiseMRF):
+        ascent = _PairwiseAscent(model, q)
+    else:
+        off = np.concatenate([[0], np.cumsum(np.asarray(model.card, dtype=np.int64))])
+        ascent = _FactorAscent(model, [q[off[i]:off[i + 1]].copy()
+                                       for i in range(len(off) - 1)])
     state = {"bound": ascent.bound(), "gain": np.inf, "sweeps": 0, "seconds": 0.0}
 
     def measure(k):
@@ -264,11 +297,8 @@ def mean_field(model, start, max_iter, tol, deadline, callbacks=None):
 
     outcome = run_loop(measure, step, Stopping(max_iter, tol, deadline=deadline),
                        Callbacks() if callbacks is None else callbacks, proof=ascent.exact)
-    # a run stopped at the deadline in a sweep, or by Ctrl-C, keeps L of q so far
     bound = ascent.bound() if outcome.status is Status.INTERRUPTED else state["bound"]
-    return MeanFieldResult(node_marginals=ascent.marginals(), log_z_lower=float(bound),
-                           status=outcome.status, n_iter=state["sweeps"],
-                           time=deadline.elapsed(), trace=outcome.trace)
+    return bound, ascent.marginals(), outcome, state["sweeps"]
 
 
 def _update(touching, q, k):

@@ -3,11 +3,12 @@ memory, and marginals from the same mini-buckets (Liu & Ihler 2011, "Bounding th
 partition function using Hölder's inequality"; the moment matching of Liu's thesis,
 Sec. 4, as Merlin's `wmb` runs it).
 
-Variables are eliminated in the order of fewest table entries among min-fill orders and
-a bandwidth order. The factors (and messages) of variable v's
-bucket are split into mini-buckets r whose tables hold at most ``max_entries`` entries
-(and, with ``ibound``, at most ``ibound`` + 1 variables); each gets a weight w_r > 0 with
-Σ_r w_r = 1, and sends the message
+Variables are eliminated in the order `fwcore.elimination.choose_order` finds (the fewest
+total clique-table entries among min-fill orders and the bandwidth order, within a
+share of ``max_time``). The factors (and messages) of variable v's bucket are split into
+mini-buckets r whose tables hold at most ``max_entries`` entries (and, with ``ibound``,
+at most ``ibound`` + 1 variables); each gets a weight w_r > 0 with Σ_r w_r = 1, and sends
+the message
 
     λ_r(x_{C_r \\ v}) = w_r log Σ_{x_v} exp(f_r(x_{C_r}) / w_r),
 
@@ -19,483 +20,465 @@ moves the weights along the bound's gradient (the mini-buckets' conditional entr
 and matches the weighted marginals on x_v of the bucket's mini-buckets (their beliefs use
 the backward messages of the previous pass), which tightens the bound; a bucket of one
 mini-bucket is eliminated exactly, and a model whose buckets all fit gets log Z itself.
-The tables' log-sum-exps run in `fwcore._wmb`'s kernels.
+
+Everything runs in `fwcore._wmb`'s kernels over flat arrays, one call per pass over the
+whole tree (building the tree, forward and backward passes, decoding, reading the
+beliefs): the model's tables are read in place and a cluster's table is rebuilt when a
+pass needs it, so the memory of a run is its messages (two tables over scope minus
+variable per cluster) and the scratch of its largest bucket.
 """
 from __future__ import annotations
 
 import math
+import os
 import time
+from typing import NamedTuple
 
 import numpy as np
 
-from .._wmb import short_rows, weighted_logsumexp
+from .. import _wmb
 from ..auto import TIME_SHARES
 from ..checks import (BOOL, CALLABLE, TIME, Interval, check_bound_feasible, check_feasible,
                       check_model, validate_params)
+from ..elimination import bandwidth_order, choose_order, stop_at
 from ..factor_graph import FactorGraph
-from ..loop import Deadline, Stopping, run_loop
+from ..loop import Deadline, Stopping, TimeUp, run_loop
 from ..model import PairwiseMRF
 from ..oracles._common import feasible_labelling
 from ..results import Record, Status
 from .condition import fixed_by_evidence
-from .mean_field import _entropy, factors_of, mean_field
+from .mean_field import flat_mean_field
 from .registry import register_method, run_method
 from .result import MarginalResult
 
-__all__ = ["weighted_mini_bucket", "MiniBuckets", "WeightedMiniBucket"]
+__all__ = ["weighted_mini_bucket", "MiniBuckets", "WeightedMiniBucket", "flat_factors",
+           "default_memory_limit"]
 
 
-#: rows shorter than this are summed across rows (`fwcore._wmb.short_rows`); the kernel's
-#: own rows are the table's last run of axes only when it is at least this long
-_SHORT_ROW = 16
+class FlatFactors(NamedTuple):
+    """A model's log-potential factors as flat arrays: ``card`` (int32[n]), the scopes
+    (factor f's variables ``var[start[f]:start[f + 1]]``, int64 / int32) and tables
+    (factor f's from ``off[f]`` in ``table``, C order over its scope as given; int64[F +
+    1] / float64)."""
+
+    card: np.ndarray
+    start: np.ndarray
+    var: np.ndarray
+    off: np.ndarray
+    table: np.ndarray
 
 
-def _row_wlse(rows, w):
-    """w log Σ_t exp(rows[r, t] / w) for each row of the C-contiguous 2-d ``rows``."""
-    out = np.empty(rows.shape[0])
-    if rows.shape[1] >= _SHORT_ROW:
-        weighted_logsumexp(rows.reshape(-1), np.array(rows.shape, dtype=np.intp),
-                           np.array([1, 0], dtype=np.intp), w, out)
-        return out
-    total = np.empty(rows.shape[0])
-    short_rows(rows, w, out, total)
-    with np.errstate(divide="ignore"):
-        out += w * np.log(total)
-    return out
+def flat_factors(model):
+    """``model``'s factors (`FlatFactors`): a PairwiseMRF's unaries then edges, on θ itself
+    (no copy: its node and edge offsets are the table offsets); a FactorGraph's
+    ``factors``."""
+    card = np.ascontiguousarray(model.card, dtype=np.int32)
+    if isinstance(model, FactorGraph):
+        factors = model.factors
+        start = np.zeros(len(factors) + 1, dtype=np.int64)
+        np.cumsum([len(s) for s, _ in factors], out=start[1:])
+        var = np.array([v for s, _ in factors for v in s], dtype=np.int32)
+        tables = [np.asarray(t, dtype=np.float64).reshape(-1) for _, t in factors]
+        off = np.zeros(len(factors) + 1, dtype=np.int64)
+        np.cumsum([t.size for t in tables], out=off[1:])
+        table = np.concatenate(tables) if tables else np.zeros(0)
+        return FlatFactors(card, start, var, off, table)
+    n, n_edges = model.n_vars, model.n_edges
+    start = np.concatenate([np.arange(n + 1), n + 2 * np.arange(1, n_edges + 1)]).astype(np.int64)
+    var = np.concatenate([np.arange(n), model.edges.reshape(-1)]).astype(np.int32)
+    off = np.concatenate([model.node_off[:-1], model.edge_off]).astype(np.int64)
+    return FlatFactors(card, start, var, off,
+                       np.ascontiguousarray(model.theta, dtype=np.float64))
 
 
-def _wlse(x, axes, w=1.0):
-    """w log Σ_axes exp(x / w) (``axes`` a tuple, w > 0) over the other axes in order;
-    −inf (never NaN) where every entry is −inf. On the table's axes merged where
-    neighbours are both summed or both kept: in place by `fwcore._wmb.weighted_logsumexp`
-    when the last run of axes is at least `_SHORT_ROW` long (a row at a time), else as
-    rows of the summed axes (`_row_wlse`; the kept axes moved first by one copy when
-    they are not already)."""
-    x = np.ascontiguousarray(x, dtype=np.float64)
-    merged = []                                  # [size, kept] of runs of axes
-    for a, n in enumerate(x.shape):
-        kept = a not in axes
-        if merged and merged[-1][1] == kept:
-            merged[-1][0] *= n
-        else:
-            merged.append([n, kept])
-    out_shape = [n for a, n in enumerate(x.shape) if a not in axes]
-    summed = math.prod(x.shape[a] for a in axes)
-    if merged and merged[-1][0] < _SHORT_ROW:
-        if len(merged) > 2 or merged[-1][1]:     # the kept axes first
-            keep = [a for a in range(x.ndim) if a not in axes]
-            x = np.ascontiguousarray(np.transpose(x, keep + list(axes)))
-        return _row_wlse(x.reshape(-1, summed), w).reshape(out_shape)
-    out_stride = np.zeros(len(merged), dtype=np.intp)
-    size = 1
-    for k in reversed(range(len(merged))):
-        if merged[k][1]:
-            out_stride[k] = size
-            size *= merged[k][0]
-    out = np.empty(size)
-    weighted_logsumexp(x.reshape(-1), np.array([n for n, _ in merged], dtype=np.intp),
-                       out_stride, w, out)
-    return out.reshape(out_shape)
+def _fixed_states(model):
+    """int32[n]: each variable's evidence state (`fwcore.marginals.condition.
+    fixed_by_evidence`), −1 where free."""
+    fixed = np.full(len(model.card), -1, dtype=np.int32)
+    for v, state in fixed_by_evidence(model).items():
+        fixed[v] = state
+    return fixed
 
 
-#: `_elimination_order` tries min-fill under this many random relabellings (ties broken
-#: differently) within `_ORDER_WORK` of min-fill's work: on the UAI 2014 models the best of
+class _Graph(NamedTuple):
+    """A graph for `fwcore.elimination.choose_order`: ``card`` (int32) and a symmetric CSR
+    (``adj_start`` int64[n + 1], ``adj_var`` int32)."""
+
+    card: np.ndarray
+    adj_start: np.ndarray
+    adj_var: np.ndarray
+
+    @property
+    def n_vars(self):
+        return len(self.card)
+
+
+def _graph(card, pairs):
+    """The `_Graph` of the variable pairs ``pairs`` (int64[m, 2], no duplicates)."""
+    n = len(card)
+    both = np.concatenate([pairs, pairs[:, ::-1]])
+    both = both[np.lexsort((both[:, 1], both[:, 0]))]
+    start = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(both[:, 0], minlength=n), out=start[1:])
+    return _Graph(card, start, np.ascontiguousarray(both[:, 1], dtype=np.int32))
+
+
+def _primal_graph(model, flat, fixed):
+    """The primal graph of the factors' free variables (fixed ones isolated): a
+    PairwiseMRF's own graph when nothing is fixed."""
+    if isinstance(model, PairwiseMRF):
+        free = fixed < 0
+        if free.all():
+            return model
+        return _graph(flat.card, model.edges[free[model.edges].all(axis=1)].astype(np.int64))
+    pairs = [(a, b) for f in range(len(flat.start) - 1)
+             for s in [[int(v) for v in flat.var[flat.start[f]:flat.start[f + 1]]
+                        if fixed[v] < 0]]
+             for i, a in enumerate(s) for b in s[i + 1:]]
+    pairs = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+    return _graph(flat.card, np.unique(np.sort(pairs, axis=1), axis=0))
+
+
+#: `_elimination_order` tries min-fill under this many random tie-breaks (as on relabelled
+#: graphs) within `_ORDER_WORK` units of min-fill's work: on the UAI 2014 models the best of
 #: 30 needs 16x fewer elimination entries than the first on Promedus_17 (2^24.1 against
-#: 2^28.2), 10x on Pedigree_11, 4x on linkage_12; on grids the bandwidth order wins.
+#: 2^28.2), 10x on Pedigree_11, 4x on linkage_12; on grids the bandwidth order wins (on a
+#: 40x40 grid WMB's bound at i-bound 8 is 2-5x closer with it than with min-fill's).
 #: With max_time the search takes at most its share of it (`fwcore.auto.TIME_SHARES`; no
-#: new try starts after), so that the first pass ends within a short max_time
+#: new try starts after, and a running one stops), so that the first pass ends within a
+#: short max_time
 _ORDER_TRIES, _ORDER_WORK = 32, 5e8
 
 
-def _log_entries(model, order):
-    """log of the total clique-table entries of exact elimination along ``order`` (the
-    `eliminate` kernel's separators; in floats: the sizes overflow int64 on large models)."""
-    from .._symbolic import eliminate
-    order = np.ascontiguousarray(order, dtype=np.int64)
-    start, var, _ = eliminate(model.adj_start, model.adj_var, model.card, order,
-                              np.iinfo(np.int64).max)
-    log_card = np.log(model.card.astype(np.float64))
-    log_sep = np.concatenate([[0.0], np.cumsum(log_card[np.asarray(var)])])
-    start = np.asarray(start)
-    log_sizes = log_card[order] + log_sep[start[1:]] - log_sep[start[:-1]]
-    return float(np.logaddexp.reduce(log_sizes)) if log_sizes.size else -math.inf
-
-
-def _elimination_order(card, scopes, deadline):
-    """The elimination order of least total clique-table entries (`_log_entries`) among
-    the bandwidth order and min-fill (`fwcore.elimination`) under `_ORDER_TRIES` seeded
-    random relabellings of the primal graph of ``scopes``, within `_ORDER_WORK` units of
-    min-fill's work, the last try started before ``deadline`` (a `fwcore.loop.Deadline`;
-    without a limit the same order on every run)."""
-    from ..elimination import _bandwidth_order, _min_fill_order
-    n = len(card)
-    pairs = np.array(sorted({(min(a, b), max(a, b)) for s in scopes
-                             for i, a in enumerate(s) for b in s[i + 1:]}),
-                     dtype=np.int64).reshape(-1, 2)
-
-    def primal(label):          # the primal graph with variable v renamed label[v]
-        edges = np.sort(label[pairs], axis=1)
-        c = np.empty_like(card)
-        c[label] = card
-        theta = np.zeros(int(c.sum()) + int((c[edges[:, 0]] * c[edges[:, 1]]).sum()))
-        return PairwiseMRF.from_flat(c, edges, theta)
-
-    model = primal(np.arange(n))
-    order = _bandwidth_order(model)
-    best = (_log_entries(model, order), order)
-    rng, spent = np.random.default_rng(0), 0
-    for k in range(_ORDER_TRIES):
-        if deadline.passed():
-            break
-        label = np.arange(n) if k == 0 else rng.permutation(n)
-        renamed = primal(label)
-        order, used = _min_fill_order(renamed, budget=_ORDER_WORK - spent)
-        spent += used
-        if len(order) < n:
-            break
-        order = np.argsort(label)[order]
-        best = min(best, (_log_entries(model, order), order), key=lambda c: c[0])
-    return [int(v) for v in best[1]]
+def _elimination_order(model, flat, fixed, deadline):
+    """The free variables in the elimination order of least total clique-table entries
+    among the bandwidth order and `_ORDER_TRIES` min-fill tries
+    (`fwcore.elimination.choose_order` on the primal graph), within `_ORDER_WORK` and
+    ``deadline`` (without a limit the same order on every run)."""
+    choice = choose_order(_primal_graph(model, flat, fixed), by="total", tries=_ORDER_TRIES,
+                          budget=_ORDER_WORK, deadline=deadline, separators=False)
+    order = np.asarray(choice.order, dtype=np.int64)
+    return np.ascontiguousarray(order[fixed[order] < 0])
 
 
 class MiniBuckets:
-    """The symbolic mini-bucket tree of an elimination ``order`` (WMB's clusters).
+    """The symbolic mini-bucket tree of an elimination ``order`` (WMB's clusters), built by
+    `fwcore._wmb.mini_buckets` from the model's `FlatFactors` ``flat`` and evidence states
+    ``fixed`` (its docstring states the partition: mini-buckets of at most
+    ``max_entries`` table entries and ``ibound`` + 1 variables, an item larger than that
+    making its own). `TimeUp` when ``deadline`` (a `fwcore.loop.Deadline`) passes first.
 
-    Cluster c eliminates ``var[c]`` from ``scope[c]``, holds the original factors
-    ``originals[c]``, receives the messages of ``children[c]`` and sends its own to
-    ``parent[c]`` (−1: a root, whose message is a number). A scope lists its variables
-    latest-eliminated first, so ``var[c]`` is its last axis and every sub-scope is in
-    the same order. Each bucket is split (`_partition`) into mini-buckets of at most
-    ``max_entries`` table entries and ``ibound`` + 1 variables (an item larger than that
-    makes its own). Building it checks ``deadline`` (a `fwcore.loop.Deadline`: `TimeUp`
-    when it passes)."""
+    The tree's arrays (`fwcore._wmb.Tree`'s names): ``c_var``, ``c_start``, ``c_scope``,
+    ``c_parent``, ``b_start`` (the clusters of the p-th variable of ``order``), ``f_cluster``
+    (the cluster of each factor, −1 for factors of fixed variables only);
+    ``cluster_entries`` (float64: each cluster's table entries)."""
 
-    def __init__(self, card, scopes, order, max_entries=math.inf, ibound=None,
-                 deadline=None):
-        self.card, self.order = card, list(order)
-        self._card = card.tolist()
-        position = np.full(len(card), -1, dtype=np.int64)
-        position[self.order] = np.arange(len(self.order))
-        self.position = position = position.tolist()
-        buckets = [[] for _ in self.order]          # items (scope, factor k | -1, cluster | -1)
-        for k, s in enumerate(scopes):
-            if s:
-                buckets[min(position[v] for v in s)].append((frozenset(s), k, -1))
-        self.constants = [k for k, s in enumerate(scopes) if not s]
-        self.scope, self.var, self.originals, self.children, self.parent = [], [], [], [], []
-        self.bucket = []                             # the clusters of each variable in order
-        max_vars = math.inf if ibound is None else ibound + 1
-        deadline = Deadline() if deadline is None else deadline
-        for p, v in enumerate(self.order):
-            if p % 256 == 0:
-                deadline.left()
-            groups = self._partition(buckets[p], max_vars, max_entries)
-            mine = []
-            for s, originals, children in groups:
-                c = len(self.scope)
-                mine.append(c)
-                self.scope.append(self.sorted(s))
-                self.var.append(v)
-                self.originals.append(originals)
-                self.children.append(children)
-                self.parent.append(-1)
-                for child in children:
-                    self.parent[child] = c
-                rest = s - {v}
-                if rest:
-                    buckets[min(position[u] for u in rest)].append((rest, -1, c))
-            self.bucket.append(mine)
-
-    def _partition(self, items, max_vars, max_entries):
-        """A bucket's items as mini-buckets [scope, originals, children]: items from the
-        fewest variables up, each joined to the mini-bucket of fewest variables it fits
-        in (else a new one): small scopes are joined first, as by Merlin's greedy, which
-        merges the fitting pair of fewest variables (its O(R^3) took 42 s on
-        relational_1's 500-item buckets)."""
-        groups = []
-        for s, k, c in sorted(items, key=lambda item: len(item[0])):
-            g, fewest = None, math.inf
-            for h in groups:
-                joined = h[0] | s
-                if (len(h[0]) < fewest and len(joined) <= max_vars and
-                        self.entries_of(joined) <= max_entries):
-                    g, fewest = h, len(h[0])
-            if g is not None:
-                g[0] = g[0] | s
-            else:
-                g = [s, [], []]
-                groups.append(g)
-            (g[1] if c < 0 else g[2]).append(k if c < 0 else c)
-        return groups
-
-    def sorted(self, variables):
-        """``variables`` latest-eliminated first (the axis order of every table here)."""
-        position = self.position
-        return tuple(sorted(variables, key=lambda v: -position[v]))
-
-    def entries_of(self, variables):
-        card = self._card
-        return math.prod([card[v] for v in variables])
+    def __init__(self, flat, fixed, order, max_entries=math.inf, ibound=None, deadline=None):
+        self.flat, self.fixed = flat, fixed
+        self.order = np.ascontiguousarray(order, dtype=np.int64)
+        max_vars = np.iinfo(np.int64).max if ibound is None else ibound + 1
+        built = _wmb.mini_buckets(flat.card, flat.start, flat.var, fixed, self.order, max_vars,
+                                  float(max_entries), stop_at(deadline))
+        if built is None:
+            raise TimeUp
+        self.c_var, self.c_start, self.c_scope, self.c_parent, self.b_start, self.f_cluster = built
+        card = flat.card.astype(np.float64)
+        self.cluster_entries = (np.multiply.reduceat(card[self.c_scope], self.c_start[:-1])
+                                if self.n_clusters else np.zeros(0))
+        cumulative = np.concatenate([[0.0], np.cumsum(self.cluster_entries)])
+        self.bucket_entries = cumulative[self.b_start[1:]] - cumulative[self.b_start[:-1]]
+        self.bucket_size = np.diff(self.b_start)
 
     @property
     def n_clusters(self):
-        return len(self.scope)
+        return len(self.c_var)
 
     @property
     def entries(self):
-        """Table entries of all clusters (the memory of one set of cluster tables)."""
-        return sum(self.entries_of(s) for s in self.scope)
+        """Table entries of all clusters (the work of a pass)."""
+        return float(self.cluster_entries.sum())
+
+    @property
+    def message_entries(self):
+        """Entries of one set of messages (a table over scope minus variable a cluster)."""
+        return float((self.cluster_entries / self.flat.card[self.c_var]).sum())
 
     @property
     def memory(self):
-        """Bytes to run WMB on this tree: two sets of its cluster tables (the factors and
-        the incoming tables of a pass) and `_TEMPORARIES` tables of its largest cluster."""
-        return 8 * (2 * self.entries + _TEMPORARIES * max(map(self.entries_of, self.scope),
-                                                              default=0))
+        """Bytes to run WMB on this tree (`WeightedMiniBucket`): two sets of messages, the
+        reparameterisations and weights, the scratch of the largest bucket (twice where
+        it is split, as passes keep its beliefs) and of two of the largest cluster, and
+        the tree's own arrays."""
+        split = self.bucket_entries[self.bucket_size > 1]
+        scratch = (3 * self.bucket_entries.max(initial=0) + split.max(initial=0) +
+                   2 * self.cluster_entries.max(initial=0))
+        structure = 48 * self.n_clusters + 4 * len(self.c_scope) + 8 * len(self.f_cluster)
+        return 8 * (2 * self.message_entries + self.flat.card[self.c_var].sum() + scratch +
+                    self.n_clusters) + structure
 
     @property
     def exact(self):
         """Whether every bucket is one mini-bucket (then the bound is log Z)."""
-        return all(len(b) == 1 for b in self.bucket)
+        return not (self.bucket_size > 1).any()
 
     @property
     def width(self):
         """Variables in the largest cluster."""
-        return max((len(s) for s in self.scope), default=0)
+        return int(np.diff(self.c_start).max(initial=0))
 
 
-def _subset_marginals(p, scope, subsets):
-    """{subset: the marginal of the table ``p`` (over ``scope``) on it} for each subset (a
-    tuple of ``scope``'s variables, in its order): variables no subset needs are summed
-    out first, then, recursively, the subsets without the variable that most (but not
-    all) of them hold are found on the table with it summed out, and the rest on the
-    table as it is; a pass over a table per level, not one per subset (a cluster of six
-    21-state variables with its 15 pairwise factors: about 3 passes instead of 15)."""
-    need = set().union(*subsets)
-    drop = tuple(i for i, v in enumerate(scope) if v not in need)
-    if drop:
-        p, scope = p.sum(axis=drop), tuple(v for v in scope if v in need)
-    out = {s: p for s in subsets if len(s) == len(scope)}
-    rest = [s for s in subsets if len(s) < len(scope)]
-    if rest:
-        count = {v: sum(v in s for s in rest) for v in scope}
-        v = max((u for u in scope if count[u] < len(rest)), key=count.get)
-        without = [s for s in rest if v not in s]
-        out.update(_subset_marginals(p.sum(axis=scope.index(v)),
-                                     tuple(u for u in scope if u != v), without))
-        out.update(_subset_marginals(p, scope, [s for s in rest if v in s]))
-    return out
-
-
-def _conditional_entropy(belief, w):
-    """H(x_v | the rest) under the weighted belief ∝ exp(belief / w) (x_v its last axis)."""
-    b = belief / w
-    top = np.max(b)
-    if not np.isfinite(top):
-        return 0.0
-    p = np.exp(b - top)
-    p /= p.sum()
-    rest = p.sum(axis=-1)
-    return float(_entropy(p) - _entropy(rest))
-
-
-def _embed(table, scope, into):
-    """``table`` over ``scope`` (a subset of ``into``, in the same order) reshaped to
-    broadcast over ``into``'s axes."""
-    inside = set(scope)
-    it = iter(table.shape)
-    return table.reshape([next(it) if v in inside else 1 for v in into])
-
-
-def _aligned(table, scope, into):
-    """A factor's ``table`` over ``scope`` (any order) embedded in ``into``'s axes."""
-    ordered = sorted(range(len(scope)), key=lambda a: into.index(scope[a]))
-    return _embed(np.transpose(table, ordered), tuple(scope[a] for a in ordered), into)
+def _csr(owner, n):
+    """(start int64[n + 1], members int32): the indices i with owner[i] = k, for each k <
+    n in increasing order (owner −1: none)."""
+    members = np.flatnonzero(owner >= 0)
+    members = members[np.argsort(owner[members], kind="stable")]
+    start = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(owner[members], minlength=n), out=start[1:])
+    return start, members.astype(np.int32)
 
 
 class WeightedMiniBucket:
-    """WMB message passing on a `MiniBuckets` tree (module docstring): ``forward(step)``
-    matches moments and returns the bound, ``backward()`` refreshes the backward
-    messages; ``node_marginals``, ``factor_marginals`` and ``decode`` read the beliefs.
-    A pass raises `fwcore.loop.TimeUp` when the ``deadline`` passes in it."""
+    """WMB message passing on a `MiniBuckets` tree (module docstring), each pass one kernel
+    call (`fwcore._wmb`): ``forward(step)`` reweights, matches moments and returns the
+    bound, ``backward()`` refreshes the backward messages, ``decode()`` a labelling,
+    ``marginals()`` the beliefs. A call raises `fwcore.loop.TimeUp` when ``deadline``
+    passes in it (the pass unfinished: its messages are a mix of old and new)."""
 
-    def __init__(self, buckets, tables, deadline=None):
+    def __init__(self, buckets, deadline=None):
         self.mb = mb = buckets
         self.deadline = Deadline() if deadline is None else deadline
-        self.weight = np.empty(mb.n_clusters)
-        for clusters in mb.bucket:
-            self.weight[clusters] = 1.0 / len(clusters)
-        self.base = []
-        for c in range(mb.n_clusters):
-            if c % 256 == 0:
-                self.deadline.left()
-            f = np.zeros([int(mb.card[v]) for v in mb.scope[c]])
-            for k in mb.originals[c]:
-                f += _aligned(tables[k][1], tables[k][0], mb.scope[c])
-            self.base.append(f)
-        self.constant = sum(float(tables[k][1]) for k in mb.constants)
-        self.repar = [np.zeros(int(mb.card[mb.var[c]])) for c in range(mb.n_clusters)]
-        self.incoming = [None] * mb.n_clusters       # f_c of the last forward pass
-        self.forward_msg = [None] * mb.n_clusters    # over scope \ var, embedded in parent
-        self.backward_msg = [None] * mb.n_clusters   # over scope \ var, embedded in c
-        self.bound = math.inf
-        self.eta = _WEIGHT_STEP                      # the weights' step (`_reweight`)
+        flat, card = mb.flat, mb.flat.card
+        entries = np.rint(mb.cluster_entries).astype(np.int64)
+        size = entries // card[mb.c_var]
+        msg_off = np.zeros(mb.n_clusters + 1, dtype=np.int64)
+        np.cumsum(size, out=msg_off[1:])
+        rep_off = np.zeros(mb.n_clusters + 1, dtype=np.int64)
+        np.cumsum(card[mb.c_var], out=rep_off[1:])
+        ch_start, ch_list = _csr(mb.c_parent, mb.n_clusters)
+        own_start, own_list = _csr(mb.f_cluster, mb.n_clusters)
+        many = mb.bucket_size[mb.bucket_size > 0]
+        arrays = dict(card=card, fixed=mb.fixed, order=mb.order, f_start=flat.start,
+                      f_var=flat.var, f_off=flat.off, f_tab=flat.table, c_var=mb.c_var,
+                      c_start=mb.c_start, c_scope=mb.c_scope, c_parent=mb.c_parent,
+                      b_start=mb.b_start, ch_start=ch_start, ch_list=ch_list,
+                      own_start=own_start, own_list=own_list, entries=entries,
+                      msg_off=msg_off, rep_off=rep_off,
+                      weight=np.repeat(1.0 / many, many), repar=np.zeros(rep_off[-1]),
+                      fwd=np.zeros(msg_off[-1]), bwd=np.zeros(msg_off[-1]))
+        split = mb.bucket_entries[mb.bucket_size > 1]
+        self.tree = _wmb.Tree(arrays, mb.width, int(entries.max(initial=0)),
+                              int(mb.bucket_entries.max(initial=0)), int(split.max(initial=0)),
+                              self._constant())
+        self.eta = _WEIGHT_STEP                      # the weights' step
 
-    def _incoming(self, c):
-        """f_c: its factors, reparameterisation and the children's forward messages (the
-        table of the last forward pass, kept until the next one)."""
-        if self.incoming[c] is None:
-            f = self.base[c] + self.repar[c]
-            for child in self.mb.children[c]:
-                f += self.forward_msg[child]
-            self.incoming[c] = f
-        return self.incoming[c]
+    def _constant(self):
+        """What the bound adds to the roots' messages: the factors of fixed variables only
+        (at their states) and log |X_v| of each free variable in no factor (its empty
+        bucket)."""
+        mb, flat = self.mb, self.mb.flat
+        at = np.maximum(mb.fixed, 0).astype(np.int64)
+        alone = (mb.f_cluster < 0).astype(np.uint8)
+        empty = mb.order[mb.bucket_size == 0]
+        return (_wmb.labelling_score(flat.card, flat.start, flat.var, flat.off, flat.table, at,
+                                     alone) +
+                float(np.log(flat.card[empty].astype(np.float64)).sum()))
 
-    def _belief(self, c):
-        """f_c plus its backward message: w_c log of its unnormalised weighted belief."""
-        f = self._incoming(c)
-        return f if self.backward_msg[c] is None else f + self.backward_msg[c]
-
-    def _node_log_marginal(self, c, belief):
-        """log of the normalised weighted marginal of cluster c on its variable."""
-        w = self.weight[c]
-        rest = tuple(range(belief.ndim - 1))
-        m = (_wlse(belief, rest, w) if rest else belief) / w
-        return m - _wlse(m, (0,))
-
-    def _reweight(self, clusters, beliefs):
-        """An exponentiated-gradient step on the weights of a bucket's mini-buckets (Liu
-        & Ihler 2011, Sec. 5): ∂bound/∂w_r = H_r, the conditional entropy of x_v given
-        the rest of r's scope under r's weighted belief, so w_r ∝ w_r exp(−η (H_r − H̄)),
-        H̄ = Σ_r w_r H_r, a weight kept above `_WEIGHT_FLOOR`. Any positive weights summing
-        to 1 keep the bound certified (Hölder's inequality). ``beliefs``: the clusters'
-        (`_belief`)."""
-        w = self.weight[clusters]
-        entropy = np.array([_conditional_entropy(b, self.weight[c])
-                            for c, b in zip(clusters, beliefs)])
-        new = w * np.exp(-self.eta * (entropy - (w * entropy).sum()))
-        new = np.maximum(new / new.sum(), _WEIGHT_FLOOR)
-        self.weight[clusters] = new / new.sum()
-
-    def _match(self, clusters, beliefs, step):
-        """Moment matching of a bucket's mini-buckets on x_v: each reparameterisation
-        moves by step · w_r (log b̄ − log b_r), b̄ = Π_r b_r^{w_r}; they sum to no move
-        (no move at a state where a marginal is 0). ``beliefs``: the clusters'
-        (`_belief`), which the move leaves as they are but for the reparameterisation."""
-        logs = np.array([self._node_log_marginal(c, b) for c, b in zip(clusters, beliefs)])
-        weights = self.weight[clusters][:, None]
-        with np.errstate(invalid="ignore"):
-            moves = step * weights * ((weights * logs).sum(axis=0) - logs)
-        moves[:, ~np.isfinite(moves).all(axis=0)] = 0.0
-        for c, move in zip(clusters, moves):
-            self.repar[c] = self.repar[c] + move
-            self.incoming[c] += move
+    def _check(self, status):
+        if status == _wmb.PASS_TIMEUP:
+            raise TimeUp
 
     def forward(self, step=1.0):
-        """One forward pass (where a bucket has several mini-buckets, their weights'
-        step, once backward messages exist, then moment matching); returns the certified
-        bound on log Z."""
-        mb = self.mb
-        total = self.constant
-        self.incoming = [None] * mb.n_clusters
-        for clusters in mb.bucket:
-            self.deadline.left()
-            if len(clusters) > 1 and step > 0:
-                beliefs = [self._belief(c) for c in clusters]   # once for both steps
-                if self.eta > 0 and self.backward_msg[clusters[0]] is not None:
-                    self._reweight(clusters, beliefs)
-                self._match(clusters, beliefs, step)
-            for c in clusters:
-                f = self._incoming(c)
-                msg = _wlse(f, (f.ndim - 1,), self.weight[c])
-                if mb.parent[c] < 0:
-                    total += float(msg)
-                    continue
-                top = np.max(msg)
-                if np.isfinite(top):
-                    msg -= top
-                total += float(top)
-                self.forward_msg[c] = _embed(msg, mb.scope[c][:-1], mb.scope[mb.parent[c]])
-        self.bound = min(self.bound, total)
-        return total
+        """One forward pass (where a bucket has several mini-buckets, their weights' step,
+        once backward messages exist, then moment matching); returns the certified bound
+        on log Z."""
+        status, bound = _wmb.forward(self.tree, step, self.eta, _WEIGHT_FLOOR,
+                                     stop_at(self.deadline))
+        self._check(status)
+        return bound
 
     def backward(self):
-        """Backward messages, parents first: b → a is
-        w_a log Σ_{C_b \\ C_a} exp(belief_b / w_b − λ_a / w_a)
-        = w_a log Σ_{C_b \\ C_a} exp(belief_b / w_b) − λ_a (λ_a is constant there)."""
-        mb = self.mb
-        for clusters in reversed(mb.bucket):
-            self.deadline.left()
-            for b in clusters:
-                if not mb.children[b]:
-                    continue
-                belief, wb = self._belief(b), self.weight[b]
-                for a in mb.children[b]:
-                    keep = set(mb.scope[a])
-                    drop = tuple(i for i, v in enumerate(mb.scope[b]) if v not in keep)
-                    sums = (_wlse(belief, drop, wb) if drop else belief) * (self.weight[a] / wb)
-                    with np.errstate(invalid="ignore"):
-                        msg = _embed(sums, mb.scope[a][:-1], mb.scope[b]) - self.forward_msg[a]
-                    msg[np.isnan(msg)] = -np.inf
-                    top = np.max(msg)
-                    if np.isfinite(top):
-                        msg -= top
-                    self.backward_msg[a] = msg.reshape(
-                        [n for n, v in zip(msg.shape, mb.scope[b]) if v in keep] + [1])
-
-    def _weighted_belief(self, c):
-        """The normalised weighted belief of cluster c, ∝ exp(belief_c / w_c)."""
-        b = self._belief(c) / self.weight[c]
-        top = np.max(b)
-        if not np.isfinite(top):
-            return np.zeros_like(b)
-        b = np.exp(b - top)
-        return b / b.sum()
-
-    def marginals(self, tables):
-        """({v: node marginal}, {k: marginal over tables[k]'s scope, in its order, for each
-        original factor of arity ≥ 2}) from the clusters' normalised weighted beliefs, each
-        exponentiated once (`_subset_marginals`): v's is the mean of its mini-buckets'
-        (equal after a full matching step), a factor's is from the cluster that holds it."""
-        mb = self.mb
-        nodes, factors = {}, {}
-        for v, clusters in zip(mb.order, mb.bucket):
-            total = 0.0
-            for c in clusters:
-                scope = mb.scope[c]
-                big = {k: tuple(sorted(tables[k][0], key=scope.index))
-                       for k in mb.originals[c] if len(tables[k][0]) >= 2}
-                found = _subset_marginals(self._weighted_belief(c), scope,
-                                          set(big.values()) | {(v,)})
-                total = total + found[(v,)]
-                for k, subset in big.items():
-                    factors[k] = np.transpose(found[subset],
-                                              [subset.index(u) for u in tables[k][0]])
-            mass = np.sum(total)
-            nodes[v] = total / mass if mass > 0 else np.full(int(mb.card[v]), 1.0 / mb.card[v])
-        return nodes, factors
+        """The backward messages (`fwcore._wmb.backward`)."""
+        self._check(_wmb.backward(self.tree, stop_at(self.deadline)))
 
     def decode(self):
-        """A labelling: variables from the last eliminated, each at the argmax of its
-        bucket's f (mini-buckets summed) given the variables already set (Merlin's MAP
-        decoding on the current reparameterisation)."""
-        mb = self.mb
-        x = np.zeros(len(mb.card), dtype=np.int64)
-        for v, clusters in zip(reversed(mb.order), reversed(mb.bucket)):
-            score = np.zeros(int(mb.card[v]))
-            for c in clusters:
-                parts = ([self.base[c], self.repar[c]] +
-                         [self.forward_msg[k] for k in mb.children[c]])
-                for t in parts:
-                    index = tuple(0 if n == 1 else x[u]
-                                  for u, n in zip(mb.scope[c][:-1], t.shape[:-1]))
-                    score = score + t[index]
-            x[v] = int(np.argmax(score))
+        """A labelling (int64[n]; `fwcore._wmb.decode`: Merlin's decoding on the current
+        reparameterisation)."""
+        x = np.empty(len(self.mb.flat.card), dtype=np.int64)
+        self._check(_wmb.decode(self.tree, x, stop_at(self.deadline)))
         return x
 
+    def marginals(self, node, fac):
+        """The beliefs into the zero arrays ``node`` (Σ card: v's states from the cumulative
+        cards) and ``fac`` (the layout of the factors' tables; `fwcore._wmb.read`)."""
+        node_off = np.zeros(len(self.mb.flat.card) + 1, dtype=np.int64)
+        np.cumsum(self.mb.flat.card, out=node_off[1:])
+        self._check(_wmb.read(self.tree, node, node_off, fac, stop_at(self.deadline)))
 
-#: the weights' first step (`WeightedMiniBucket._reweight`), halved after a pass whose bound
-#: is looser than the one before; a weight's least share. Measured at one stage, 20
+
+class BlockMeanField:
+    """Structured mean field over blocks of variables (the generalised mean field of Xing,
+    Jordan & Russell 2003; Saul & Jordan 1996 for chains): a certified lower bound on log
+    Z much tighter than naive mean field's, for a PairwiseMRF whose edge tables are finite.
+
+    q(x) = Π_b q_b(x_b) over blocks b, q_b ∝ exp(θ_b + h_b): the block's own unaries and
+    edges plus fields h_b(x_i) on its variables. With the exact entropy H(q_b) = log
+    Z_b(θ_b + h_b) − E_{q_b}[θ_b + h_b], Gibbs' inequality gives for any fields
+
+        log Z ≥ L(q) = Σ_b (log Z_b(θ_b + h_b) − E_{q_b}[h_b]) + Σ_{(i,j) across} q_i^T θ_ij q_j,
+
+    and block coordinate ascent sets h_b(x_i) = Σ_{j across} θ_ij(x_i, ·) q_j, the best q_b
+    given the others. Blocks are runs of ``k`` levels of a breadth-first search
+    (`_bfs_levels`: an edge joins the same or adjacent levels, so adjacent runs), so the
+    even runs and the odd runs are updated in turn, each set by one pass of an exact
+    mini-bucket tree (`WeightedMiniBucket` on their own factors, the fields as its
+    clusters' reparameterisations; the bandwidth order within): log Z_b and the node
+    marginals. On a grid searched from a corner the runs are diagonal strips of k
+    diagonals. Measured on 20x20 grids (couplings U[−1, 1] / U[−3, 3], exact log Z), log
+    Z − L a variable from WMB's marginals: naive mean field .072 / .091; k = 2 .050 / .050,
+    4 .026 / .026, 8 .013 / .016, 12 .008 / .010, in 3-8 sweeps (table entries a
+    variable: 4, 9, 129, 1430). ``ok``: every tree is exact within ``max_entries``
+    entries a cluster and the edge tables are finite (else use naive mean
+    field); ``entries``: the trees' table entries (a sweep's work)."""
+
+    def __init__(self, model, fixed, k, max_entries=2**16, deadline=None):
+        self.model, self.fixed = model, fixed
+        self.trees, self.entries = [], 0.0
+        edges, theta = model.edges, model.theta
+        self.ok = model.n_edges > 0 and bool(np.isfinite(theta[model.node_off[-1]:]).all())
+        if not self.ok:
+            return
+        card = np.ascontiguousarray(model.card, dtype=np.int32)
+        block = _bfs_levels(model) // k
+        internal = block[edges[:, 0]] == block[edges[:, 1]]
+        self.cross = _EdgeGroups(model, np.flatnonzero(~internal))
+        for parity in (0, 1):
+            mine = block % 2 == parity
+            if not mine.any():
+                continue
+            inner = np.flatnonzero(internal & mine[edges[:, 0]])
+            unary = np.flatnonzero(mine)
+            m = len(unary)
+            flat = FlatFactors(
+                card, np.concatenate([np.arange(m + 1), m + 2 * np.arange(1, len(inner) + 1)]),
+                np.concatenate([unary, edges[inner].reshape(-1)]).astype(np.int32),
+                np.concatenate([model.node_off[unary], model.edge_off[inner], [len(theta)]]),
+                theta)
+            held = np.where(mine, fixed, 0).astype(np.int32)   # the other runs: out
+            order = bandwidth_order(_graph(card, edges[inner].astype(np.int64)))
+            tree = MiniBuckets(flat, held, order[held[order] < 0], max_entries,
+                               deadline=deadline)
+            if not tree.exact:
+                self.ok = False
+                return
+            self.trees.append((tree, mine & (fixed < 0)))
+            self.entries += tree.entries
+
+    @property
+    def memory(self):
+        return sum(tree.memory for tree, _ in self.trees)
+
+    def run(self, q, deadline=None, max_iter=100, tol=1e-6):
+        """``(L, q)``: block coordinate ascent from the flat node marginals ``q`` (fixed
+        variables as point masses), a set of blocks a pass, while a sweep raises L by more
+        than ``tol`` nats and, as timed, fits before ``deadline`` (a `fwcore.loop.Deadline`,
+        which also stops a pass: L is then that of the last blocks updated in whole); L is
+        −inf when the time ran out before every set was updated once."""
+        card = self.model.card
+        node_off = self.model.node_off
+        runs = []
+        for tree, free in self.trees:
+            w = WeightedMiniBucket(tree, deadline)
+            within = np.arange(int(card[tree.c_var].sum())) - np.repeat(
+                np.cumsum(card[tree.c_var]) - card[tree.c_var], card[tree.c_var])
+            runs.append((w, np.repeat(node_off[tree.c_var], card[tree.c_var]) + within,
+                         np.repeat(free, card)))
+        parts, bound, sweep_time = [None] * len(runs), -math.inf, 0.0
+        empty = np.zeros(0)
+        for _ in range(max_iter):
+            left = None if deadline is None else deadline.seconds_left()
+            if left is not None and sweep_time >= left:
+                break
+            started = time.perf_counter()
+            try:
+                for k, (w, at, free) in enumerate(runs):
+                    h = self.cross.fields(q)
+                    w.tree.arrays["repar"][:] = h[at]
+                    log_z = w.forward(0.0)
+                    w.backward()
+                    node = np.zeros(len(q))
+                    w.marginals(node, empty)
+                    q[free] = node[free]
+                    parts[k] = log_z - float(q[free] @ h[free])
+            except TimeUp:
+                break
+            sweep_time = time.perf_counter() - started
+            before, bound = bound, sum(parts) + self.cross.expectation(q)
+            if bound - before <= tol:
+                break
+        done = all(p is not None for p in parts)
+        return (max(bound, sum(parts) + self.cross.expectation(q)) if done else -math.inf), q
+
+
+def _bfs_levels(model):
+    """Each variable's level in a breadth-first search of its component from the
+    component's variable of least degree (the start of the Cuthill-McKee order), by
+    scipy's search from a root joined to those starts, depths by pointer jumping."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import breadth_first_order, connected_components
+    n, start, var = model.n_vars, model.adj_start, model.adj_var
+    degree = np.diff(start)
+    adjacency = csr_matrix((np.ones(len(var)), var, start), shape=(n, n))
+    labels = connected_components(adjacency, directed=False)[1]
+    by_degree = np.argsort(degree, kind="stable")
+    roots = by_degree[np.unique(labels[by_degree], return_index=True)[1]]
+    rows = np.concatenate([np.repeat(np.arange(n), degree), np.full(len(roots), n)])
+    cols = np.concatenate([var, roots])
+    joined = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n + 1, n + 1))
+    parent = breadth_first_order(joined, n, return_predecessors=True)[1][:n]
+    parent = np.where(parent == n, -1, parent)
+    depth = (parent >= 0).astype(np.int64)
+    while (parent >= 0).any():
+        up = parent >= 0
+        depth[up] += depth[parent[up]]
+        parent[up] = parent[parent[up]]
+    return depth
+
+
+class _EdgeGroups:
+    """Some edges of a PairwiseMRF grouped by their tables' shape, for the fields and
+    expectations of block mean field under a product q (flat node marginals)."""
+
+    def __init__(self, model, edges):
+        self.size = model.node_off[-1]
+        self.groups = []
+        pairs = model.edges[edges]
+        shapes = model.card[pairs]
+        for ci, cj in {tuple(s) for s in shapes.tolist()}:
+            e = edges[(shapes == (ci, cj)).all(axis=1)]
+            i, j = model.edges[e, 0], model.edges[e, 1]
+            tables = model.theta[model.edge_off[e][:, None] + np.arange(ci * cj)]
+            self.groups.append((tables.reshape(-1, ci, cj),
+                                model.node_off[i][:, None] + np.arange(ci),
+                                model.node_off[j][:, None] + np.arange(cj)))
+
+    def fields(self, q):
+        """h(x_i) = Σ_{(i,j)} θ_ij(x_i, ·) q_j over the edges, on both ends (flat)."""
+        h = np.zeros(self.size)
+        for tables, at_i, at_j in self.groups:
+            h += np.bincount(at_i.reshape(-1), minlength=self.size,
+                             weights=np.einsum("eab,eb->ea", tables, q[at_j]).reshape(-1))
+            h += np.bincount(at_j.reshape(-1), minlength=self.size,
+                             weights=np.einsum("eab,ea->eb", tables, q[at_i]).reshape(-1))
+        return h
+
+    def expectation(self, q):
+        """Σ_{(i,j)} q_i^T θ_ij q_j over the edges."""
+        return float(sum(np.einsum("ea,eab,eb->", q[at_i], tables, q[at_j])
+                         for tables, at_i, at_j in self.groups))
+
+
+#: the weights' first step (`fwcore._wmb.forward`), halved after a pass whose bound is
+#: looser than the one before; a weight's least share. Measured at one stage, 20
 #: passes, bound − log Z with steps 0 (uniform weights, Merlin's) / 1 / 3: linkage_12 at
 #: 2^16 entries 25.3 / 16.4 / 16.4, linkage_14 8.10 / 5.01 / 5.09, Grids_15 5.57 / 4.30 /
 #: 4.28, Promedus_17 4.43 / 4.20 / 6.78, ObjectDetection_13 0.78 / 0.66 / 2.23 (3
@@ -505,9 +488,15 @@ _WEIGHT_STEP, _WEIGHT_FLOOR = 1.0, 1e-6
 _UNKNOWN = object()
 #: the first stage's mini-buckets hold at most this many entries; each next stage 4x more
 _FIRST_ENTRIES, _GROWTH = 2**8, 4
-#: a stage's memory: 8 bytes per entry of its cluster tables, and temporaries of
-#: `_TEMPORARIES` tables of its largest cluster
-_TEMPORARIES = 4
+#: the lower bound after the passes (`_Run.lower_bound`) gets between the least and the
+#: most of its shares of ``max_time`` (`fwcore.auto.TIME_SHARES`): block mean field is
+#: given the time of `_LOWER_SWEEPS` sweeps within these (it converges in 3-8 on grids);
+#: a sweep is about `_SWEEP_PASSES` passes of its trees' entries (forward, backward and a
+#: read); its blocks are runs of k x the bandwidth for the largest k of `_BLOCKS` that fits
+_LOWER_SHARE = TIME_SHARES["wmb/lower bound, least"]
+_LOWER_MAX = TIME_SHARES["wmb/lower bound, most"]
+_LOWER_SWEEPS, _SWEEP_PASSES = 8, 1.5
+_BLOCKS = (16, 12, 8, 6, 4, 2)
 #: the next stage starts only if this many of its passes (and a read) fit in the time left
 #: (a pass's time predicted from the last one's, in proportion to the entries); else the
 #: stage goes on. A larger stage's first passes are looser than the one before's last,
@@ -518,11 +507,44 @@ _TEMPORARIES = 4
 _STAGE_PASSES = 2
 #: the beliefs are read before a pass unless this many passes fit in the time left
 _PASS_MARGIN = 1.1
+#: the default ``memory_limit``: this share of the memory the machine has available, and
+#: at most `_SMALL_MODEL_BYTES` x (`_SMALL_MODEL_VARS` / n) or `_BYTES_PER_VARIABLE` x n,
+#: whichever is larger: models of up to about a thousand variables (the UAI ones, whose
+#: best stages take 1-2 GB: ObjectDetection_13's 2^24-entry stage 1.5 GB) get up to 2
+#: GiB; larger ones a stage in proportion to their size (a binary grid's passes at 2^8
+#: entries a mini-bucket took 2.2 KB a variable, and its interval is mostly the lower
+#: bound's: see `_LOWER_SHARE`)
+_MEMORY_SHARE, _SMALL_MODEL_BYTES, _SMALL_MODEL_VARS, _BYTES_PER_VARIABLE = (
+    0.25, 2**31, 1000, 1024)
+
+
+def default_memory_limit(n_vars=0):
+    """The default ``memory_limit`` of a model of ``n_vars`` variables (the constants
+    above): `_MEMORY_SHARE` of the memory available now (MemAvailable of /proc/meminfo;
+    else the free physical pages; else 16 GiB), capped in proportion to the model, at
+    least 2^26 bytes."""
+    available = None
+    try:
+        with open("/proc/meminfo") as info:
+            for line in info:
+                if line.startswith("MemAvailable:"):
+                    available = 1024 * int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    if available is None:
+        try:
+            available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (AttributeError, ValueError, OSError):
+            available = 2**34
+    cap = max(_SMALL_MODEL_BYTES * min(1.0, _SMALL_MODEL_VARS / max(n_vars, 1)),
+              _BYTES_PER_VARIABLE * n_vars)
+    return max(2**26, min(_MEMORY_SHARE * available, cap))
+
 
 _PARAMS = {
     "ibound": [Interval(1, integer=True), None],
-    "memory_limit": Interval(2**16),
-    "max_iter": Interval(1, integer=True),
+    "memory_limit": [Interval(2**16), None],
+    "max_iter": Interval(0, integer=True),
     "tol": Interval(0.0),
     "max_time": TIME,
     "callback": [CALLABLE, None],
@@ -532,12 +554,11 @@ _PARAMS = {
 
 @validate_params(_PARAMS, unchecked=("model",))
 def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None = None,
-                         memory_limit: float = 2**32, max_iter: int = 1000,
+                         memory_limit: float | None = None, max_iter: int = 1000,
                          tol: float = 1e-6, max_time: float | None = None, callback=None,
                          verbose: bool = False) -> MarginalResult:
     """A certified interval on log Z and marginals by weighted mini-bucket elimination
-    (module docstring; Liu & Ihler 2011), anytime. ``fwcore.infer(model, method="wmb",
-    ...)`` is the same call.
+    (module docstring; Liu & Ihler 2011), anytime.
 
     ibound : None (default): stages of growing mini-buckets (at most 2^8, 2^10, 2^12, ...
         table entries), the next started after one pass of the last while
@@ -545,22 +566,27 @@ def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None
         ``max_time`` (predicted from the last pass), the last one run while its passes
         tighten the bound by more than ``tol``. An int: one stage with mini-buckets of at
         most ``ibound`` + 1 variables (Merlin's ``--ibound``).
-    memory_limit : float
-        bytes for the cluster tables (8 per entry) and the temporaries.
-    max_iter : int
-        passes (forward and backward).
-
-    The bound is certified at every stop (``log_z_upper``, the least over all passes);
-    ``log_z_lower`` is the best of the scores of the labellings decoded after each pass
-    (log Z ≥ max_x score(x)) and the naive mean-field bound started from the best of them
-    and from the marginals (`fwcore.marginals.mean_field`, in the last share of
-    ``max_time``, `fwcore.auto.TIME_SHARES`); ``gap`` = ``certified_gap`` = their
-    difference, so the status is ``converged`` when it is at most ``tol`` (or the
-    elimination is exact), ``stalled`` when no stage that fits tightens it further.
-    Marginals are the weighted beliefs of the pass of tightest bound read (exact when
-    its buckets are whole), within ``max_time``. Variables that evidence fixes (one
-    finite unary state) are conditioned on first. A model with no feasible assignment
-    raises ValueError: at the start when arc consistency finds it
+    memory_limit : bytes for a stage's messages, scratch and tree (`MiniBuckets.memory`);
+        None: `default_memory_limit` (a quarter of the memory available, capped in
+        proportion to the model). An ``ibound`` whose tree needs more is a ValueError,
+        before anything is allocated.
+    The bound is certified at every stop (``log_z_upper``, the least over all passes,
+    the product bound Σ_f max f + Σ_v log |X_v| before any); ``log_z_lower`` is the best
+    of the scores of the labellings decoded after each pass (log Z ≥ max_x score(x); the
+    first, before any pass, each variable at its best unary state, repaired to a
+    feasible labelling where arc consistency finds one) and a mean-field bound
+    (`_Run.lower_bound`: block mean field from the marginals on a PairwiseMRF, else naive
+    mean field from them and from the best labelling) in the last part of ``max_time``
+    (`_LOWER_SHARE` to `_LOWER_MAX`);
+    ``gap`` = ``certified_gap`` = their difference, so the status is ``converged`` when
+    it is at most ``tol`` (or the elimination is exact), ``stalled`` when no stage that
+    fits tightens it further. Marginals are the weighted beliefs of the pass of tightest
+    bound read (exact when its buckets are whole), within ``max_time``; when no pass's
+    beliefs could be read in time the marginals are uniform, the method says so
+    ("wmb+uniform") and the status is never ``converged``. Variables that evidence fixes
+    (one finite unary state) are conditioned on. Everything, the order search included,
+    counts against ``max_time``; Ctrl-C returns the best so far (``interrupted``). A model with no
+    feasible assignment raises ValueError: at the start when arc consistency finds it
     (`fwcore.checks.check_feasible`), at the end when the bound proves it."""
     deadline = Deadline(max_time)
     checked = model if isinstance(model, FactorGraph) else check_model(model)
@@ -573,62 +599,71 @@ def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None
 _MAX_PASSES = 1000
 
 
-def _run_wmb(model, budget, callbacks, *, ibound=None, memory_limit=2**32, tol=1e-6):
+def _run_wmb(model, budget, callbacks, *, ibound=None, memory_limit=None, tol=1e-6):
     """`weighted_mini_bucket` on the checked ``model``: the registered run."""
-    deadline = budget.deadline
+    call = budget.deadline
+    max_time = call.seconds_left()
     pairwise = model.reduced if isinstance(model, FactorGraph) else model
     check_feasible(pairwise)
-    passes = deadline.share(1 - TIME_SHARES["wmb/mean field"])
-    run = _Run(model, ibound, memory_limit, tol, passes, deadline,
-               deadline.share(TIME_SHARES["wmb/order search"]))
+    limit = default_memory_limit(len(model.card)) if memory_limit is None else memory_limit
+    run = _Run(model, ibound, limit, tol, call.share(1 - _LOWER_SHARE), call,
+               call.share(TIME_SHARES["wmb/order search"]), max_time)
+    check_bound_feasible(pairwise, run.upper)      # its floor found now, within the time
     outcome = run_loop(run.measure, run.step,
-                       Stopping(budget.iterations(_MAX_PASSES), tol, deadline=passes),
+                       Stopping(budget.iterations(_MAX_PASSES), tol, deadline=run.deadline),
                        callbacks, start=run.start)
-    run.read(deadline.seconds_left())
-    if outcome.status is not Status.INTERRUPTED:
-        run.mean_field(deadline)
-    check_bound_feasible(pairwise, run.upper)
     status = outcome.status
+    if status is not Status.INTERRUPTED:
+        run.read(call.seconds_left())
+        run.lower_bound(call)
+    check_bound_feasible(pairwise, run.upper)
     if status is Status.CONVERGED and run.gap > tol:
         status = Status.STALLED
-    return run.result(status, outcome, deadline.elapsed())
+    if status in (Status.CONVERGED, Status.STALLED) and (
+            run.node is None or (run.exact and not run.marginals_exact)):
+        status = Status.MAX_TIME       # the time ran out for the (exact) pass's beliefs
+    return run.result(status, outcome, call.elapsed())
 
 
 class _Run:
     """The state of a `weighted_mini_bucket` run: the stages' trees, the current
-    message passing, the best bounds and the marginals of the last pass."""
+    message passing, the best bounds and the marginals of the best pass read."""
 
-    def __init__(self, model, ibound, memory_limit, tol, deadline, call, order_deadline):
-        if not isinstance(model, (PairwiseMRF, FactorGraph)):
-            check_model(model)
+    def __init__(self, model, ibound, memory_limit, tol, deadline, call, order_deadline,
+                 max_time=None):
         self.model, self.ibound, self.tol, self.deadline, self.call = (
             model, ibound, tol, deadline, call)
+        self.max_time, self.blocks = max_time, None
         self.memory_limit, self.order_deadline = memory_limit, order_deadline
-        self.card = card = np.asarray(model.card, dtype=np.int64)
-        self.fixed = fixed_by_evidence(model)
-        self.tables = _conditioned(card, factors_of(model), self.fixed)
+        self.flat = flat = flat_factors(model)
+        self.fixed = _fixed_states(model)
+        self.node_off = np.zeros(len(flat.card) + 1, dtype=np.int64)
+        np.cumsum(flat.card, out=self.node_off[1:])
         self.lower, self.best_x = -math.inf, None
         self.cap = _FIRST_ENTRIES if ibound is None else math.inf
         self.wmb, self.upcoming = None, _UNKNOWN
-        self.marginals, self.pairs, self.pass_time = None, None, 0.0
+        self.node = self.fac = None                 # the marginals kept (flat)
+        self.marginals_exact = False                # ... read from an exact pass
+        self.exact = False                          # an exact pass ended
+        self.pass_time = 0.0
         self.marginals_bound = math.inf              # the pass bound of the marginals kept
         self.n_passes, self.stage_passes, self.last, self.previous = 0, 0, math.inf, math.inf
         self.passed = False                         # the last pass ended (beliefs readable)
-        self.finished = self.tables is None
-        if self.finished:                           # some variable has no finite state
-            self.upper = self.lower = -math.inf
-        else:
-            self.upper = _product_bound(card, self.tables, self.fixed)
+        self.finished = False
+        free = flat.card[self.fixed < 0].astype(np.float64)
+        self.upper = (_wmb.factor_max(flat.card, flat.start, flat.var, flat.off, flat.table,
+                                      self.fixed) + float(np.log(free).sum()))
 
     def start(self):
-        """The elimination order and the first stage (a ValueError when ``ibound``'s
-        tables exceed ``memory_limit``)."""
-        if self.finished:
-            return
-        scopes = [s for s, _ in self.tables]
-        self.order = [v for v in _elimination_order(self.card, scopes, self.order_deadline)
-                      if v not in self.fixed]
+        """A first labelling (each variable's best unary state), the elimination order and
+        the first stage (`_FIRST_ENTRIES`, or less until it fits in ``memory_limit``; a
+        ValueError when ``ibound``'s tree exceeds it)."""
+        self._offer(self._unary_argmax())
+        self.order = _elimination_order(self.model, self.flat, self.fixed, self.order_deadline)
         tree = self._tree(self.cap)
+        while self.ibound is None and tree.memory > self.memory_limit and self.cap > _GROWTH:
+            self.cap /= _GROWTH                      # a first stage that fits
+            tree = self._tree(self.cap)
         if self.ibound is not None and tree.memory > self.memory_limit:
             raise ValueError(f"ibound={self.ibound} needs about {tree.memory:.3g} bytes, "
                              f"over memory_limit={self.memory_limit:.3g}: give a smaller "
@@ -636,22 +671,42 @@ class _Run:
                              "that fits)")
         self._start(tree)
 
+    def _unary_argmax(self):
+        """Each free variable at its best state under the sum of its one-variable factors
+        (the first index among equals), fixed ones at their states."""
+        flat, off = self.flat, self.node_off
+        unary = np.flatnonzero(np.diff(flat.start) == 1)
+        var = flat.var[flat.start[unary]]
+        size = flat.card[var].astype(np.int64)
+        first = np.cumsum(size) - size
+        within = np.arange(int(size.sum())) - np.repeat(first, size)
+        scores = np.bincount(np.repeat(off[var], size) + within,
+                             weights=flat.table[np.repeat(flat.off[unary], size) + within],
+                             minlength=int(off[-1]))
+        if len(flat.card) and (flat.card == flat.card[0]).all():
+            x = scores.reshape(len(flat.card), -1).argmax(axis=1)
+        else:
+            segment = np.repeat(np.arange(len(flat.card)), flat.card)
+            x = np.lexsort((-scores, segment))[off[:-1]] - off[:-1]
+        return np.where(self.fixed >= 0, self.fixed, x).astype(np.int64)
+
     @property
     def gap(self):
         return 0.0 if self.upper == self.lower else self.upper - self.lower
 
     def _tree(self, cap):
-        return MiniBuckets(self.card, [s for s, _ in self.tables], self.order, cap,
-                           self.ibound, self.deadline)
+        return MiniBuckets(self.flat, self.fixed, self.order, cap, self.ibound, self.deadline)
 
     def _start(self, tree):
         """A stage on ``tree`` (its successor is found when it stalls)."""
-        self.wmb, self.stage_passes = WeightedMiniBucket(tree, self.tables, self.deadline), 0
+        self.wmb, self.stage_passes = WeightedMiniBucket(tree, self.deadline), 0
         self.upcoming = _UNKNOWN
 
     def _next_tree(self):
         """The next stage's tree, or None when there is none that fits (found once per
-        stage)."""
+        stage): the first of growing caps that fits in memory and has more entries than
+        this stage's, or whole buckets (an exact tree may hold fewer entries than a split
+        one: a larger one is never found then, issue 41)."""
         if self.upcoming is not _UNKNOWN:
             return self.upcoming
         self.upcoming = None
@@ -661,7 +716,7 @@ class _Run:
                 tree = self._tree(self.cap)
                 if tree.memory > self.memory_limit:
                     break
-                if tree.entries > self.wmb.mb.entries:
+                if tree.entries > self.wmb.mb.entries or tree.exact:
                     self.upcoming = tree
                     break
         return self.upcoming
@@ -689,7 +744,7 @@ class _Run:
                     self.pass_time * tree.entries / max(mb.entries, 1))
             if tree is not None and (left is None or left > _STAGE_PASSES * cost +
                                      self._read_time(tree.entries)):
-                if self.marginals is None:
+                if self.node is None:
                     self.read()            # the first marginals, from a cheaper stage
                 self.passed = False        # its passes are read later (a read costs a pass)
                 self._start(tree)
@@ -703,7 +758,7 @@ class _Run:
 
     def _pass(self):
         w = self.wmb
-        started = time.monotonic()
+        started = time.perf_counter()
         self.stage_passes += 1
         self.previous = self.last
         self.passed = False
@@ -713,13 +768,36 @@ class _Run:
         self.upper = min(self.upper, self.last)
         if w.mb.exact:
             self.lower = self.upper = self.last
+            self.exact = True
         w.backward()
         self.passed = True
-        self.pass_time = time.monotonic() - started
+        self.pass_time = time.perf_counter() - started
         self.n_passes += 1
-        x = w.decode()
-        for v, state in self.fixed.items():
-            x[v] = state
+        self._offer(w.decode())
+        if self.n_passes == 1 and isinstance(self.model, PairwiseMRF):
+            self._plan_lower_bound()
+
+    def _plan_lower_bound(self):
+        """After the first pass: the blocks of block mean field (`BlockMeanField`), the
+        largest k of `_BLOCKS` whose predicted `_LOWER_SWEEPS` sweeps (a sweep costs about
+        `_SWEEP_PASSES` passes of its trees' entries at the first pass's seconds per entry)
+        fit in `_LOWER_MAX` of ``max_time`` and whose trees fit in memory; the passes
+        then leave those sweeps' time to it (at least `_LOWER_SHARE` of ``max_time``)."""
+        per_entry = self.pass_time / max(self.wmb.mb.entries, 1.0)
+        for k in _BLOCKS:
+            blocks = BlockMeanField(self.model, self.fixed, k, deadline=self.deadline)
+            sweeps = _LOWER_SWEEPS * _SWEEP_PASSES * blocks.entries * per_entry
+            if blocks.ok and blocks.memory <= self.memory_limit and (
+                    self.max_time is None or sweeps <= _LOWER_MAX * self.max_time):
+                self.blocks = blocks
+                break
+        if self.blocks is not None and self.max_time is not None and self.deadline.at:
+            share = min(max(sweeps / self.max_time, _LOWER_SHARE), _LOWER_MAX)
+            self.deadline.at -= (share - _LOWER_SHARE) * self.max_time
+
+    def _offer(self, x):
+        """Keep the labelling ``x`` (repaired to a feasible one when it scores −inf) as the
+        lower bound when it scores higher."""
         score = self._score(x)
         if score == -math.inf:
             x = self._feasible(x)
@@ -728,7 +806,8 @@ class _Run:
             self.lower, self.best_x = score, x
 
     def _score(self, x):
-        return sum(float(t[tuple(x[list(s)])]) for s, t in self.tables)
+        f = self.flat
+        return _wmb.labelling_score(f.card, f.start, f.var, f.off, f.table, x)
 
     def _feasible(self, x):
         """A labelling of finite score near ``x`` where arc consistency finds one
@@ -746,13 +825,22 @@ class _Run:
         """Keep the marginals of the last whole pass when none are kept or its bound is
         the tightest of the passes read (a new stage's first passes are looser than the
         last stage's, and so are their beliefs), and when reading them fits in ``left``
-        seconds (None: no limit; `_read_time`)."""
-        if not self.passed or (self.marginals is not None and self.last > self.marginals_bound):
+        seconds (None: no limit; `_read_time`): a read the deadline cuts is dropped."""
+        if not self.passed or (self.node is not None and self.last > self.marginals_bound):
             return
         if left is not None and self._read_time() > left:
             return
-        self.marginals, self.pairs = self.wmb.marginals(self.tables)
-        self.marginals_bound = self.last
+        if isinstance(self.model, PairwiseMRF):      # μ's layout is the factors'
+            fac = np.zeros(self.model.dim)
+            node = fac[:self.node_off[-1]]
+        else:
+            node, fac = np.zeros(self.node_off[-1]), np.zeros(len(self.flat.table))
+        try:
+            self.wmb.marginals(node, fac)
+        except TimeUp:
+            return
+        self.node, self.fac, self.marginals_bound = node, fac, self.last
+        self.marginals_exact = self.wmb.mb.exact
 
     def _read_time(self, entries=None):
         """The predicted seconds of a `read` in this stage (or one of ``entries``): a
@@ -762,76 +850,118 @@ class _Run:
         entries = self.wmb.mb.entries if entries is None else entries
         return self.pass_time * entries / max(self.wmb.mb.entries, 1)
 
-    def mean_field(self, deadline):
-        """Raise the lower bound by naive mean field (`fwcore.marginals.mean_field`),
-        started from the best labelling and from the marginals, within ``deadline``."""
-        if self.tables is None or self.gap == 0.0:
+    def lower_bound(self, deadline):
+        """Raise the lower bound until ``deadline`` (a `fwcore.loop.Deadline`; None: the
+        sweeps' own limits) once the passes end: by block mean field (`BlockMeanField`,
+        PairwiseMRF) from the marginals, else by naive mean field
+        (`fwcore.marginals.mean_field`) from the marginals and from the best labelling;
+        the WMB tree is dropped first (its memory goes to the blocks')."""
+        if self.gap == 0.0:
             return
-        n = len(self.card)
-        starts = [] if self.marginals is None else [self.node_marginals()]
+        self.wmb = self.upcoming = None
+        starts = [] if self.node is None else [self.node]
         if self.best_x is not None:
-            starts.append([np.eye(int(self.card[v]))[self.best_x[v]] for v in range(n)])
-        for start in starts:
-            lower = mean_field(self.model, start, 100, 1e-6, deadline).log_z_lower
+            point = np.zeros(self.node_off[-1])
+            point[self.node_off[:-1] + self.best_x] = 1.0
+            starts.append(point)
+        if self.blocks is not None:
+            lower, _ = self.blocks.run(starts[0].copy(), deadline)
             self.lower = max(self.lower, lower)
-
-    def node_marginals(self):
-        """The marginals of the last pass read, on every variable (fixed ones as point
-        masses, uniform before any pass)."""
-        nodes = []
-        for v, n in enumerate(self.card.tolist()):
-            if v in self.fixed:
-                nodes.append(np.eye(n)[self.fixed[v]])
-            elif self.marginals is not None and v in self.marginals:
-                nodes.append(self.marginals[v])
-            else:
-                nodes.append(np.full(n, 1.0 / n))
-        return nodes
+            return
+        for start in starts:
+            lower, _ = flat_mean_field(self.model, start, 100, 1e-6, deadline)
+            self.lower = max(self.lower, lower)
 
     def result(self, status, outcome, seconds):
         """The `MarginalResult` on the user's variables (fixed ones as point masses; edge
-        marginals of the pairwise factors from their clusters' beliefs)."""
-        model = self.model
+        marginals of the pairwise factors from their clusters' beliefs, outer products of
+        the node marginals where a factor has under two free variables)."""
+        model, off, card = self.model, self.node_off, self.flat.card
+        node = self.node
+        if node is None:                              # uniform: no beliefs were read
+            node = np.repeat(1.0 / card, card)
+            held = self.fixed >= 0
+            node[np.repeat(held, card)] = 0.0
+            node[off[:-1][held] + self.fixed[held]] = 1.0
+        nodes = _node_views(node, card, off)
         pairwise = model.skeleton if isinstance(model, FactorGraph) else model
-        nodes = self.node_marginals()
-        by_pair = {}
-        for k, m in (self.pairs or {}).items():
-            if len(self.tables[k][0]) == 2:
-                i, j = self.tables[k][0]
-                by_pair[(i, j)], by_pair[(j, i)] = m, m.T
-        edges = [by_pair.get((int(i), int(j)), np.outer(nodes[i], nodes[j]))
-                 for i, j in pairwise.edges]
-        mu = np.concatenate([np.concatenate(nodes)] + [e.ravel() for e in edges])
+        edges = pairwise.edges
+        mu = np.zeros(pairwise.dim)
+        mu[:off[-1]] = node
+        if isinstance(model, PairwiseMRF) and self.fac is not None:
+            mu[off[-1]:] = self.fac[off[-1]:]
+            outer = np.flatnonzero((self.fixed[edges] >= 0).any(axis=1))
+        elif self.fac is not None:
+            outer = self._factor_pairs(mu)
+        else:
+            outer = np.arange(len(edges))
+        _outer_products(mu, pairwise, outer)
         return MarginalResult(
-            node_marginals=nodes, edge_marginals=edges, mu=mu, log_z_upper=self.upper,
-            certified=True, gap=self.gap, certified_gap=self.gap, status=status,
-            n_iter=self.n_passes, time=seconds, method="wmb", trace=outcome.trace,
+            node_marginals=nodes, edge_marginals=_edge_views(mu, pairwise), mu=mu,
+            gap=self.gap, certified_gap=self.gap, log_z_upper=self.upper, certified=True,
+            status=status, n_iter=self.n_passes, time=seconds,
+            method="wmb" if self.node is not None else "wmb+uniform", trace=outcome.trace,
             log_z_lower=self.lower)
 
+    def _factor_pairs(self, mu):
+        """Writes into ``mu`` the skeleton edges' marginals that a factor of exactly two
+        free variables gives (summed over its fixed ones); returns the edges left."""
+        flat, skeleton = self.flat, self.model.skeleton
+        where = {(int(i), int(j)): e for e, (i, j) in enumerate(skeleton.edges)}
+        left = set(range(skeleton.n_edges))
+        for f in range(len(flat.start) - 1):
+            scope = flat.var[flat.start[f]:flat.start[f + 1]].tolist()
+            free = [a for a, v in enumerate(scope) if self.fixed[v] < 0]
+            e = where.get(tuple(sorted(scope[a] for a in free))) if len(free) == 2 else None
+            if e not in left:
+                continue
+            table = self.fac[flat.off[f]:flat.off[f + 1]].reshape(flat.card[scope])
+            table = table.sum(axis=tuple(a for a in range(len(scope)) if a not in free))
+            if scope[free[0]] > scope[free[1]]:
+                table = table.T
+            mu[skeleton.edge_off[e]:skeleton.edge_off[e + 1]] = table.ravel()
+            left.discard(e)
+        return np.array(sorted(left), dtype=np.int64)
 
-def _product_bound(card, tables, fixed):
-    """log Z ≤ Σ_f max f + Σ_v log |X_v| over the variables not ``fixed``: every labelling
-    counted at every factor's best score (the bound before any pass)."""
-    free = [int(n) for v, n in enumerate(card.tolist()) if v not in fixed]
-    return float(sum(np.max(t) for _, t in tables) + np.log(np.asarray(free, float)).sum())
+
+def _outer_products(mu, model, edges):
+    """μ_ij = μ_i μ_j^T into ``mu`` (``model``'s layout) for the ``edges`` given, a group of
+    equal table shapes at a time."""
+    card = model.card
+    if len(card) and (card == card[0]).all():
+        k = int(card[0])
+        node = mu[:model.node_off[-1]].reshape(-1, k)
+        table = mu[model.edge_off[0]:].reshape(-1, k, k)
+        i, j = model.edges[edges, 0], model.edges[edges, 1]
+        table[edges] = node[i][:, :, None] * node[j][:, None, :]
+        return
+    pairs = model.edges[edges]
+    shapes = card[pairs]
+    for ci, cj in {tuple(s) for s in shapes.tolist()}:
+        e = edges[(shapes == (ci, cj)).all(axis=1)]
+        i, j = model.edges[e, 0], model.edges[e, 1]
+        mu_i = mu[model.node_off[i][:, None] + np.arange(ci)]
+        mu_j = mu[model.node_off[j][:, None] + np.arange(cj)]
+        mu[model.edge_off[e][:, None] + np.arange(ci * cj)] = (
+            mu_i[:, :, None] * mu_j[:, None, :]).reshape(len(e), -1)
 
 
-def _conditioned(card, tables, fixed):
-    """The tables sliced at the ``fixed`` variables' states (their scopes without them);
-    None when some variable has no state of finite unary score (no feasible labelling)."""
-    allowed = [np.ones(int(n), dtype=bool) for n in card]
-    for s, t in tables:
-        if len(s) == 1:
-            allowed[s[0]] &= np.isfinite(t)
-    if any(not a.any() for a in allowed):
-        return None
-    out = []
-    for s, t in tables:
-        if any(v in fixed for v in s):
-            t = t[tuple(fixed.get(v, slice(None)) for v in s)]
-            s = tuple(v for v in s if v not in fixed)
-        out.append((tuple(s), np.asarray(t, dtype=np.float64)))
-    return out
+def _node_views(node, card, off):
+    """The node marginals as views of the flat ``node`` (one reshape when the cards are
+    equal: a million views in a fraction of a second)."""
+    if len(card) and (card == card[0]).all():
+        return list(node.reshape(len(card), int(card[0])))
+    return [node[off[k]:off[k + 1]] for k in range(len(card))]
+
+
+def _edge_views(mu, model):
+    """The edge marginals as card_i x card_j views of ``mu`` (``model``'s layout)."""
+    card, edge_off = model.card, model.edge_off
+    if len(card) and (card == card[0]).all():
+        k = int(card[0])
+        return list(mu[edge_off[0]:edge_off[-1]].reshape(model.n_edges, k, k))
+    return [mu[edge_off[e]:edge_off[e + 1]].reshape(card[i], card[j])
+            for e, (i, j) in enumerate(model.edges.tolist())]
 
 
 WMB = register_method(

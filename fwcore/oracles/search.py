@@ -4,7 +4,7 @@ model's factors (issue 37): the ``aobb`` oracle.
 A model reaches the oracles as a `PairwiseMRF`; a `FactorGraph` as its pairwise
 reduction. `FactorView` turns it back into factors: every auxiliary variable of the
 reduction (a variable whose states each fix all its neighbours but one,
-`fwcore.elimination._functional_vars`) is maximised out exactly into one factor over its
+`fwcore.elimination.functional_vars`) is maximised out exactly into one factor over its
 neighbours (for a reduction: the user's factor itself), every other edge stays a pairwise
 factor, every variable keeps its unary. So the search and its bound work on the factor
 graph the user gave, with no auxiliary variable (DESIGN.md "Factor graphs").
@@ -30,7 +30,7 @@ import numpy as np
 from .. import _search
 from .._symbolic import eliminate
 from ..checks import Interval, TIME, validate_params
-from ..elimination import _functional_vars, _min_fill_order
+from ..elimination import functional_vars, min_fill_order
 from ..loop import Deadline, Interrupted
 from ..model import PairwiseMRF
 from ..results import Record, Status
@@ -74,7 +74,7 @@ class FactorView:
         self.model = model
         is_aux = np.zeros(model.n_vars, dtype=bool)
         if collapse:
-            is_aux[_functional_vars(model)] = True
+            is_aux[functional_vars(model)] = True
             # an auxiliary variable next to another one is kept (no reduction makes those)
             is_aux[model.edges[is_aux[model.edges].all(axis=1)].ravel()] = False
         self.keep = np.flatnonzero(~is_aux)
@@ -256,11 +256,11 @@ class MiniBuckets:
         primal = PairwiseMRF.from_flat(
             view.card, edges, np.zeros(int(card.sum() + (card[edges[:, 0]] *
                                                          card[edges[:, 1]]).sum())))
-        order, _ = _min_fill_order(primal)
+        order, _ = min_fill_order(primal)
         self.order = np.asarray(order, dtype=np.int64)
         self.pos = np.empty(n, dtype=np.int64)
         self.pos[self.order] = np.arange(n)
-        sep_start, sep_var, _ = eliminate(primal.adj_start, primal.adj_var, primal.card,
+        sep_start, sep_var, _, _ = eliminate(primal.adj_start, primal.adj_var, primal.card,
                                           self.order, 2**63 - 1)
         # separators in the variables' order, parents, children, roots
         sizes = np.diff(sep_start)

@@ -1,0 +1,225 @@
+"""Weighted mini-bucket at scale (issue 39): fwcore's WMB per pass against Merlin's at the
+same i-bound and elimination order, and `fwcore.infer` on generated grids of 10^4 to 10^6
+variables. Every figure of a table comes from one run (ratios side by side).
+
+    python bench/wmb_scale.py merlin [--merlin PATH] [--ibound 10] [--passes 8]
+    python bench/wmb_scale.py infer [--sizes 100,300,1000] [--kinds 1,3,potts] [--max-time 60]
+
+``merlin``: on linkage_12, Promedus_17, Grids_15 (the shared UAI instances, evidence
+applied) and a 100x100 binary grid (couplings U[−1, 1]), each side in its own process:
+fwcore's `weighted_mini_bucket(ibound=I, max_iter=P)` and Merlin's ``--algorithm wmb
+--ibound I --iterations P`` given fwcore's order (the free variables renumbered as
+Merlin numbers them once evidence is removed; variables the file itself fixes, which
+fwcore conditions on, first) through ``$MERLIN_ORDER_FILE``, which a
+local patch of ``wmb::init`` reads (in a copy of Merlin's sources outside the repository,
+``m_order = m_gmo.order2(...)`` becomes: when ``getenv("MERLIN_ORDER_FILE")`` is set,
+read the order's indices from that file into ``m_order``; then build as
+bench/peers/build_merlin.sh does). Columns: seconds to the first
+certified bound (the end of the first pass, from the call / Merlin's start), the median
+seconds of a pass after the first (fwcore's trace, Merlin's printed clock), peak RSS of
+the process, the bound after P passes. Merlin needs its binary (--merlin or $MERLIN).
+
+``infer``: `fwcore.infer(model, max_time=T)` on `random_grid(h, coupling=c)` (c = 1, 3)
+and `potts_grid(h, n_labels=8)`, in a child process each: wall seconds, the trace's time
+of the first pass's bound, the median pass, peak RSS over the RSS before the call (bytes
+a variable), the interval upper − lower (and as a share of the upper bound), status,
+whether the marginals are uniform. Grids are generated once and pickled under --cache
+(outside the repository).
+"""
+import argparse
+import json
+import os
+import pickle
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+INSTANCES = Path(os.environ.get("FWCORE_INSTANCES", REPO.parent / "shared" / "instances"))
+UAI_MODELS = ("uai2014-beyond/linkage_12", "uai2014-beyond/Promedus_17", "uai2014/Grids_15")
+
+
+def load_uai(stem):
+    """A shared instance with its evidence applied (`fwcore.io.uai`), and the evidence."""
+    from fwcore.io.uai import apply_evidence, read_evid, read_uai
+    path = INSTANCES / f"{stem}.uai"
+    model = read_uai(path)
+    evid = Path(f"{path}.evid")
+    evidence = read_evid(evid) if evid.exists() else {}
+    return (apply_evidence(model, evidence) if evidence else model), evidence, path
+
+
+def grid(h, kind, cache):
+    """A generated grid, pickled once under ``cache``."""
+    import fwcore
+    path = Path(cache) / f"grid{h}_{kind}.pkl"
+    if path.exists():
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    model = (fwcore.potts_grid(h, n_labels=8, seed=0) if kind == "potts" else
+             fwcore.random_grid(h, coupling=float(kind), seed=0))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as f:
+        pickle.dump(model, f, protocol=5)
+    return model
+
+
+def model_of(name, cache):
+    if name.startswith("grid"):
+        h, kind = name[4:].split("_")
+        return grid(int(h), kind, cache), {}, None
+    return load_uai(name)
+
+
+# -- one side, in a child process ---------------------------------------------------------
+
+def fwcore_side(name, ibound, passes, cache):
+    """fwcore's WMB at ``ibound``: its order (for Merlin), times and bound."""
+    import fwcore  # noqa: F401  (import time outside the figures)
+    from fwcore.loop import Deadline
+    from fwcore.marginals import wmb
+    model, _, _ = model_of(name, cache)
+    flat, fixed = wmb.flat_factors(model), wmb._fixed_states(model)
+    order = wmb._elimination_order(model, flat, fixed, Deadline())
+    started = time.perf_counter()
+    res = wmb.weighted_mini_bucket(model, ibound=ibound, max_iter=passes, tol=0.0)
+    seconds = time.perf_counter() - started
+    times = res.trace.columns()["time"]
+    _, evidence, _ = model_of(name, cache)
+    if evidence:                                      # Merlin drops evidence variables
+        order = (np.cumsum(fixed < 0) - 1)[order]
+    else:                                             # ones fixed in the file: first
+        order = np.concatenate([np.flatnonzero(fixed >= 0), order])
+    return {"first": float(times[1]) if len(times) > 1 else seconds,
+            "pass": float(np.median(np.diff(times[1:]))) if len(times) > 2 else None,
+            "bound": res.log_z_upper, "passes": res.n_iter,
+            "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            "order": order.tolist()}
+
+
+def merlin_side(binary, name, ibound, passes, order, cache):
+    """Merlin's WMB at ``ibound`` on fwcore's ``order``: printed clock, bound, peak RSS."""
+    from fwcore.io.uai import write_evid, write_uai
+    model, evidence, path = model_of(name, cache)
+    with tempfile.TemporaryDirectory(prefix="merlin-") as tmp:
+        if path is None:
+            path = Path(tmp, "model.uai")
+            write_uai(model, path)
+        cmd = [binary, "--input-file", str(path), "--task", "PR", "--algorithm", "wmb",
+               "--ibound", str(ibound), "--iterations", str(passes), "--output-format",
+               "uai", "--output-file", str(Path(tmp, "out"))]
+        if evidence:
+            write_evid(Path(tmp, "e.evid"), evidence)
+            cmd[3:3] = ["--evidence-file", str(Path(tmp, "e.evid"))]
+        Path(tmp, "order").write_text(" ".join(map(str, order)))
+        env = dict(os.environ, MERLIN_ORDER_FILE=str(Path(tmp, "order")))
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
+        rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    clock = [float(line.split("time=")[1].split()[0]) for line in done.stdout.splitlines()
+             if "logZ:" in line and "time=" in line]
+    bounds = [float(line.split()[1]) for line in done.stdout.splitlines()
+              if line.strip().startswith("logZ:")]
+    return {"first": clock[0] if clock else None,
+            "pass": float(np.median(np.diff(clock))) if len(clock) > 1 else None,
+            "bound": bounds[-1] if bounds else None, "passes": len(clock),
+            "rss": max(rss, before) * 1024}
+
+
+def infer_side(h, kind, max_time, cache):
+    """`fwcore.infer` on a generated grid."""
+    import fwcore
+    model = grid(h, kind, cache)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started = time.perf_counter()
+    res = fwcore.infer(model, max_time=max_time)
+    wall = time.perf_counter() - started
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    times = res.trace.columns()["time"]
+    first = res.node_marginals[0]
+    uniform = all(np.allclose(p, first) for p in res.node_marginals[:1000])
+    return {"wall": wall, "first": float(times[1]) if len(times) > 1 else None,
+            "pass": float(np.median(np.diff(times[1:]))) if len(times) > 2 else None,
+            "bytes_per_var": (peak - before) * 1024 / model.n_vars,
+            "peak_mb": peak / 1024, "upper": res.log_z_upper, "lower": res.log_z_lower,
+            "status": res.status.value, "method": res.method, "passes": res.n_iter,
+            "uniform": bool(uniform)}
+
+
+def child(kind, *args):
+    """Run one side in a fresh Python (its own peak RSS and import state)."""
+    code = (f"import sys, json; sys.path.insert(0, {str(REPO / 'bench')!r}); "
+            f"import wmb_scale; print(json.dumps(wmb_scale.{kind}(*{args!r})))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if done.returncode:
+        return {"error": done.stderr.strip().splitlines()[-1] if done.stderr else "failed"}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# -- tables ---------------------------------------------------------------------------------
+
+def merlin_table(opts):
+    binary = opts.merlin or os.environ.get("MERLIN")
+    if not binary:
+        sys.exit("no Merlin binary: --merlin PATH or $MERLIN (a copy patched as the "
+                 "module docstring says)")
+    names = [m for m in UAI_MODELS if (INSTANCES / f"{m}.uai").exists()] + ["grid100_1"]
+    print("| model | i | fwcore first s | Merlin first s | ratio | fwcore s/pass | Merlin "
+          "s/pass | ratio | fwcore RSS MB | Merlin RSS MB | ratio | fwcore bound | Merlin "
+          "bound |")
+    print("|" + "---|" * 14)
+    for name in names:
+        ours = child("fwcore_side", name, opts.ibound, opts.passes, opts.cache)
+        if "error" in ours:
+            print(f"| {name} | {opts.ibound} | {ours['error']} |")
+            continue
+        theirs = child("merlin_side", binary, name, opts.ibound, opts.passes, ours["order"],
+                       opts.cache)
+
+        def ratio(key):
+            a, b = ours.get(key), theirs.get(key)
+            return f"{a / b:.2f}" if a and b else "-"
+        print(f"| {name} | {opts.ibound} | {ours['first']:.3f} | {theirs.get('first')} | "
+              f"{ratio('first')} | {ours['pass']} | {theirs.get('pass')} | {ratio('pass')} | "
+              f"{ours['rss'] / 2**20:.0f} | {theirs.get('rss', 0) / 2**20:.0f} | "
+              f"{ratio('rss')} | {ours['bound']:.3f} | {theirs.get('bound')} |")
+
+
+def infer_table(opts):
+    print("| grid | kind | wall s | first bound s | s/pass | passes | RSS B/var | peak MB | "
+          "upper | lower | interval % | status | method | uniform |")
+    print("|" + "---|" * 14)
+    for h in [int(s) for s in opts.sizes.split(",")]:
+        for kind in opts.kinds.split(","):
+            r = child("infer_side", h, kind, opts.max_time, opts.cache)
+            if "error" in r:
+                print(f"| {h}x{h} | {kind} | {r['error']} |")
+                continue
+            width = r["upper"] - r["lower"]
+            print(f"| {h}x{h} | {kind} | {r['wall']:.2f} | {r['first']} | {r['pass']} | "
+                  f"{r['passes']} | {r['bytes_per_var']:.0f} | {r['peak_mb']:.0f} | "
+                  f"{r['upper']:.1f} | {r['lower']:.1f} | {100 * width / abs(r['upper']):.2f}"
+                  f" | {r['status']} | {r['method']} | {r['uniform']} |")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("table", choices=("merlin", "infer"))
+    p.add_argument("--merlin")
+    p.add_argument("--ibound", type=int, default=10)
+    p.add_argument("--passes", type=int, default=8)
+    p.add_argument("--sizes", default="100,300,1000")
+    p.add_argument("--kinds", default="1,3,potts")
+    p.add_argument("--max-time", type=float, default=60.0)
+    p.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "fwcore-grids"))
+    opts = p.parse_args(argv)
+    (merlin_table if opts.table == "merlin" else infer_table)(opts)
+
+
+if __name__ == "__main__":
+    main()
