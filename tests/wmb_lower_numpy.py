@@ -106,29 +106,6 @@ class LowerTwin(WMBTwin):
         return total
 
 
-    def backward(self):
-        backward(self)
-
-
-def backward(twin):
-    """`WMBTwin.backward` of ``twin``, with +inf entries (a finite sum less a −inf forward
-    message, where the child's rows are all −inf; or a negative-weight parent's −inf
-    belief) set to −inf as NaN ones are: no belief there."""
-    for c in reversed(range(len(twin.c_var))):
-        if not twin.children[c]:
-            continue
-        belief, wc = twin.table(c, backward=True), twin.weight[c]
-        for a in twin.children[c]:
-            keep = set(twin.scope[a][:-1])
-            drop = tuple(i for i, u in enumerate(twin.scope[c]) if u not in keep)
-            with np.errstate(invalid="ignore", over="ignore"):
-                msg = _wlse(belief, drop, wc) * (twin.weight[a] / wc) - twin.fwd[a]
-            msg[np.isnan(msg) | (msg == np.inf)] = -np.inf
-            top = msg.max() if msg.size else 0.0
-            twin.bwd[a] = msg - top if np.isfinite(top) else msg
-    twin.has_backward = True
-
-
 def proposal_rows(twin, x, p):
     """The proposal of the p-th variable eliminated given the later ones in ``x``:
     q(x_v | x_later) = Σ_r w_r q_r(x_v | x_{C_r \\ v}), q_r ∝ exp(f_r(x_{C_r \\ v}, ·) / w_r)

@@ -166,7 +166,7 @@ class WMBTwin:
                 sums = _wlse(belief, drop, wc) * (self.weight[a] / wc)
                 with np.errstate(invalid="ignore"):
                     msg = sums - self.fwd[a]
-                msg[np.isnan(msg)] = -np.inf
+                msg[np.isnan(msg) | (msg == np.inf)] = -np.inf   # no belief there
                 top = msg.max() if msg.size else 0.0
                 self.bwd[a] = msg - top if np.isfinite(top) else msg
         self.has_backward = True

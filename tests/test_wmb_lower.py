@@ -1,0 +1,124 @@
+"""The kernels of issue 36 against their NumPy twins (`wmb_lower_numpy`): the lower bound's
+passes with weights of mixed sign, and importance sampling from the upper bound's
+proposal; the log-sum-exp primitives with negative weights against scipy."""
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+from fwcore import _wmb
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # --import-mode=importlib
+from test_factor_graph import random_factor_graph
+
+
+def _case(seed, ibound, twin_class, zeros=0.15):
+    """A random factor graph with −inf entries and evidence: (its model, the kernels' tree
+    and WMB, the twin)."""
+    from wmb_numpy import mini_buckets_twin
+    from fwcore.marginals import wmb
+    rng = np.random.default_rng(seed)
+    fg = random_factor_graph(seed, n=8, n_factors=11, zeros=zeros)
+    flat = wmb.flat_factors(fg)
+    fixed = np.full(fg.n_vars, -1, dtype=np.int32)
+    fixed[rng.permutation(fg.n_vars)[:seed % 3]] = 0
+    order = np.array([v for v in rng.permutation(fg.n_vars) if fixed[v] < 0], dtype=np.int64)
+    mb = wmb.MiniBuckets(flat, fixed, order, ibound=ibound)
+    card = [int(c) for c in fg.card]
+    scopes = [tuple(int(v) for v in s) for s, _ in fg.factors]
+    tree = mini_buckets_twin(card, scopes, fixed, order.tolist(), ibound + 1)
+    twin = twin_class(card, scopes, [np.asarray(t, dtype=float) for _, t in fg.factors],
+                      fixed, order.tolist(), tree)
+    return fg, wmb.WeightedMiniBucket(mb), twin
+
+
+def _flat(messages):
+    return np.concatenate([m.reshape(-1) for m in messages] + [np.zeros(0)])
+
+
+@pytest.mark.parametrize("w", [-0.25, -1.0, -3.0])
+@pytest.mark.parametrize("inner", [1, 2, 3, 15, 16, 40])
+def test_primitives_with_negative_weights_match_scipy(w, inner):
+    """w log Σ exp(x / w) for w < 0 (−inf where a row has a −inf entry), and H(x_v | rest)
+    under p ∝ exp(b / w) on finite tables."""
+    rng = np.random.default_rng(inner)
+    x = rng.normal(scale=20, size=(7, inner))
+    x[2, 0] = -np.inf
+    out = np.empty(7)
+    _wmb.rows_wlse(x, w, out)
+    with np.errstate(divide="ignore", over="ignore"):
+        want = w * logsumexp(x / w, axis=1)
+    np.testing.assert_allclose(out, want, rtol=1e-12)
+    x[2, 0] = 1.0
+    b = x / w
+    p = np.exp(b - b.max())
+    p /= p.sum()
+
+    def entropy(q):
+        q = q[q > 0]
+        return -(q * np.log(q)).sum()
+    assert _wmb.conditional_entropy(x, w) == pytest.approx(
+        entropy(p) - entropy(p.sum(axis=1)), rel=1e-9, abs=1e-12)
+    shape = (3, 4, inner)
+    t = rng.normal(size=shape)
+    for axes, stride in (((0, 2), [0, 1, 0]), ((1,), [inner, 0, 1])):
+        out = np.empty(int(np.prod([n for a, n in enumerate(shape) if a not in axes])))
+        _wmb.weighted_logsumexp(t.reshape(-1), np.array(shape, dtype=np.int64),
+                                np.array(stride, dtype=np.int64), w, out)
+        np.testing.assert_allclose(out, (w * logsumexp(t / w, axis=axes)).reshape(-1),
+                                   rtol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(16))
+@pytest.mark.parametrize("ibound", [1, 2])
+@pytest.mark.parametrize("zeros, ceiling", [(0.0, None), (0.15, None), (0.0, 0.3)])
+def test_the_lower_passes_are_their_twin(seed, ibound, zeros, ceiling):
+    """Pass after pass (the weights' step within ``ceiling``, matching, backward), on
+    factor graphs with evidence, with and without −inf entries."""
+    from fwcore.marginals import wmb
+    from wmb_lower_numpy import LowerTwin
+    fg, w, twin = _case(seed, ibound, LowerTwin, zeros)
+    w.make_lower()
+    if ceiling is not None:
+        w.ceiling = ceiling
+    arrays = w.tree.arrays
+    np.testing.assert_allclose(arrays["weight"], twin.weight, rtol=1e-12)
+    for k in range(4):
+        step = 1.0 / (k + 1)
+        bound = w.forward(step)
+        want = twin.forward(step, w.eta, wmb._WEIGHT_FLOOR, w.ceiling)
+        assert bound == pytest.approx(want, rel=1e-9, abs=1e-9) or bound == want == -np.inf
+        np.testing.assert_allclose(arrays["weight"], twin.weight, rtol=1e-9)
+        np.testing.assert_allclose(arrays["repar"], np.concatenate(twin.repar + [[]]),
+                                   rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(arrays["fwd"], _flat(twin.fwd), rtol=1e-9, atol=1e-9)
+        w.backward()
+        twin.backward()
+        finite = np.isfinite(_flat(twin.bwd))
+        np.testing.assert_allclose(arrays["bwd"][finite], _flat(twin.bwd)[finite], rtol=1e-9,
+                                   atol=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("ibound", [1, 2])
+def test_the_sampler_is_its_twin(seed, ibound):
+    from fwcore.marginals import wmb
+    from wmb_lower_numpy import log_score, sample
+    from wmb_numpy import WMBTwin
+    fg, w, twin = _case(seed, ibound, WMBTwin)
+    for k in range(3):
+        w.forward(1.0 / (k + 1))
+        twin.forward(1.0 / (k + 1), w.eta, wmb._WEIGHT_FLOOR)
+        w.backward()
+        twin.backward()
+    rng = np.random.default_rng(seed)
+    u = rng.random((200, len(twin.order)))
+    x = np.empty((200, fg.n_vars), dtype=np.int64)
+    log_q, log_f = np.empty(200), np.empty(200)
+    assert w.sample(u, x, log_q, log_f) == 200
+    want_x, want_q = sample(twin, u)
+    np.testing.assert_array_equal(x, want_x)
+    np.testing.assert_allclose(log_q, want_q, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(log_f, [log_score(twin, xi) for xi in x], rtol=1e-12)
