@@ -54,12 +54,14 @@ class Tally:
     overflow nor vanish): ``n``, ``log_mean`` (log Ẑ), ``log_var`` (log of the unbiased
     sample variance), ``ess`` (the effective sample size (Σ W)² / Σ W²), and, when
     ``node_off`` (the flat offsets of the node marginals, int64[n_vars + 1]) is given, the
-    self-normalised marginals Σ_k W_k 1[x_k,i = s] / Σ_k W_k (`marginals`)."""
+    self-normalised marginals Σ_k W_k 1[x_k,i = s] / Σ_k W_k (`marginals`) and their
+    estimated error (`noise`)."""
 
     def __init__(self, node_off=None):
         self.n, self.shift, self.s1, self.s2 = 0, -math.inf, 0.0, 0.0
         self.node_off = None if node_off is None else np.asarray(node_off, dtype=np.int64)
         self.node = None if node_off is None else np.zeros(int(self.node_off[-1]))
+        self.node2 = None if node_off is None else np.zeros(int(self.node_off[-1]))
 
     def add(self, log_w, x=None):
         """Add the samples of log weights ``log_w`` (float64[k]) and, with ``node_off``,
@@ -76,11 +78,13 @@ class Tally:
         self.s1 = self.s1 * scale + float(w.sum())
         self.s2 = self.s2 * scale * scale + float(np.dot(w, w))
         if self.node is not None:
-            x = np.asarray(x, dtype=np.int64)
+            at = (np.asarray(x, dtype=np.int64) + self.node_off[:-1]).ravel()
             self.node *= scale
-            self.node += np.bincount((x + self.node_off[:-1]).ravel(),
-                                     weights=np.repeat(w, x.shape[1]),
+            self.node2 *= scale * scale
+            self.node += np.bincount(at, weights=np.repeat(w, x.shape[1]),
                                      minlength=self.node.size)
+            self.node2 += np.bincount(at, weights=np.repeat(w * w, x.shape[1]),
+                                      minlength=self.node.size)
         self.n += log_w.size
         self.shift = top
 
@@ -109,6 +113,18 @@ class Tally:
         if self.node is None or self.s1 == 0.0:
             return None
         return self.node / self.s1
+
+    def noise(self):
+        """The expected ζ (mean over variables of ½‖μ̂_i − μ_i‖₁) of `marginals` from their
+        delta-method variance, Var μ̂_s ≈ Σ_k W̄_k² (1[x_k = s] − μ̂_s)² (W̄ the normalised
+        weights), each state's error taken as half-normal (E|e| = sqrt(2 Var / π)); None
+        without marginals."""
+        mu = self.marginals()
+        if mu is None:
+            return None
+        var = np.maximum(self.node2 * (1.0 - 2.0 * mu) + mu * mu * self.s2, 0.0) / self.s1**2
+        per_state = np.sqrt(2.0 * var / math.pi)
+        return float(0.5 * np.add.reduceat(per_state, self.node_off[:-1]).mean())
 
     def interval(self, log_bound, confidence, certified_lower=-math.inf,
                  certified_upper=math.inf):
