@@ -97,9 +97,10 @@ def choose_marginals(candidates, sampled, noise, ess, node_off):
     answers: the samples' marginals are unbiased (as the samples grow) and their error
     ``noise`` is known, so a candidate's distance to them, d(c) = mean over variables of
     ½‖c_i − ŝ_i‖₁, ranks the candidates' errors (the samples' error adds about as much to
-    each); "samples" itself scores √2 · noise (a candidate of error e at distance
-    sqrt(e² + noise²) is worse than the samples when e > noise). The first candidate
-    when there are no samples or ``ess`` < `REFEREE_ESS`. Measured at 1 s and 10 s
+    each: a candidate of error e is at distance about sqrt(e² + noise²)), so its error is
+    estimated as sqrt(d² − noise²) and the samples' as their noise; the least wins (the
+    first among equals). The first candidate when there are no samples or ``ess`` <
+    `REFEREE_ESS`. Measured at 1 s and 10 s
     (bench/marginal_rule.py; ζ of beliefs / samples / loopy BP / TRBP): CSP_11 .043 /
     .029 / .029 / .156 (ESS 114), linkage_14 .0135 / .0067 / .0055 / .063 (ESS 2823),
     ObjectDetection_11 .0075 / .0133 / .0135 / .057 (ESS 5225), linkage_12 .020 / .063 /
@@ -110,8 +111,9 @@ def choose_marginals(candidates, sampled, noise, ess, node_off):
     starts = np.asarray(node_off[:-1], dtype=np.intp)
     scores = {name: float(0.5 * np.add.reduceat(np.abs(mu - sampled), starts).mean())
               for name, mu in candidates.items()}
-    scores["samples"] = math.sqrt(2.0) * noise
-    return min(scores, key=lambda name: (scores[name], name != names[0]))
+    errors = {name: math.sqrt(max(d * d - noise * noise, 0.0)) for name, d in scores.items()}
+    errors["samples"] = noise
+    return min(errors, key=lambda name: (errors[name], name != names[0]))
 
 
 # -- infer's exact shortcut (`fwcore.infer`, method="auto") ------------------------------

@@ -831,7 +831,8 @@ class _Run:
         while a pass tightens the bound by more than ``tol``, and the run is finished
         after (or at once when exact). The beliefs are read (`read`) before a pass that
         may not end in time, at the end, and before the first stage change (so that some
-        are kept)."""
+        are kept); a pass predicted to end after the deadline is not started (its time
+        goes to the phases after the passes, whose proposal is the last whole pass's)."""
         mb = self.wmb.mb
         left = self.deadline.left()
         if self.stage_passes:
@@ -850,6 +851,8 @@ class _Run:
                 return
         if left is not None and left < _PASS_MARGIN * self.pass_time + self._read_time():
             self.read(left)
+            if left < self.pass_time:      # a pass cut short is lost, and so is the proposal
+                raise TimeUp
         self._pass()
 
     def _pass(self):
@@ -1106,8 +1109,8 @@ class _Run:
         interval of `fwcore.marginals.estimate.Tally.interval` within the certified bounds
         (the bounds themselves when they meet: log Z is known), and ``info``:
         ``n_samples``, ``ess`` (their effective number), ``log_z_proposal`` (the
-        proposal's bound on the weights) and ``sample_marginals`` (the self-normalised
-        node marginals, flat); none without samples."""
+        proposal's bound on the weights), ``sample_marginals`` (the self-normalised node
+        marginals, flat) and ``sample_noise`` (their estimated ζ); none without samples."""
         if self.gap == 0.0:
             return dict(log_z_estimate=self.upper, log_z_estimate_lower=self.lower,
                         log_z_estimate_upper=self.upper, confidence=confidence)
@@ -1120,7 +1123,8 @@ class _Run:
                     log_z_estimate_upper=upper, confidence=confidence,
                     info=dict(n_samples=tally.n, ess=tally.ess,
                               log_z_proposal=self.proposal_bound,
-                              sample_marginals=tally.marginals()))
+                              sample_marginals=tally.marginals(),
+                              sample_noise=tally.noise()))
 
     def _factor_pairs(self, mu):
         """Writes into ``mu`` the skeleton edges' marginals that a factor of exactly two
