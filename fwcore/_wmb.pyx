@@ -1235,42 +1235,40 @@ def backward(Tree t, double stop_at):
     return _finish(status)
 
 
+cdef inline void _add_row(const double* data, int64_t base, const int32_t* scope,
+                          int64_t first, int64_t last, const int32_t* card, const int64_t* x,
+                          int64_t v, int64_t K, double* row) noexcept nogil:
+    """row[s] += the table from ``data[base]`` over ``scope[first..last]`` (C order) at the
+    labelling ``x`` with x_v = s (the same entry for every s when v is not in the scope)."""
+    cdef int64_t kk = last, st = 1, sv = 0, s
+    cdef int32_t u
+    while kk >= first:
+        u = scope[kk]
+        if u == v:
+            sv = st
+        else:
+            base += x[u] * st
+        st *= card[u]
+        kk -= 1
+    for s in range(K):
+        row[s] += data[base + s * sv]
+
+
 cdef void _cluster_row(const G* g, const int64_t* x, int64_t c, int64_t v, int64_t K,
                        double* row) noexcept nogil:
     """row[s] = f_c at the labelling ``x`` with x_v = s (its factors, its
     reparameterisation and its children's forward messages; x_v itself is not read)."""
-    cdef int64_t k, kk, f, a, s, base, st, sv
-    cdef int32_t u
+    cdef int64_t k, f, a, s
     for s in range(K):
         row[s] = g.repar[g.rep_off[c] + s]
     for k in range(g.own_start[c], g.own_start[c + 1]):
         f = g.own_list[k]
-        base, st, sv = g.f_off[f], 1, 0
-        kk = g.f_start[f + 1] - 1
-        while kk >= g.f_start[f]:
-            u = g.f_var[kk]
-            if u == v:
-                sv = st
-            else:
-                base += x[u] * st
-            st *= g.card[u]
-            kk -= 1
-        for s in range(K):
-            row[s] += g.f_tab[base + s * sv]
+        _add_row(g.f_tab, g.f_off[f], g.f_var, g.f_start[f], g.f_start[f + 1] - 1, g.card, x,
+                 v, K, row)
     for k in range(g.ch_start[c], g.ch_start[c + 1]):
         a = g.ch_list[k]
-        base, st, sv = g.msg_off[a], 1, 0
-        kk = g.c_start[a + 1] - 2
-        while kk >= g.c_start[a]:
-            u = g.c_scope[kk]
-            if u == v:
-                sv = st
-            else:
-                base += x[u] * st
-            st *= g.card[u]
-            kk -= 1
-        for s in range(K):
-            row[s] += g.fwd[base + s * sv]
+        _add_row(g.fwd, g.msg_off[a], g.c_scope, g.c_start[a], g.c_start[a + 1] - 2, g.card, x,
+                 v, K, row)
 
 
 cdef int64_t _max_card(Tree t):

@@ -195,16 +195,17 @@ def test_a_model_whose_variables_evidence_fixes_has_no_table_left():
         np.testing.assert_allclose(res.node_marginals[1], [0, 0, 1])
 
 
-def _twin_case(seed, ibound):
-    """A random factor graph with −inf entries and some variables fixed by evidence, its
-    kernel tree and the twin's."""
+def _twin_case(seed, ibound, twin_class=None, finite=False):
+    """A random factor graph with −inf entries (none when ``finite``) and some variables
+    fixed by evidence, its kernel tree and the twin's (a ``twin_class``, `WMBTwin` by
+    default)."""
     from wmb_numpy import WMBTwin, mini_buckets_twin
     from fwcore.marginals import wmb
     rng = np.random.default_rng(seed)
-    fg = random_factor_graph(seed, n=8, n_factors=11)
+    fg = random_factor_graph(seed, n=8, n_factors=11, zeros=0.0 if finite else 0.2)
     factors = [(s, t.copy()) for s, t in fg.factors]
     for _, t in factors:
-        t[rng.random(t.shape) < 0.15] = -np.inf
+        t[rng.random(t.shape) < (0.0 if finite else 0.15)] = -np.inf
         t.reshape(-1)[0] = 0.0
     fg = fwcore.FactorGraph(fg.card, factors)
     flat = wmb.flat_factors(fg)
@@ -216,8 +217,9 @@ def _twin_case(seed, ibound):
     scopes = [tuple(int(v) for v in s) for s, _ in fg.factors]
     tree = mini_buckets_twin(card, scopes, fixed, order.tolist(),
                              math.inf if ibound is None else ibound + 1)
-    twin = WMBTwin(card, scopes, [np.asarray(t, dtype=float) for _, t in fg.factors], fixed,
-                   order.tolist(), tree)
+    twin = (twin_class or WMBTwin)(card, scopes, [np.asarray(t, dtype=float)
+                                                  for _, t in fg.factors],
+                                   fixed, order.tolist(), tree)
     return fg, mb, twin
 
 

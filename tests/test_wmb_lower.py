@@ -11,26 +11,13 @@ from scipy.special import logsumexp
 from fwcore import _wmb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # --import-mode=importlib
-from test_factor_graph import random_factor_graph
 
 
 def _case(seed, ibound, twin_class, zeros=0.15):
-    """A random factor graph with −inf entries and evidence: (its model, the kernels' tree
-    and WMB, the twin)."""
-    from wmb_numpy import mini_buckets_twin
+    """`test_wmb._twin_case` (−inf entries unless ``zeros`` is 0) with the kernels' WMB."""
+    from test_wmb import _twin_case
     from fwcore.marginals import wmb
-    rng = np.random.default_rng(seed)
-    fg = random_factor_graph(seed, n=8, n_factors=11, zeros=zeros)
-    flat = wmb.flat_factors(fg)
-    fixed = np.full(fg.n_vars, -1, dtype=np.int32)
-    fixed[rng.permutation(fg.n_vars)[:seed % 3]] = 0
-    order = np.array([v for v in rng.permutation(fg.n_vars) if fixed[v] < 0], dtype=np.int64)
-    mb = wmb.MiniBuckets(flat, fixed, order, ibound=ibound)
-    card = [int(c) for c in fg.card]
-    scopes = [tuple(int(v) for v in s) for s, _ in fg.factors]
-    tree = mini_buckets_twin(card, scopes, fixed, order.tolist(), ibound + 1)
-    twin = twin_class(card, scopes, [np.asarray(t, dtype=float) for _, t in fg.factors],
-                      fixed, order.tolist(), tree)
+    fg, mb, twin = _twin_case(seed, ibound, twin_class, finite=zeros == 0.0)
     return fg, wmb.WeightedMiniBucket(mb), twin
 
 

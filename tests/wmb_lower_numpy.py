@@ -7,27 +7,7 @@ import math
 
 import numpy as np
 
-from wmb_numpy import WMBTwin, _entropy, _wlse
-
-
-def _weighted(belief, w):
-    """The normalised weighted belief ∝ exp(belief / w) (zeros when it has no finite
-    entry)."""
-    b = belief / w
-    top = b.max()
-    if not np.isfinite(top):
-        return np.zeros_like(b)
-    q = np.exp(b - top)
-    return q / q.sum()
-
-
-def conditional_entropies(beliefs, weights):
-    """H(x_v | the rest of the scope) under each cluster's weighted belief (x_v last)."""
-    out = []
-    for b, w in zip(beliefs, weights):
-        q = _weighted(b, w)
-        out.append(_entropy(q) - _entropy(q.sum(axis=-1)))
-    return np.array(out)
+from wmb_numpy import WMBTwin, conditional_entropies
 
 
 class LowerTwin(WMBTwin):
@@ -66,44 +46,6 @@ class LowerTwin(WMBTwin):
             w = self.weight[c]
             self.weight[c] = -min(max(-w * math.exp(eta * w * (h[c] - h[pos])), floor), ceiling)
         self.weight[pos] = 1.0 - self.weight[negative].sum()
-
-    def forward(self, step, eta, floor, ceiling=math.inf):
-        total = self.constant
-        for p in range(len(self.order)):
-            clusters = list(range(self.b_start[p], self.b_start[p + 1]))
-            tables = {c: self.table(c) for c in clusters}
-            beliefs = {c: tables[c] + (self.bwd[c][..., None] if self.parent[c] >= 0
-                                       else 0.0) for c in clusters}
-            degenerate = any(self.weight[c] < 0 and np.isneginf(beliefs[c]).any()
-                             for c in clusters)       # exp(b / w) undefined: no step
-            if len(clusters) > 1 and step > 0 and not degenerate:
-                if eta > 0 and self.has_backward:
-                    self._reweight(clusters, beliefs, eta, floor, ceiling)
-                logs = []
-                for c in clusters:
-                    q = _weighted(beliefs[c], self.weight[c]).sum(axis=tuple(
-                        range(beliefs[c].ndim - 1)))
-                    with np.errstate(divide="ignore"):
-                        logs.append(np.log(q) if q.sum() > 0 else np.full(len(q), -np.inf))
-                logs = np.array(logs)
-                w = self.weight[clusters][:, None]
-                with np.errstate(invalid="ignore"):
-                    moves = step * w * ((w * logs).sum(axis=0) - logs)
-                moves[:, ~np.isfinite(logs).all(axis=0)] = 0.0
-                for c, move in zip(clusters, moves):
-                    self.repar[c] = self.repar[c] + move
-                    tables[c] = tables[c] + move
-            for c in clusters:
-                msg = _wlse(tables[c], (tables[c].ndim - 1,), self.weight[c])
-                if self.parent[c] < 0:
-                    total += float(msg)
-                    continue
-                top = msg.max()
-                if np.isfinite(top):
-                    msg = msg - top
-                total += float(top)
-                self.fwd[c] = msg
-        return total
 
 
 def proposal_rows(twin, x, p):
