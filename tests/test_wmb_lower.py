@@ -1,14 +1,12 @@
 """The kernels of issue 36 against their NumPy twins (`wmb_lower_numpy`): the lower bound's
 passes with weights of mixed sign, and importance sampling from the upper bound's
-proposal; the log-sum-exp primitives with negative weights against scipy."""
+proposal (the log-sum-exp primitives with negative weights: tests/test_wmb.py)."""
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy.special import logsumexp
 
-from fwcore import _wmb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # --import-mode=importlib
 
@@ -23,39 +21,6 @@ def _case(seed, ibound, twin_class, zeros=0.15):
 
 def _flat(messages):
     return np.concatenate([m.reshape(-1) for m in messages] + [np.zeros(0)])
-
-
-@pytest.mark.parametrize("w", [-0.25, -1.0, -3.0])
-@pytest.mark.parametrize("inner", [1, 2, 3, 15, 16, 40])
-def test_primitives_with_negative_weights_match_scipy(w, inner):
-    """w log Σ exp(x / w) for w < 0 (−inf where a row has a −inf entry), and H(x_v | rest)
-    under p ∝ exp(b / w) on finite tables."""
-    rng = np.random.default_rng(inner)
-    x = rng.normal(scale=20, size=(7, inner))
-    x[2, 0] = -np.inf
-    out = np.empty(7)
-    _wmb.rows_wlse(x, w, out)
-    with np.errstate(divide="ignore", over="ignore"):
-        want = w * logsumexp(x / w, axis=1)
-    np.testing.assert_allclose(out, want, rtol=1e-12)
-    x[2, 0] = 1.0
-    b = x / w
-    p = np.exp(b - b.max())
-    p /= p.sum()
-
-    def entropy(q):
-        q = q[q > 0]
-        return -(q * np.log(q)).sum()
-    assert _wmb.conditional_entropy(x, w) == pytest.approx(
-        entropy(p) - entropy(p.sum(axis=1)), rel=1e-9, abs=1e-12)
-    shape = (3, 4, inner)
-    t = rng.normal(size=shape)
-    for axes, stride in (((0, 2), [0, 1, 0]), ((1,), [inner, 0, 1])):
-        out = np.empty(int(np.prod([n for a, n in enumerate(shape) if a not in axes])))
-        _wmb.weighted_logsumexp(t.reshape(-1), np.array(shape, dtype=np.int64),
-                                np.array(stride, dtype=np.int64), w, out)
-        np.testing.assert_allclose(out, (w * logsumexp(t / w, axis=axes)).reshape(-1),
-                                   rtol=1e-12)
 
 
 @pytest.mark.parametrize("seed", range(16))
