@@ -974,7 +974,7 @@ class _Run:
         rng = np.random.default_rng(seed)
         n, m = len(self.flat.card), len(w.mb.order)
         batch = max(1, min(_SAMPLE_BATCH, _SAMPLE_ENTRIES // max(n, 1)))
-        self.tally = tally = Tally(self.node_off)
+        self.tally = tally = Tally(self.proposal_bound, self.node_off)
         while n_samples is None or tally.n < n_samples:
             k = batch if n_samples is None else min(batch, n_samples - tally.n)
             x = np.empty((k, n), dtype=np.int64)
@@ -1117,7 +1117,7 @@ class _Run:
         tally = self.tally
         if tally is None or tally.n == 0:
             return {}
-        lower, upper = tally.interval(self.proposal_bound, confidence, self.lower, self.upper)
+        lower, upper = tally.interval(confidence, self.lower, self.upper)
         return dict(log_z_estimate=min(max(tally.log_mean, self.lower), self.upper),
                     log_z_estimate_lower=lower,
                     log_z_estimate_upper=upper, confidence=confidence,
