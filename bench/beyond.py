@@ -4,6 +4,7 @@
     python bench/beyond.py --held-out              # + uai2014/, uai2014-higher-order/, -large/
     python bench/beyond.py M.uai DIR --ibounds 5,10 --merlin-timeout 60 --max-time 30
     python bench/beyond.py --merlin PATH --no-cache --json rows.json
+    python bench/beyond.py --pygms /tmp/pygms-venv/bin/python --seeds 20 --max-time 10
 
 On UAI models with official answers (MODEL.uai.MAR, MODEL.uai.PR) it runs, per model:
 Merlin WMB (task MAR: a certified upper bound on log Z and marginals) at each i-bound,
@@ -31,6 +32,14 @@ then prints a markdown table per model and a summary against issue 29's targets.
   (`merlin_bound_by`), so "at the same wall time" compares fwcore's bound with the
   best any i-bound had proved by fwcore's seconds.
   Results are cached in --cache by (model and evidence content, i-bound, iterations).
+- The interval a user reads (issue 36): fwcore's certified lower bound (lower − log Z),
+  its sampled estimate and the probabilistic interval at 95% (estimate − log Z, and the
+  interval's ends − log Z), and pyGMs' weighted mini-bucket bound and importance-sampling
+  estimate (`bench/peers/pygms_wmb.py`, run by the Python of pyGMs' own virtual
+  environment given by --pygms or $PYGMS_PYTHON, for --max-time seconds: half its
+  passes, half its samples) beside Merlin. With --seeds N, fwcore's answer is run with
+  seeds 0..N-1 and the summary counts how often the interval holds log Z. The summary
+  of issue 36's targets follows issue 29's.
 """
 import argparse
 import hashlib
@@ -154,6 +163,8 @@ def scored(row, marginals, case):
     row["zeta"] = None if marginals is None else zeta(marginals, case.marginals, case.evidence)
     row["upper_minus_log_z"] = minus_log_z(row.get("log_z_upper"))
     row["lower_minus_log_z"] = minus_log_z(row.get("log_z_lower"))
+    for k in ("log_z_estimate", "log_z_estimate_lower", "log_z_estimate_upper"):
+        row[k.replace("log_z_", "") + "_minus_log_z"] = minus_log_z(row.get(k))
     return row
 
 
@@ -311,15 +322,73 @@ def merlin_rows(binary, case, opts, cache):
     return rows
 
 
+# -- pyGMs ----------------------------------------------------------------------------------
+
+PYGMS_SCRIPT = REPO / "bench" / "peers" / "pygms_wmb.py"
+
+
+def find_pygms(option):
+    """(the Python of pyGMs' virtual environment or None, why not)."""
+    path = option or os.environ.get("PYGMS_PYTHON")
+    if not path:
+        return None, ("no pyGMs Python given (--pygms PATH or $PYGMS_PYTHON: python3 -m venv "
+                      "/tmp/pygms-venv && /tmp/pygms-venv/bin/pip install pygms)")
+    if not (Path(path).is_file() and os.access(path, os.X_OK)):
+        return None, f"pyGMs Python {path} is not an executable file"
+    return path, ""
+
+
+def pygms_rows(python, case, opts):
+    """A scored row per --pygms-ibounds: pyGMs' WMB bound (certified: Hölder) and its
+    importance-sampling estimate in --max-time seconds (`bench/peers/pygms_wmb.py`),
+    capped at 3 x --max-time + 60 s of wall time and --merlin-memory GiB."""
+    limit = int(opts.merlin_memory * 2 ** 30)
+
+    def cap_memory():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    rows = []
+    for ibound in opts.pygms_ibounds:
+        row = {"method": f"pygms-wmb i={ibound}", "log_z_upper": None, "certified": True,
+               "log_z_lower": None}
+        with tempfile.TemporaryDirectory(prefix="pygms-") as tmp:
+            cmd = [python, str(PYGMS_SCRIPT), str(case.path), "--ibound", str(ibound),
+                   "--seconds", str(opts.max_time)]
+            if case.evidence:
+                write_evid(Path(tmp) / "model.evid", case.evidence)
+                cmd += ["--evid", str(Path(tmp) / "model.evid")]
+            t0 = time.perf_counter()
+            try:
+                done = subprocess.run(cmd, capture_output=True, text=True, check=False,
+                                      timeout=3 * opts.max_time + 60, preexec_fn=cap_memory)
+            except subprocess.TimeoutExpired:
+                row.update(status="timeout", seconds=time.perf_counter() - t0)
+                rows.append(scored(row, None, case))
+                continue
+        out = done.stdout.strip().splitlines()[-1:] if done.returncode == 0 else []
+        if not out:
+            last = (done.stderr.strip().splitlines() or [""])[-1]
+            row.update(status=f"failed (exit {done.returncode}: {last[:80]})",
+                       seconds=time.perf_counter() - t0)
+        else:
+            got = json.loads(out[0])
+            row.update(status=f"ok ({got['passes']} passes, {got['n_samples']} samples)",
+                       seconds=got["seconds"], log_z_upper=got["log_z_upper"],
+                       log_z_estimate=got["log_z_estimate"])
+        rows.append(scored(row, None, case))
+    return rows
+
+
 # -- fwcore ----------------------------------------------------------------------------------
 
 
-def ours_solver(method, max_time):
+def ours_solver(method, max_time, seed=None):
     """(label, function model -> result) for fwcore's main answer: ``infer`` with
     ``method`` ("approximate" by default: the approximate path even where exact
-    elimination would fit, so that it is scored against the known answers)."""
+    elimination would fit, so that it is scored against the known answers) and ``seed``
+    (None: infer's default)."""
     return (f'infer(method="{method}")',
-            lambda m: fwcore.infer(m, max_time=max_time, method=method))
+            lambda m: fwcore.infer(m, max_time=max_time, method=method, seed=seed))
 
 
 def fwcore_row(label, solve, case):
@@ -335,8 +404,14 @@ def fwcore_row(label, solve, case):
     row = {"method": f"{label} [{result.method}]" if result.method not in label else label,
            "status": str(status), "seconds": result.time, "log_z_upper": result.log_z_upper,
            "certified": bool(result.certified),
-           "log_z_lower": getattr(result, "log_z_lower", None)}
+           "log_z_lower": getattr(result, "log_z_lower", None), **estimate_fields(result)}
     return scored(row, result.node_marginals, case)
+
+
+def estimate_fields(result):
+    """A result's sampled estimate and probabilistic interval (None when it has none)."""
+    return {k: getattr(result, k, None) for k in
+            ("log_z_estimate", "log_z_estimate_lower", "log_z_estimate_upper")}
 
 
 def fwcore_rows(case, opts, ours):
@@ -360,15 +435,20 @@ def model_table(case, rows):
     about = (f"{len(case.marginals)} variables, {len(case.evidence)} observed (excluded "
              f"from ζ), log Z = {case.log_z:.6f}")
     lines = [f"### {case.name}{note}", "", about, "",
-             "| method | ζ | bound − log Z | lower − log Z | seconds | status |",
-             "|---|---|---|---|---|---|"]
+             ("| method | ζ | bound − log Z | lower − log Z | estimate − log Z | 95% interval "
+              "− log Z | seconds | status |"),
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         bound = number(r["upper_minus_log_z"], ".4g")
         if r["log_z_upper"] is not None and not r["certified"]:
             bound += " (uncertified)"
+        interval = ("-" if r.get("estimate_lower_minus_log_z") is None else
+                    f"[{r['estimate_lower_minus_log_z']:.4g}, "
+                    f"{r['estimate_upper_minus_log_z']:.4g}]")
         lines.append(f"| {r['method']} | {number(r['zeta'], '.4f')} | {bound} | "
-                     f"{number(r['lower_minus_log_z'], '.4g')} | {number(r['seconds'], '.1f')} | "
-                     f"{r['status']} |")
+                     f"{number(r['lower_minus_log_z'], '.4g')} | "
+                     f"{number(r.get('estimate_minus_log_z'), '.4g')} | {interval} | "
+                     f"{number(r['seconds'], '.1f')} | {r['status']} |")
     return "\n".join(lines)
 
 
@@ -419,6 +499,39 @@ def verdicts(case, rows):
     return out
 
 
+def interval_verdicts(case, rows, seed_rows=()):
+    """Issue 36's targets for fwcore's answer on one model: the certified lower bound is
+    at most log Z and within max(1, upper − log Z) of it; the 95% probabilistic interval
+    holds log Z (in how many of the seeds' runs, with --seeds) and is at most 1 nat wide;
+    ζ is at most min(loopy BP, TRBP)."""
+    ours = next(r for r in rows if r.get("ours"))
+    runs = list(seed_rows) or [ours]
+    by_method = {r["method"]: r for r in rows}
+    out = {"model": case.name + (" (unverified)" if case.unverified else "")}
+    up, low = ours["upper_minus_log_z"], ours["lower_minus_log_z"]
+    if low is None or up is None:
+        out["lower ≤ log Z"] = out["log Z − lower ≤ max(1, up)"] = "-"
+    else:
+        out["lower ≤ log Z"] = "yes" if low <= case.log_z_tolerance else "VIOLATED"
+        out["log Z − lower ≤ max(1, up)"] = "yes" if -low <= max(1.0, up) else "no"
+    ends = [(r.get("estimate_lower_minus_log_z"), r.get("estimate_upper_minus_log_z"))
+            for r in runs]
+    ends = [(a, b) for a, b in ends if a is not None]
+    if not ends:
+        out["interval ∋ log Z"] = out["interval ≤ 1 nat"] = "-"
+    else:
+        held = sum(a <= case.log_z_tolerance and b >= -case.log_z_tolerance for a, b in ends)
+        enough = held >= 0.95 * len(ends)
+        out["interval ∋ log Z"] = f"{'yes' if enough else 'no'} ({held}/{len(ends)})"
+        width = float(np.median([b - a for a, b in ends]))
+        out["interval ≤ 1 nat"] = f"{'yes' if width <= 1.0 else 'no'} ({width:.3g})"
+    bp = [by_method[m]["zeta"] for m in ("loopy-bp", "trbp") if by_method[m]["zeta"] is not None]
+    z = ours["zeta"]
+    out["ζ ≤ min(BP, TRBP)"] = "-" if z is None or len(bp) < 2 else (
+        "yes" if z <= min(bp) else "no")
+    return out
+
+
 def summary_table(all_verdicts):
     """The markdown summary: one row per model, then per column the count of yes."""
     if not all_verdicts:
@@ -459,8 +572,14 @@ def parse_args(argv):
     p.add_argument("--no-cache", action="store_true",
                    help="rerun Merlin (the new results replace the cached ones)")
     p.add_argument("--json", help="write every row and verdict to this file")
+    p.add_argument("--pygms", help="the Python of pyGMs' virtual environment "
+                                   "(default $PYGMS_PYTHON)")
+    p.add_argument("--pygms-ibounds", default="10", help="pyGMs' i-bounds (default %(default)s)")
+    p.add_argument("--seeds", type=int, default=0,
+                   help="also run fwcore's answer with seeds 0..N-1 (the interval's coverage)")
     opts = p.parse_args(argv)
     opts.ibounds = [int(i) for i in opts.ibounds.split(",") if i]
+    opts.pygms_ibounds = [int(i) for i in opts.pygms_ibounds.split(",") if i]
     return opts
 
 
@@ -475,6 +594,9 @@ def main(argv=None):
     binary, why_not = find_merlin(opts.merlin)
     if binary is None:
         print(f"Merlin rows skipped: {why_not}")
+    pygms, why_not = find_pygms(opts.pygms)
+    if pygms is None:
+        print(f"pyGMs rows skipped: {why_not}")
     cache = load_cache(opts.cache)
     ours = ours_solver(opts.method, opts.max_time)
     print(f"fwcore's answer: {ours[0]}, max_time={opts.max_time:g} s\n")
@@ -482,16 +604,22 @@ def main(argv=None):
     for path in with_answers(paths):
         case = load_case(path)
         rows = ((merlin_rows(binary, case, opts, cache) if binary else []) +
+                (pygms_rows(pygms, case, opts) if pygms else []) +
                 fwcore_rows(case, opts, ours))
+        seed_rows = [fwcore_row(*ours_solver(opts.method, opts.max_time, seed), case)
+                     for seed in range(opts.seeds)]
         print(model_table(case, rows) + "\n", flush=True)
         for method, which, by in bound_violations(case, rows):
             culprit = ("or the unverified official answer is wrong" if case.unverified else
                        "a bug")
             print(f"!!! {case.name}: {method}: certified {which} by {by:.4g} ({culprit})\n")
         report.append({"model": case.name, "log_z": case.log_z, "rows": rows,
-                       "verdicts": verdicts(case, rows)})
+                       "seed_rows": seed_rows, "verdicts": verdicts(case, rows),
+                       "interval_verdicts": interval_verdicts(case, rows, seed_rows)})
     print("## Summary (fwcore's answer against issue 29's targets)\n")
     print(summary_table([r["verdicts"] for r in report]))
+    print("\n## Summary (the interval against issue 36's targets)\n")
+    print(summary_table([r["interval_verdicts"] for r in report]))
     if opts.json:
         Path(opts.json).write_text(json.dumps(report, indent=1))
 

@@ -83,8 +83,9 @@ def fwcore_side(name, ibound, passes, cache):
     import fwcore  # noqa: F401  (import time outside the figures)
     from fwcore.loop import Deadline
     from fwcore.marginals import wmb
+    from fwcore.views import fixed_states, flat_factors
     model, _, _ = model_of(name, cache)
-    flat, fixed = wmb.flat_factors(model), wmb._fixed_states(model)
+    flat, fixed = flat_factors(model), fixed_states(model)
     order = wmb._elimination_order(model, flat, fixed, Deadline())
     started = time.perf_counter()
     res = wmb.weighted_mini_bucket(model, ibound=ibound, max_iter=passes, tol=0.0)

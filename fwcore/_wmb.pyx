@@ -121,6 +121,17 @@ cdef extern from *:
         for (ptrdiff_t k = 0; k < n; k++) s += wmb_exp((x[k] - top) * inv);
         return s;
     }
+    /* min(top, x[0..n)) */
+    WMB_CLONES static double wmb_row_min(const double *x, ptrdiff_t n, double top) {
+        #pragma omp simd reduction(min:top)
+        for (ptrdiff_t k = 0; k < n; k++) top = x[k] < top ? x[k] : top;
+        return top;
+    }
+    /* top[k] = min(top[k], x[k]) for k < n */
+    WMB_CLONES static void wmb_min_into(const double *x, double *top, ptrdiff_t n) {
+        #pragma omp simd
+        for (ptrdiff_t k = 0; k < n; k++) top[k] = x[k] < top[k] ? x[k] : top[k];
+    }
     /* top[k] = max(top[k], x[k]) for k < n */
     WMB_CLONES static void wmb_max_into(const double *x, double *top, ptrdiff_t n) {
         #pragma omp simd
@@ -172,6 +183,8 @@ cdef extern from *:
     """
     double wmb_exp(double x) noexcept nogil
     double wmb_row_max(const double* x, Py_ssize_t n, double top) noexcept nogil
+    double wmb_row_min(const double* x, Py_ssize_t n, double top) noexcept nogil
+    void wmb_min_into(const double* x, double* top, Py_ssize_t n) noexcept nogil
     double wmb_row_sum_exp(const double* x, Py_ssize_t n, double top, double inv) noexcept nogil
     void wmb_max_into(const double* x, double* top, Py_ssize_t n) noexcept nogil
     void wmb_sum_exp_into(const double* x, const double* top, double* acc, Py_ssize_t n,
@@ -240,9 +253,18 @@ cdef object _finish(int status):
 cdef void _rows_wlse(const double* x, int64_t rows, int64_t inner, double w, double* out,
                      double* tmp) noexcept nogil:
     """out[r] = w log Σ_t exp(x[r, t] / w) for w > 0 (w = 0: max_t x[r, t]); −inf for a row
-    of −inf. ``tmp``: ``rows`` doubles of scratch."""
+    of −inf. For w < 0 (a lower bound's negative weights) the same, at most min_t x[r, t],
+    from the row's min: −inf where the row has a −inf entry. ``tmp``: ``rows`` doubles of
+    scratch."""
     cdef int64_t r, t
     cdef double top, inv
+    if w < 0.0:
+        inv = 1.0 / w
+        for r in range(rows):
+            top = wmb_row_min(x + r * inner, inner, INFINITY)
+            out[r] = (top + w * log(wmb_row_sum_exp(x + r * inner, inner, top, inv))
+                      if top > -INFINITY else -INFINITY)
+        return
     if w == 0.0:
         for r in range(rows):
             out[r] = wmb_row_max(x + r * inner, inner, -INFINITY)
@@ -302,9 +324,9 @@ cdef int64_t _merge(int64_t d, const int64_t* shape, const int64_t* stride,
 cdef void _wlse_into(const double* x, int64_t n, int64_t d0, const int64_t* shape0,
                      const int64_t* out_stride0, double w, double* out, int64_t m,
                      double* acc, int64_t* index) noexcept nogil:
-    """out[j] = w log Σ_{i → j} exp(x[i] / w) (w > 0), entry i of the C-order table ``x``
+    """out[j] = w log Σ_{i → j} exp(x[i] / w) (w ≠ 0), entry i of the C-order table ``x``
     of ``shape0`` going to out[Σ_k index_k(i) out_stride0[k]]; −inf where every entry
-    sent to j is −inf. The last axis's out stride is 0 or 1; ``acc``: m doubles of
+    sent to j is −inf (w > 0) or some entry is (w < 0: the shift is the min, not the max). The last axis's out stride is 0 or 1; ``acc``: m doubles of
     scratch, ``index``: 3 d0 of scratch. Read twice in the table's own order, its axes
     merged (`_merge`), a row at a time (rows of at least _SHORT vectorised)."""
     cdef int64_t d = _merge(d0, shape0, out_stride0, index)
@@ -312,20 +334,24 @@ cdef void _wlse_into(const double* x, int64_t n, int64_t d0, const int64_t* shap
     cdef const int64_t* out_stride = index + 2 * d0
     cdef int64_t i, j, t, inner = shape[d - 1], step = out_stride[d - 1]
     cdef double inv = 1.0 / w, top
+    cdef bint low = w < 0.0
     for j in range(d):
         index[j] = 0
     for j in range(m):
-        out[j] = -INFINITY
+        out[j] = INFINITY if low else -INFINITY
         acc[j] = 0.0
     j = 0
     i = 0
-    while i < n:                      # the max sent to each out entry
+    while i < n:                      # the max (w < 0: min) sent to each out entry
         if inner < _SHORT:
             for t in range(inner):
-                if x[i + t] > out[j + t * step]:
+                if (x[i + t] < out[j + t * step]) if low else (x[i + t] > out[j + t * step]):
                     out[j + t * step] = x[i + t]
         elif step == 0:
-            out[j] = wmb_row_max(&x[i], inner, out[j])
+            out[j] = (wmb_row_min(&x[i], inner, out[j]) if low else
+                      wmb_row_max(&x[i], inner, out[j]))
+        elif low:
+            wmb_min_into(&x[i], &out[j], inner)
         else:
             wmb_max_into(&x[i], &out[j], inner)
         i += inner
@@ -352,9 +378,9 @@ cdef void _wlse_into(const double* x, int64_t n, int64_t d0, const int64_t* shap
 
 def weighted_logsumexp(const double[::1] x, const long long[::1] shape,
                        const long long[::1] out_stride, double w, double[::1] out):
-    """out[j] = w log Σ_{i → j} exp(x[i] / w) for w > 0, where entry i of ``x`` (a table of
+    """out[j] = w log Σ_{i → j} exp(x[i] / w) for w ≠ 0, where entry i of ``x`` (a table of
     ``shape``, C order, flattened) goes to out[Σ_k index_k(i) out_stride[k]]; −inf where
-    every entry sent to j is −inf. The last axis's out stride is 0 (summed) or 1, and every
+    every entry sent to j is −inf (w < 0: where one is). The last axis's out stride is 0 (summed) or 1, and every
     out entry receives at least one entry (the passes' marginalisation, `_wlse_into`)."""
     cdef int64_t d = shape.shape[0]
     cdef int64_t index[3 * _AXES]
@@ -369,8 +395,8 @@ def weighted_logsumexp(const double[::1] x, const long long[::1] shape,
 
 
 def rows_wlse(const double[:, ::1] x, double w, double[::1] out):
-    """out[r] = w log Σ_t exp(x[r, t] / w) (w > 0; w = 0: the row's max), −inf for a row of
-    −inf: the forward messages' elimination (`_rows_wlse`)."""
+    """out[r] = w log Σ_t exp(x[r, t] / w) (w ≠ 0; w = 0: the row's max), −inf for a row of
+    −inf (w < 0: with a −inf): the forward messages' elimination (`_rows_wlse`)."""
     cdef double[::1] tmp = np.empty(max(x.shape[0], 1))
     if x.shape[0] and x.shape[1]:
         with nogil:
@@ -381,13 +407,14 @@ cdef double _cond_entropy(const double* b, int64_t rows, int64_t inner, double w
                           double* lr, double* hr) noexcept nogil:
     """H(x_v | the rest) under p ∝ exp(b / w) (x_v the last axis of the rows x inner table
     ``b``): Σ_r p(r) H(row r), from each row's log mass and entropy (``lr``, ``hr``: rows
-    doubles of scratch); 0 when b is all −inf."""
+    doubles of scratch); 0 when b is all −inf. For w < 0 the rows are shifted by their min
+    (a row with a −inf entry, where p is not defined, counts as no mass)."""
     cdef int64_t r, t
     cdef double top, s, m1, z, e, inv = 1.0 / w, gtop = -INFINITY, mass = 0.0, h = 0.0
     cdef const double* row
     for r in range(rows):
         row = b + r * inner
-        top = wmb_row_max(row, inner, -INFINITY)
+        top = wmb_row_min(row, inner, INFINITY) if w < 0.0 else wmb_row_max(row, inner, -INFINITY)
         if top == -INFINITY:
             lr[r] = -INFINITY
             hr[r] = 0.0
@@ -998,13 +1025,18 @@ cdef void _beliefs(const G* g, Work* w, int64_t c0, int64_t c1) noexcept nogil:
         off += E
 
 
-cdef void _reweight(G* g, Work* w, int64_t c0, int64_t c1, double eta,
-                    double floor) noexcept nogil:
-    """The exponentiated-gradient step on a bucket's weights (`fwcore.marginals.wmb`'s
-    `_WEIGHT_STEP`): w_r ∝ w_r exp(−η (H_r − H̄)), H_r the conditional entropy of x_v
-    under cluster r's weighted belief (in B), H̄ = Σ_r w_r H_r; each at least ``floor``,
-    renormalised."""
-    cdef int64_t c, R = c1 - c0, E, K = g.card[g.c_var[c0]], off = 0
+cdef void _reweight(G* g, Work* w, int64_t c0, int64_t c1, double eta, double floor,
+                    double ceiling) noexcept nogil:
+    """The step on a bucket's weights along the bound's gradient ∂/∂w_r = H_r, the
+    conditional entropy of x_v under cluster r's weighted belief (in B). Weights all
+    positive (the upper bound; `fwcore.marginals.wmb`'s `_WEIGHT_STEP`): exponentiated
+    gradient, w_r ∝ w_r exp(−η (H_r − H̄)), H̄ = Σ_r w_r H_r, each at least ``floor``,
+    renormalised. Mixed signs (the lower bound, one positive weight w_+): gradient
+    ascent on log |w_r| of each negative one, the positive one taking up the change,
+    |w_r| ← |w_r| exp(η w_r (H_r − H_+)), between ``floor`` and ``ceiling`` (larger ones
+    cost the bound its precision: w_+ log Σ exp(f / w_+) against the others' of
+    opposite sign), w_+ = 1 − Σ_{r ≠ +} w_r."""
+    cdef int64_t c, R = c1 - c0, E, K = g.card[g.c_var[c0]], off = 0, pos = -1, n_pos = 0
     cdef double mean = 0.0, s = 0.0, s2 = 0.0
     cdef double* h = w.lm
     cdef double* new = w.lm + R
@@ -1013,6 +1045,18 @@ cdef void _reweight(G* g, Work* w, int64_t c0, int64_t c1, double eta,
         h[c - c0] = _cond_entropy(w.B + off, E // K, K, g.weight[c], w.acc, w.acc2)
         mean += g.weight[c] * h[c - c0]
         off += E
+        if g.weight[c] > 0.0:
+            pos = c
+            n_pos += 1
+    if n_pos == 1:                     # the lower bound's mixed signs
+        for c in range(c0, c1):
+            if c != pos:
+                g.weight[c] = -min(max(-g.weight[c] * exp(eta * g.weight[c] *
+                                                          (h[c - c0] - h[pos - c0])), floor),
+                                   ceiling)
+                s -= g.weight[c]
+        g.weight[pos] = 1.0 + s
+        return
     for c in range(c0, c1):
         new[c - c0] = g.weight[c] * exp(-eta * (h[c - c0] - mean))
         s += new[c - c0]
@@ -1021,6 +1065,17 @@ cdef void _reweight(G* g, Work* w, int64_t c0, int64_t c1, double eta,
         s2 += new[c - c0]
     for c in range(c0, c1):
         g.weight[c] = new[c - c0] / s2
+
+
+cdef bint _degenerate(const G* g, const Work* w, int64_t c0, int64_t c1) noexcept nogil:
+    """Whether a cluster of negative weight has a −inf belief entry (in B): its weighted
+    belief ∝ exp(b / w) is not defined there, so the bucket takes no step."""
+    cdef int64_t c, off = 0
+    for c in range(c0, c1):
+        if g.weight[c] < 0.0 and wmb_row_min(w.B + off, g.entries[c], INFINITY) == -INFINITY:
+            return True
+        off += g.entries[c]
+    return False
 
 
 cdef void _match(G* g, Work* w, int64_t c0, int64_t c1, double step) noexcept nogil:
@@ -1072,13 +1127,18 @@ cdef void _match(G* g, Work* w, int64_t c0, int64_t c1, double step) noexcept no
         off += E
 
 
-def forward(Tree t, double step, double eta, double floor, double stop_at):
+def forward(Tree t, double step, double eta, double floor, double stop_at,
+            double ceiling=INFINITY):
     """One forward pass, bucket by bucket: the clusters' tables; where a bucket has several
     clusters and ``step`` > 0, their weights' step ``eta`` (`_reweight`, once a backward
-    pass has ended; ``floor`` a weight's least) and moment matching by ``step``
-    (`_match`); then each cluster's message w_c log Σ_{x_v} exp(f_c / w_c), its max
+    pass has ended; ``floor`` a weight's least, ``ceiling`` a negative one's most) and
+    moment matching by ``step``
+    (`_match`), unless a cluster of negative weight has a −inf belief (`_degenerate`);
+    then each cluster's message w_c log Σ_{x_v} exp(f_c / w_c), its max
     subtracted and added to the bound (a root's, a number, added whole). Returns
-    ``(status, bound)``: the certified bound on log Z (with `Tree.constant`) when DONE."""
+    ``(status, bound)``: when DONE, the certified bound on log Z (with `Tree.constant`):
+    an upper bound when the weights are positive (Hölder), a lower bound when each
+    bucket has one positive weight and the others negative (reverse Hölder)."""
     cdef G* g = &t.g
     cdef Work w
     cdef int64_t p, c, j, c0, c1, off, L, E, K, M
@@ -1096,9 +1156,10 @@ def forward(Tree t, double step, double eta, double floor, double stop_at):
                 off += g.entries[c]
             if c1 - c0 > 1 and step > 0.0:
                 _beliefs(g, &w, c0, c1)
-                if reweight:
-                    _reweight(g, &w, c0, c1, eta, floor)
-                _match(g, &w, c0, c1, step)
+                if not _degenerate(g, &w, c0, c1):
+                    if reweight:
+                        _reweight(g, &w, c0, c1, eta, floor, ceiling)
+                    _match(g, &w, c0, c1, step)
             off = 0
             for c in range(c0, c1):
                 E = g.entries[c]
@@ -1128,7 +1189,9 @@ def forward(Tree t, double step, double eta, double floor, double stop_at):
 def backward(Tree t, double stop_at):
     """The backward messages, parents first: b → a is
     w_a log Σ_{C_b \\ C_a} exp(belief_b / w_b) (w_a / w_b) − λ_a (λ_a a's forward message,
-    constant there), its max subtracted (NaN, from −inf − −inf, as −inf). Returns the
+    constant there), its max subtracted; NaN (−inf − −inf) and +inf (a finite sum less a
+    −inf message, where a's rows are all −inf; or a −inf belief of a negative-weight b)
+    as −inf: no belief there. Returns the
     status; DONE sets ``has_backward``."""
     cdef G* g = &t.g
     cdef Work w
@@ -1156,7 +1219,7 @@ def backward(Tree t, double stop_at):
                     top = -INFINITY
                     for j in range(M):
                         value = w.acc2[j] * ratio - fa[j]
-                        if value != value:
+                        if value != value or value == INFINITY:
                             value = -INFINITY
                         w.acc2[j] = value
                         top = max(top, value)
@@ -1172,6 +1235,46 @@ def backward(Tree t, double stop_at):
     return _finish(status)
 
 
+cdef inline void _add_row(const double* data, int64_t base, const int32_t* scope,
+                          int64_t first, int64_t last, const int32_t* card, const int64_t* x,
+                          int64_t v, int64_t K, double* row) noexcept nogil:
+    """row[s] += the table from ``data[base]`` over ``scope[first..last]`` (C order) at the
+    labelling ``x`` with x_v = s (the same entry for every s when v is not in the scope)."""
+    cdef int64_t kk = last, st = 1, sv = 0, s
+    cdef int32_t u
+    while kk >= first:
+        u = scope[kk]
+        if u == v:
+            sv = st
+        else:
+            base += x[u] * st
+        st *= card[u]
+        kk -= 1
+    for s in range(K):
+        row[s] += data[base + s * sv]
+
+
+cdef void _cluster_row(const G* g, const int64_t* x, int64_t c, int64_t v, int64_t K,
+                       double* row) noexcept nogil:
+    """row[s] = f_c at the labelling ``x`` with x_v = s (its factors, its
+    reparameterisation and its children's forward messages; x_v itself is not read)."""
+    cdef int64_t k, f, a, s
+    for s in range(K):
+        row[s] = g.repar[g.rep_off[c] + s]
+    for k in range(g.own_start[c], g.own_start[c + 1]):
+        f = g.own_list[k]
+        _add_row(g.f_tab, g.f_off[f], g.f_var, g.f_start[f], g.f_start[f + 1] - 1, g.card, x,
+                 v, K, row)
+    for k in range(g.ch_start[c], g.ch_start[c + 1]):
+        a = g.ch_list[k]
+        _add_row(g.fwd, g.msg_off[a], g.c_scope, g.c_start[a], g.c_start[a + 1] - 2, g.card, x,
+                 v, K, row)
+
+
+cdef int64_t _max_card(Tree t):
+    return max(np.max(t.arrays["card"], initial=1), 1)
+
+
 def decode(Tree t, long long[::1] x, double stop_at):
     """A labelling into ``x``: fixed variables at their states, the others from the last
     eliminated, each at the first argmax of its bucket's tables (mini-buckets summed) with
@@ -1179,10 +1282,11 @@ def decode(Tree t, long long[::1] x, double stop_at):
     Returns the status (TIMEUP: ``x`` unfinished)."""
     cdef G* g = &t.g
     cdef Work w
-    cdef int64_t p, v, c, k, kk, f, a, s, K, base, st, sv, best
-    cdef int32_t u
-    cdef double[::1] scores = np.empty(max(np.max(t.arrays["card"], initial=1), 1))
-    cdef double* score = &scores[0]
+    cdef int64_t p, v, c, s, K, best
+    cdef double[::1] scratch = np.empty(2 * _max_card(t))
+    cdef double* score = &scratch[0]
+    cdef double* row = score + scratch.shape[0] // 2
+    cdef int64_t* xp = <int64_t*>&x[0] if x.shape[0] else NULL
     cdef int status = _work_alloc(t, &w, stop_at, False)
     with nogil:
         for v in range(g.n if status == DONE else 0):
@@ -1194,36 +1298,9 @@ def decode(Tree t, long long[::1] x, double stop_at):
             for s in range(K):
                 score[s] = 0.0
             for c in range(g.b_start[p], g.b_start[p + 1]):
-                for k in range(g.own_start[c], g.own_start[c + 1]):
-                    f = g.own_list[k]
-                    base, st, sv = g.f_off[f], 1, 0
-                    kk = g.f_start[f + 1] - 1
-                    while kk >= g.f_start[f]:
-                        u = g.f_var[kk]
-                        if u == v:
-                            sv = st
-                        else:
-                            base += x[u] * st
-                        st *= g.card[u]
-                        kk -= 1
-                    for s in range(K):
-                        score[s] += g.f_tab[base + s * sv]
+                _cluster_row(g, xp, c, v, K, row)
                 for s in range(K):
-                    score[s] += g.repar[g.rep_off[c] + s]
-                for k in range(g.ch_start[c], g.ch_start[c + 1]):
-                    a = g.ch_list[k]
-                    base, st, sv = g.msg_off[a], 1, 0
-                    kk = g.c_start[a + 1] - 2
-                    while kk >= g.c_start[a]:
-                        u = g.c_scope[kk]
-                        if u == v:
-                            sv = st
-                        else:
-                            base += x[u] * st
-                        st *= g.card[u]
-                        kk -= 1
-                    for s in range(K):
-                        score[s] += g.fwd[base + s * sv]
+                    score[s] += row[s]
             best = 0
             for s in range(1, K):
                 if score[s] > score[best]:
@@ -1233,6 +1310,92 @@ def decode(Tree t, long long[::1] x, double stop_at):
             p -= 1
     _work_free(&w)
     return _finish(status)
+
+
+cdef double _score(const G* g, const int64_t* x) noexcept nogil:
+    """Σ_f table_f(x) over every factor of the model (fixed variables at their states)."""
+    cdef int64_t f, k, off, st
+    cdef double total = 0.0
+    for f in range(g.nf):
+        off, st = g.f_off[f], 1
+        k = g.f_start[f + 1] - 1
+        while k >= g.f_start[f]:
+            off += x[g.f_var[k]] * st
+            st *= g.card[g.f_var[k]]
+            k -= 1
+        total += g.f_tab[off]
+    return total
+
+
+def sample(Tree t, const double[:, ::1] u, long long[:, ::1] x, double[::1] log_q,
+           double[::1] log_f, double stop_at):
+    """Importance sampling from the proposal of the tree's last forward pass (Liu, Fisher &
+    Ihler 2015, Sec. 3; positive weights): for each row k of the uniforms ``u`` (one per
+    variable of ``order``), x[k] gets the fixed variables' states and then, from the last
+    variable eliminated, x_v drawn from q(x_v | x_later) = Σ_r w_r q_r(x_v | ·) / Σ_r w_r,
+    q_r ∝ exp(f_r(x, x_v) / w_r) over the clusters r of v's bucket whose row has a
+    finite entry (uniform when none, or the bucket is empty): the first state whose
+    cumulative mass exceeds u[k, p] times the total (the last state of positive mass
+    when rounding leaves none). log_q[k] = log q(x[k]), log_f[k] = the model's score at
+    x[k]; f / q ≤ the pass's bound (`fwcore.marginals.estimate`). Returns (status,
+    samples drawn): TIMEUP leaves the later rows undrawn."""
+    cdef G* g = &t.g
+    cdef Work w
+    cdef int64_t k, p, v, c, s, K, pick, last, done = 0, ns = u.shape[0]
+    cdef int64_t cost = 8 * (g.nc + g.nb + g.nf + 1)
+    cdef double wc, top, z, total, target, cum, lq
+    cdef double[::1] scratch = np.empty(2 * _max_card(t))
+    cdef double* q = &scratch[0]
+    cdef double* row = q + scratch.shape[0] // 2
+    cdef int64_t* xk
+    cdef int status = _work_alloc(t, &w, stop_at, False)
+    with nogil:
+        k = 0
+        while status == DONE and k < ns:
+            xk = <int64_t*>&x[k, 0]
+            for v in range(g.n):
+                xk[v] = g.fixed[v] if g.fixed[v] >= 0 else 0
+            lq = 0.0
+            for p in range(g.nb - 1, -1, -1):
+                v = g.order[p]
+                K = g.card[v]
+                for s in range(K):
+                    q[s] = 0.0
+                for c in range(g.b_start[p], g.b_start[p + 1]):
+                    _cluster_row(g, xk, c, v, K, row)
+                    wc = g.weight[c]
+                    top = wmb_row_max(row, K, -INFINITY)
+                    if top == -INFINITY:
+                        continue
+                    z = wc / wmb_exp_shift(row, K, top, 1.0 / wc)
+                    for s in range(K):
+                        q[s] += z * row[s]
+                total = 0.0
+                for s in range(K):
+                    total += q[s]
+                if not total > 0.0:
+                    for s in range(K):
+                        q[s] = 1.0
+                    total = K
+                target = u[k, p] * total
+                cum, pick, last = 0.0, -1, 0
+                for s in range(K):
+                    if q[s] > 0.0:
+                        last = s
+                    cum += q[s]
+                    if pick < 0 and cum > target:
+                        pick = s
+                if pick < 0 or not q[pick] > 0.0:
+                    pick = last
+                xk[v] = pick
+                lq += log(q[pick] / total)
+            log_q[k] = lq
+            log_f[k] = _score(g, xk)
+            done += 1
+            k += 1
+            status = _poll(&w.q, cost)
+    _work_free(&w)
+    return _finish(status), done
 
 
 def read(Tree t, double[::1] node, const long long[::1] node_off, double[::1] fac,

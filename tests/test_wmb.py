@@ -22,8 +22,9 @@ from test_factor_graph import brute_force, random_factor_graph
 
 
 def _reference_wlse(x, axes, w):
-    """w log Σ_axes exp(x / w) by scipy's logsumexp (−inf where every entry is −inf)."""
-    with np.errstate(divide="ignore"):
+    """w log Σ_axes exp(x / w) by scipy's logsumexp (−inf where every entry is −inf; for
+    w < 0, where one is)."""
+    with np.errstate(divide="ignore", over="ignore"):
         return w * logsumexp(x / w, axis=axes) if axes else x
 
 
@@ -35,7 +36,7 @@ def _extreme(rng, shape):
     return x
 
 
-@pytest.mark.parametrize("w", [0.25, 1.0, 3.0])
+@pytest.mark.parametrize("w", [0.25, 1.0, 3.0, -0.25, -1.0, -3.0])
 @pytest.mark.parametrize("shape, axes", [
     ((3, 4, 2, 5), (0, 1, 2)), ((3, 4, 2, 5), (0, 2)), ((3, 4, 2, 5), (1,)),
     ((3, 4, 2, 5), ()), ((5, 3, 17), (0,)), ((5, 3, 17), (0, 1)), ((5, 17, 3, 17), (1,)),
@@ -55,19 +56,23 @@ def test_weighted_logsumexp_matches_scipy(w, shape, axes):
     np.testing.assert_allclose(out, _reference_wlse(x, axes, w).reshape(-1), rtol=1e-12)
 
 
-@pytest.mark.parametrize("w", [0.0, 0.3, 1.0, 4.0])
+@pytest.mark.parametrize("w", [0.0, 0.3, 1.0, 4.0, -0.25, -1.0, -3.0])
 @pytest.mark.parametrize("inner", [1, 2, 3, 15, 16, 40])
 def test_rows_and_conditional_entropy_match_numpy(w, inner):
-    """A forward message's rows (w = 0: the max) and the weights' gradient, H(x_v | rest)
-    under p ∝ exp(b / w), against NumPy."""
+    """A forward message's rows (w = 0: the max; w < 0, a lower bound's weight: −inf
+    where a row has a −inf) and the weights' gradient, H(x_v | rest) under p ∝ exp(b /
+    w) (finite b when w < 0), against NumPy."""
     rng = np.random.default_rng(inner)
     x = _extreme(rng, (7, inner))
     out = np.empty(7)
     _wmb.rows_wlse(x, w, out)
-    want = x.max(axis=1) if w == 0 else _reference_wlse(x, (1,), w)
+    with np.errstate(over="ignore"):
+        want = x.max(axis=1) if w == 0 else _reference_wlse(x, (1,), w)
     np.testing.assert_allclose(out, want, rtol=1e-12)
     if w == 0:
         return
+    if w < 0:
+        x[np.isneginf(x)] = -30.0
     b = x / w
     p = np.exp(b - b.max())
     p /= p.sum()
@@ -196,16 +201,17 @@ def test_a_model_whose_variables_evidence_fixes_has_no_table_left():
         np.testing.assert_allclose(res.node_marginals[1], [0, 0, 1])
 
 
-def _twin_case(seed, ibound):
-    """A random factor graph with −inf entries and some variables fixed by evidence, its
-    kernel tree and the twin's."""
+def _twin_case(seed, ibound, twin_class=None, finite=False):
+    """A random factor graph with −inf entries (none when ``finite``) and some variables
+    fixed by evidence, its kernel tree and the twin's (a ``twin_class``, `WMBTwin` by
+    default)."""
     from wmb_numpy import WMBTwin, mini_buckets_twin
     from fwcore.marginals import wmb
     rng = np.random.default_rng(seed)
-    fg = random_factor_graph(seed, n=8, n_factors=11)
+    fg = random_factor_graph(seed, n=8, n_factors=11, zeros=0.0 if finite else 0.2)
     factors = [(s, t.copy()) for s, t in fg.factors]
     for _, t in factors:
-        t[rng.random(t.shape) < 0.15] = -np.inf
+        t[rng.random(t.shape) < (0.0 if finite else 0.15)] = -np.inf
         t.reshape(-1)[0] = 0.0
     fg = fwcore.FactorGraph(fg.card, factors)
     flat = flat_factors(fg)
@@ -217,8 +223,9 @@ def _twin_case(seed, ibound):
     scopes = [tuple(int(v) for v in s) for s, _ in fg.factors]
     tree = mini_buckets_twin(card, scopes, fixed, order.tolist(),
                              math.inf if ibound is None else ibound + 1)
-    twin = WMBTwin(card, scopes, [np.asarray(t, dtype=float) for _, t in fg.factors], fixed,
-                   order.tolist(), tree)
+    twin = (twin_class or WMBTwin)(card, scopes, [np.asarray(t, dtype=float)
+                                                  for _, t in fg.factors],
+                                   fixed, order.tolist(), tree)
     return fg, mb, twin
 
 

@@ -110,26 +110,27 @@ class WMBTwin:
             t = t + self.bwd[c][..., None]
         return t
 
-    def forward(self, step, eta, floor):
+    def _reweight(self, clusters, beliefs, eta, floor, ceiling):
+        """Exponentiated gradient on a bucket's (positive) weights."""
+        w = self.weight[clusters]
+        h = conditional_entropies([beliefs[c] for c in clusters], w)
+        new = w * np.exp(-eta * (h - (w * h).sum()))
+        new = np.maximum(new / new.sum(), floor)
+        self.weight[clusters] = new / new.sum()
+
+    def forward(self, step, eta, floor, ceiling=math.inf):
+        """A forward pass; no step in a bucket where a cluster of negative weight has a
+        −inf belief entry (its weighted belief ∝ exp(b / w) undefined there)."""
         total = self.constant
         for p in range(len(self.order)):
             clusters = list(range(self.b_start[p], self.b_start[p + 1]))
             tables = {c: self.table(c) for c in clusters}
-            if len(clusters) > 1 and step > 0:
-                beliefs = {c: tables[c] + (self.bwd[c][..., None] if self.parent[c] >= 0
-                                           else 0.0) for c in clusters}
+            beliefs = {c: tables[c] + (self.bwd[c][..., None] if self.parent[c] >= 0
+                                       else 0.0) for c in clusters}
+            if len(clusters) > 1 and step > 0 and not any(
+                    self.weight[c] < 0 and np.isneginf(beliefs[c]).any() for c in clusters):
                 if eta > 0 and self.has_backward:
-                    h = []
-                    for c in clusters:
-                        b = beliefs[c] / self.weight[c]
-                        q = np.exp(b - b.max()) if np.isfinite(b.max()) else np.zeros_like(b)
-                        q = q / q.sum() if q.sum() > 0 else q
-                        rest = q.sum(axis=-1)
-                        h.append(_entropy(q) - _entropy(rest))
-                    w = self.weight[clusters]
-                    new = w * np.exp(-eta * (np.array(h) - (w * np.array(h)).sum()))
-                    new = np.maximum(new / new.sum(), floor)
-                    self.weight[clusters] = new / new.sum()
+                    self._reweight(clusters, beliefs, eta, floor, ceiling)
                 logs = []
                 for c in clusters:
                     b = beliefs[c]
@@ -166,7 +167,7 @@ class WMBTwin:
                 sums = _wlse(belief, drop, wc) * (self.weight[a] / wc)
                 with np.errstate(invalid="ignore"):
                     msg = sums - self.fwd[a]
-                msg[np.isnan(msg)] = -np.inf
+                msg[np.isnan(msg) | (msg == np.inf)] = -np.inf   # no belief there
                 top = msg.max() if msg.size else 0.0
                 self.bwd[a] = msg - top if np.isfinite(top) else msg
         self.has_backward = True
@@ -205,6 +206,26 @@ class WMBTwin:
             nodes[v] = total / total.sum() if total.sum() > 0 else np.full(len(total),
                                                                           1 / len(total))
         return nodes, factors
+
+
+def _weighted(belief, w):
+    """The normalised weighted belief ∝ exp(belief / w) (zeros when it has no finite
+    entry)."""
+    b = belief / w
+    top = b.max()
+    if not np.isfinite(top):
+        return np.zeros_like(b)
+    q = np.exp(b - top)
+    return q / q.sum()
+
+
+def conditional_entropies(beliefs, weights):
+    """H(x_v | the rest of the scope) under each cluster's weighted belief (x_v last)."""
+    out = []
+    for b, w in zip(beliefs, weights):
+        q = _weighted(b, w)
+        out.append(_entropy(q) - _entropy(q.sum(axis=-1)))
+    return np.array(out)
 
 
 def _entropy(p):

@@ -15,7 +15,8 @@ A method is registered once, with:
   signature when it is registered (a table and a signature that disagree are refused);
 - ``certifies``: what its result proves when the run finishes: "upper" (``log_z_upper``
   is a bound whenever ``certified``), "lower" (``log_z_lower`` is a bound), "exact"
-  (log Z and the marginals themselves);
+  (log Z and the marginals themselves), "estimate" (a sampled ``log_z_estimate`` with
+  an interval that holds with probability ``confidence``, `fwcore.marginals.estimate`);
 - ``iteration``: what ``max_iter`` counts (passes, sweeps, FCFW iterations, samples);
 - ``seeded``: its runs are random and take ``seed``.
 
@@ -39,7 +40,7 @@ __all__ = ["MarginalMethod", "register_method", "available_methods", "get_method
            "run_method", "CERTIFICATES", "RUN_ARGUMENTS"]
 
 #: what a method's result may prove (`MarginalMethod.certifies`)
-CERTIFICATES = frozenset({"upper", "lower", "exact"})
+CERTIFICATES = frozenset({"upper", "lower", "exact", "estimate"})
 #: the arguments every run takes before its options
 RUN_ARGUMENTS = ("model", "budget", "callbacks")
 

@@ -29,7 +29,14 @@ class MarginalResult(Result):
     says what they are), ``n_oracle_calls`` (MAP or LP calls), ``time`` (seconds, the
     whole call), ``method`` (which method answered), ``trace`` (a `Record` per
     iteration) and ``info``: what only that method has (Barrier FW's and TRBP's edge
-    weights ``rho``, TRW value ``primal``, ...; its docstring lists them)."""
+    weights ``rho``, TRW value ``primal``, ...; its docstring lists them).
+
+    A method that samples (certificate "estimate") also gives ``log_z_estimate`` (log of
+    an unbiased estimate of Z) and the interval ``log_z_estimate_lower <= log Z <=
+    log_z_estimate_upper``, which holds with probability at least ``confidence`` (over
+    the samples; `fwcore.marginals.estimate` names the inequality): a probabilistic
+    interval, never mixed with the certified ``log_z_lower`` / ``log_z_upper`` (None
+    when the method draws no samples)."""
 
     node_marginals: list
     edge_marginals: list
@@ -46,6 +53,10 @@ class MarginalResult(Result):
     log_z_lower: float | None = None
     trace: Trace = Trace()
     info: dict = field(default_factory=dict)
+    log_z_estimate: float | None = None
+    log_z_estimate_lower: float | None = None
+    log_z_estimate_upper: float | None = None
+    confidence: float | None = None
 
     def proven_gap(self):
         return self.certified_gap
@@ -53,8 +64,19 @@ class MarginalResult(Result):
     @property
     def message(self):
         """How the run ended and what it proves about log Z, in a sentence: the certified
-        interval (its width is what a user reads as "how far off"), else the estimate."""
-        return f"{Result.message.fget(self)}; {self.interval_text()}"
+        interval (its width is what a user reads as "how far off"), else the estimate; then
+        the sampled estimate and its probabilistic interval, when there is one."""
+        estimate = self.estimate_text()
+        return (f"{Result.message.fget(self)}; {self.interval_text()}" +
+                (f"; {estimate}" if estimate else ""))
+
+    def estimate_text(self):
+        """'log Z ~ E, in [L, U] with probability P (sampled)', or '' without samples."""
+        if self.log_z_estimate is None:
+            return ""
+        return (f"log Z ~ {self.log_z_estimate:.10g}, in [{self.log_z_estimate_lower:.10g}, "
+                f"{self.log_z_estimate_upper:.10g}] with probability {self.confidence:g} "
+                "(sampled)")
 
     def interval_text(self):
         """'L <= log Z <= U (certified, width W)', or the side that is certified, or 'log Z

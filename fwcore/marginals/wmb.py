@@ -36,8 +36,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import _wmb
-from ..auto import TIME_SHARES
-from ..checks import (BOOL, CALLABLE, TIME, Interval, available_bytes, check_bound_feasible,
+from ..auto import REFEREE_ESS, TIME_SHARES, choose_marginals
+from ..checks import (BOOL, CALLABLE, SEED, TIME, Interval, available_bytes, check_bound_feasible,
                       check_feasible, check_model, validate_params)
 from ..elimination import bandwidth_order, choose_order, stop_at
 from ..factor_graph import FactorGraph
@@ -46,6 +46,7 @@ from ..model import PairwiseMRF
 from ..labelling import feasible_labelling
 from ..results import Record, Status
 from ..views import FlatFactors, fixed_states, flat_factors
+from .estimate import Tally
 from .mean_field import flat_mean_field
 from .registry import register_method, run_method
 from .result import MarginalResult
@@ -223,6 +224,7 @@ class WeightedMiniBucket:
                               int(mb.bucket_entries.max(initial=0)), int(split.max(initial=0)),
                               self._constant())
         self.eta = _WEIGHT_STEP                      # the weights' step
+        self.ceiling = math.inf                      # a negative weight's most |w|
 
     def _constant(self):
         """What the bound adds to the roots' messages: the factors of fixed variables only
@@ -245,7 +247,7 @@ class WeightedMiniBucket:
         once backward messages exist, then moment matching); returns the certified bound
         on log Z."""
         status, bound = _wmb.forward(self.tree, step, self.eta, _WEIGHT_FLOOR,
-                                     stop_at(self.deadline))
+                                     stop_at(self.deadline), self.ceiling)
         self._check(status)
         return bound
 
@@ -259,6 +261,31 @@ class WeightedMiniBucket:
         x = np.empty(len(self.mb.flat.card), dtype=np.int64)
         self._check(_wmb.decode(self.tree, x, stop_at(self.deadline)))
         return x
+
+    def make_lower(self):
+        """Turn the weights to mixed signs for the lower bound (`fwcore._wmb.forward`): in
+        each bucket of several clusters the one of most entries (the first of equals)
+        gets 1 + s (R − 1) / R, the others −s / R (R clusters, s = `_LOWER_START`); the
+        reparameterisation is kept (a warm start), the messages are recomputed by the
+        next pass."""
+        mb = self.mb
+        size = mb.bucket_size[mb.bucket_size > 0]
+        bucket = np.repeat(np.arange(len(size)), size)
+        many = np.repeat(size, size).astype(np.float64)
+        by_entries = np.lexsort((np.arange(mb.n_clusters), -mb.cluster_entries, bucket))
+        positive = by_entries[np.concatenate([[0], np.cumsum(size)[:-1]])]
+        weight = -_LOWER_START / many
+        weight[positive] = 1.0 + _LOWER_START * (many[positive] - 1.0) / many[positive]
+        self.tree.arrays["weight"][:] = weight
+        self.tree.has_backward = False
+        self.eta, self.ceiling = _LOWER_STEP, _LOWER_MAX_WEIGHT
+
+    def sample(self, uniforms, x, log_q, log_f):
+        """Importance samples from the proposal of the last forward pass into ``x``,
+        ``log_q``, ``log_f`` (`fwcore._wmb.sample`), one per row of ``uniforms``; returns
+        how many were drawn (fewer when the deadline passes)."""
+        status, done = _wmb.sample(self.tree, uniforms, x, log_q, log_f, stop_at(self.deadline))
+        return done
 
     def marginals(self, node, fac):
         """The beliefs into the zero arrays ``node`` (Σ card: v's states from the cumulative
@@ -437,6 +464,23 @@ class _EdgeGroups:
 #: 4.28, Promedus_17 4.43 / 4.20 / 6.78, ObjectDetection_13 0.78 / 0.66 / 2.23 (3
 #: oscillates)
 _WEIGHT_STEP, _WEIGHT_FLOOR = 1.0, 1e-6
+#: the lower bound's negative weights start at −_LOWER_START / R in a bucket of R clusters
+#: (pyGMs' default): on Grids_15 at i-bound 8, 40 passes, log Z − bound 8.5 with 1 (the
+#: upper bound's 8.3), 25.6 with 0.1
+_LOWER_START = 1.0
+#: the lower bound's weights' first step (halved after a pass that lowers the bound) and
+#: a negative weight's most |w|: on Grids_15 at 2^12 entries a mini-bucket, 100 passes of
+#: step 1, log Z − bound 2.62 with steps of 3 (|w| ≤ 25), 4.5 then NaN with 10 (|w| past
+#: 10^15: w_+ log Σ exp(f / w_+) cancels the others' to no digit left)
+_LOWER_STEP, _LOWER_MAX_WEIGHT = 3.0, 64.0
+#: the lower bound of mixed signs runs on a tree where this many passes are predicted to
+#: fit in its share of the time, at most `_MIXED_MAX_PASSES` passes, until
+#: `_MIXED_PATIENCE` in a row gain nothing (on Grids_15 it gains 2 nats after 10 flat ones)
+_MIXED_PASSES, _MIXED_MAX_PASSES, _MIXED_PATIENCE = 30, 1000, 20
+#: importance samples: in batches of `_SAMPLE_BATCH` (fewer on a model of over
+#: `_SAMPLE_ENTRIES` / `_SAMPLE_BATCH` variables, so that a batch's labellings stay within
+#: `_SAMPLE_ENTRIES` int64s); without max_time, `_SAMPLES` of them
+_SAMPLE_BATCH, _SAMPLE_ENTRIES, _SAMPLES = 256, 2**22, 2**14
 #: a stage's successor not yet looked for
 _UNKNOWN = object()
 #: the first stage's mini-buckets hold at most this many entries; each next stage 4x more
@@ -448,6 +492,9 @@ _FIRST_ENTRIES, _GROWTH = 2**8, 4
 #: read); its blocks are runs of k x the bandwidth for the largest k of `_BLOCKS` that fits
 _LOWER_SHARE = TIME_SHARES["wmb/lower bound, least"]
 _LOWER_MAX = TIME_SHARES["wmb/lower bound, most"]
+_SAMPLE_SHARE = TIME_SHARES["wmb/sampling"]
+_BP_SHARE = TIME_SHARES["wmb/loopy bp"]
+_MIXED_SHARE = TIME_SHARES["wmb/lower bound, mixed"]
 _LOWER_SWEEPS, _SWEEP_PASSES = 8, 1.5
 _BLOCKS = (16, 12, 8, 6, 4, 2)
 #: the next stage starts only if this many of its passes (and a read) fit in the time left
@@ -490,6 +537,9 @@ _PARAMS = {
     "max_time": TIME,
     "callback": [CALLABLE, None],
     "verbose": BOOL,
+    "confidence": Interval(0.0, 1.0, lo_open=True, hi_open=True),
+    "n_samples": [Interval(0, integer=True), None],
+    "seed": SEED,
 }
 
 
@@ -497,7 +547,9 @@ _PARAMS = {
 def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None = None,
                          memory_limit: float | None = None, max_iter: int = 1000,
                          tol: float = 1e-6, max_time: float | None = None, callback=None,
-                         verbose: bool = False) -> MarginalResult:
+                         verbose: bool = False, confidence: float = 0.95,
+                         n_samples: int | None = None,
+                         seed: int | None = None) -> MarginalResult:
     """A certified interval on log Z and marginals by weighted mini-bucket elimination
     (module docstring; Liu & Ihler 2011), anytime.
 
@@ -518,13 +570,24 @@ def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None
     the product bound Σ_f max f + Σ_v log ``|X_v|`` before any); ``log_z_lower`` is the best
     of the scores of the labellings decoded after each pass (log Z ≥ max_x score(x); the
     first, before any pass, each variable at its best unary state, repaired to a
-    feasible labelling where arc consistency finds one) and a mean-field bound
-    (`_Run.lower_bound`: block mean field from the marginals on a PairwiseMRF, else naive
-    mean field from them and from the best labelling) in the last part of ``max_time``
-    (`_LOWER_SHARE` to `_LOWER_MAX`);
+    feasible labelling where arc consistency finds one), the bound of weights of mixed
+    sign on a model whose tables are finite (`_Run.mixed_lower`: reverse Hölder, Liu &
+    Ihler 2011) and a mean-field bound (`_Run.lower_bound`: block mean field from the
+    marginals on a PairwiseMRF, else naive mean field from them and from the best
+    labelling), each in its share of ``max_time`` (`fwcore.auto.TIME_SHARES`);
     ``gap`` = ``certified_gap`` = their difference, so the status is ``converged`` when
     it is at most ``tol`` (or the elimination is exact), ``stalled`` when no stage that
-    fits tightens it further. Marginals are the weighted beliefs of the pass of tightest
+    fits tightens it further. Between the passes and the lower bounds, importance
+    sampling from the last pass's proposal (Liu, Fisher & Ihler 2015; `_Run.sample`)
+    gives ``log_z_estimate`` and the interval ``log_z_estimate_lower`` to
+    ``log_z_estimate_upper``, which holds with probability at least ``confidence``
+    (`fwcore.marginals.estimate` names the inequality); ``n_samples`` of them (None: as
+    many as its share of ``max_time`` allows, 2^14 without max_time), from uniforms drawn
+    by ``np.random.default_rng(seed)``: a run of fixed ``max_iter`` without ``max_time``
+    is the same for the same seed. When the bounds meet, the estimate is log Z and its
+    interval the bounds. ``info`` has the samples' number, their effective number
+    (``ess``), the proposal's bound and their node marginals. Marginals are the weighted
+    beliefs of the pass of tightest
     bound read (exact when its buckets are whole), within ``max_time``; when no pass's
     beliefs could be read in time the marginals are uniform, the method says so
     ("wmb+uniform") and the status is never ``converged``. Variables that evidence fixes
@@ -536,22 +599,28 @@ def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None
     checked = model if isinstance(model, FactorGraph) else check_model(model)
     return run_method(WMB, checked, deadline=deadline, max_iter=max_iter, callback=callback,
                       verbose=verbose,
-                      options=dict(ibound=ibound, memory_limit=memory_limit, tol=tol))
+                      options=dict(ibound=ibound, memory_limit=memory_limit, tol=tol,
+                                   confidence=confidence, n_samples=n_samples, seed=seed))
 
 
 #: passes unless max_iter is given
 _MAX_PASSES = 1000
 
 
-def _run_wmb(model, budget, callbacks, *, ibound=None, memory_limit=None, tol=1e-6):
-    """`weighted_mini_bucket` on the checked ``model``: the registered run."""
+def _run_wmb(model, budget, callbacks, *, ibound=None, memory_limit=None, tol=1e-6,
+             confidence=0.95, n_samples=None, seed=None):
+    """`weighted_mini_bucket` on the checked ``model``: the registered run. Its phases
+    (`_Run.phase_end`): the passes, then importance sampling, loopy BP (a candidate for
+    the marginals), the lower bound of mixed signs (models with finite tables) and mean
+    field, each until its share of the time (`fwcore.auto.TIME_SHARES`) is used, the time
+    one leaves going to the next; Ctrl-C in one ends the run (``interrupted``)."""
     call = budget.deadline
     max_time = call.seconds_left()
     pairwise = model.reduced if isinstance(model, FactorGraph) else model
     check_feasible(pairwise)
     limit = default_memory_limit(len(model.card)) if memory_limit is None else memory_limit
-    run = _Run(model, ibound, limit, tol, call.share(1 - _LOWER_SHARE), call,
-               call.share(TIME_SHARES["wmb/order search"]), max_time)
+    run = _Run(model, ibound, limit, tol, call, call.share(TIME_SHARES["wmb/order search"]),
+               max_time)
     check_bound_feasible(pairwise, run.upper)      # its floor found now, within the time
     outcome = run_loop(run.measure, run.step,
                        Stopping(budget.iterations(_MAX_PASSES), tol, deadline=run.deadline),
@@ -559,24 +628,29 @@ def _run_wmb(model, budget, callbacks, *, ibound=None, memory_limit=None, tol=1e
     status = outcome.status
     if status is not Status.INTERRUPTED:
         run.read(call.seconds_left())
-        run.lower_bound(call)
+        try:
+            run.sample(run.phase_end("sampling"), n_samples, seed)
+            run.message_passing(run.phase_end("loopy bp"))
+            run.mixed_lower(run.phase_end("mixed"))
+            run.lower_bound(call)
+        except KeyboardInterrupt:
+            status = Status.INTERRUPTED
     check_bound_feasible(pairwise, run.upper)
     if status is Status.CONVERGED and run.gap > tol:
         status = Status.STALLED
     if status in (Status.CONVERGED, Status.STALLED) and (
             run.node is None or (run.exact and not run.marginals_exact)):
         status = Status.MAX_TIME       # the time ran out for the (exact) pass's beliefs
-    return run.result(status, outcome, call.elapsed())
+    return run.result(status, outcome, call.elapsed(), confidence)
 
 
 class _Run:
     """The state of a `weighted_mini_bucket` run: the stages' trees, the current
     message passing, the best bounds and the marginals of the best pass read."""
 
-    def __init__(self, model, ibound, memory_limit, tol, deadline, call, order_deadline,
+    def __init__(self, model, ibound, memory_limit, tol, call, order_deadline,
                  max_time=None):
-        self.model, self.ibound, self.tol, self.deadline, self.call = (
-            model, ibound, tol, deadline, call)
+        self.model, self.ibound, self.tol, self.call = model, ibound, tol, call
         self.max_time, self.blocks = max_time, None
         self.memory_limit, self.order_deadline = memory_limit, order_deadline
         self.flat = flat = flat_factors(model)
@@ -597,6 +671,27 @@ class _Run:
         free = flat.card[self.fixed < 0].astype(np.float64)
         self.upper = (_wmb.factor_max(flat.card, flat.start, flat.var, flat.off, flat.table,
                                       self.fixed) + float(np.log(free).sum()))
+        self.finite = _finite_tables(flat, self.fixed)
+        self.proposal_bound = None                  # the bound of the last whole forward pass
+        self.tally = None                           # the importance samples (`sample`)
+        self.bp = None                              # loopy BP's result (`message_passing`)
+        # seconds kept for the phases after the passes: mean field (at least), sampling,
+        # the lower bound of mixed signs (on finite tables; block mean field may take it)
+        shares = {"mean field": _LOWER_SHARE, "sampling": _SAMPLE_SHARE, "loopy bp": _BP_SHARE,
+                  "mixed": _MIXED_SHARE if self.finite else 0.0}
+        self.reserve = {k: 0.0 if max_time is None else v * max_time for k, v in shares.items()}
+        self.deadline = self.phase_end("passes")
+
+    def phase_end(self, phase):
+        """The deadline of a ``phase`` ("passes", "sampling", "loopy bp", "mixed"; mean
+        field's is the call's): the call's end less the seconds kept for the phases after
+        it."""
+        phases = ("passes", "sampling", "loopy bp", "mixed", "mean field")
+        later = phases[phases.index(phase) + 1:]
+        part = self.call.share(1.0)
+        if part.at is not None:
+            part.at -= sum(self.reserve[k] for k in later)
+        return part
 
     def start(self):
         """A first labelling (each variable's best unary state), the elimination order and
@@ -679,7 +774,8 @@ class _Run:
         while a pass tightens the bound by more than ``tol``, and the run is finished
         after (or at once when exact). The beliefs are read (`read`) before a pass that
         may not end in time, at the end, and before the first stage change (so that some
-        are kept)."""
+        are kept); a pass predicted to end after the deadline is not started (its time
+        goes to the phases after the passes, whose proposal is the last whole pass's)."""
         mb = self.wmb.mb
         left = self.deadline.left()
         if self.stage_passes:
@@ -698,6 +794,8 @@ class _Run:
                 return
         if left is not None and left < _PASS_MARGIN * self.pass_time + self._read_time():
             self.read(left)
+            if left < self.pass_time:      # a pass cut short is lost, and so is the proposal
+                raise TimeUp
         self._pass()
 
     def _pass(self):
@@ -706,7 +804,8 @@ class _Run:
         self.stage_passes += 1
         self.previous = self.last
         self.passed = False
-        self.last = w.forward(1.0 / self.stage_passes)
+        self.proposal_bound = None
+        self.last = self.proposal_bound = w.forward(1.0 / self.stage_passes)
         if self.stage_passes > 1 and self.last > self.previous:
             w.eta /= 2
         self.upper = min(self.upper, self.last)
@@ -737,7 +836,9 @@ class _Run:
                 break
         if self.blocks is not None and self.max_time is not None and self.deadline.at:
             share = min(max(sweeps / self.max_time, _LOWER_SHARE), _LOWER_MAX)
-            self.deadline.at -= (share - _LOWER_SHARE) * self.max_time
+            self.deadline.at += self.reserve["mixed"] + self.reserve["mean field"]
+            self.reserve["mixed"], self.reserve["mean field"] = 0.0, share * self.max_time
+            self.deadline.at -= self.reserve["mean field"]
 
     def _offer(self, x):
         """Keep the labelling ``x`` (repaired to a feasible one when it scores −inf) as the
@@ -794,6 +895,91 @@ class _Run:
         entries = self.wmb.mb.entries if entries is None else entries
         return self.pass_time * entries / max(self.wmb.mb.entries, 1)
 
+    def sample(self, deadline, n_samples=None, seed=None):
+        """Importance samples (`fwcore._wmb.sample`) from the proposal of the last stage's
+        last whole forward pass (one without steps first when the last was cut), their log
+        weights and labellings kept in ``tally`` (`fwcore.marginals.estimate.Tally`) with
+        the weights' bound ``proposal_bound``, until ``deadline`` or ``n_samples`` (None:
+        until the deadline; without max_time, `_SAMPLES`), drawn from
+        ``np.random.default_rng(seed)``'s uniforms. None when the bounds meet (log Z is
+        known)."""
+        w = self.wmb
+        if w is None or self.gap == 0.0 or n_samples == 0:
+            return
+        w.deadline = deadline
+        try:
+            if self.proposal_bound is None:
+                self.proposal_bound = w.forward(0.0)
+        except TimeUp:
+            return
+        if n_samples is None and self.max_time is None:
+            n_samples = _SAMPLES
+        rng = np.random.default_rng(seed)
+        n, m = len(self.flat.card), len(w.mb.order)
+        batch = max(1, min(_SAMPLE_BATCH, _SAMPLE_ENTRIES // max(n, 1)))
+        self.tally = tally = Tally(self.proposal_bound, self.node_off)
+        while n_samples is None or tally.n < n_samples:
+            k = batch if n_samples is None else min(batch, n_samples - tally.n)
+            x = np.empty((k, n), dtype=np.int64)
+            log_q, log_f = np.empty(k), np.empty(k)
+            done = w.sample(rng.random((k, m)), x, log_q, log_f)
+            tally.add(log_f[:done] - log_q[:done], x[:done])
+            if done < k:
+                break
+
+    def message_passing(self, deadline):
+        """Loopy BP (`fwcore.loopy_bp`, until ``deadline``): a candidate for the marginals
+        (`fwcore.auto.choose_marginals`) when the samples can referee (their effective
+        size at least `fwcore.auto.REFEREE_ESS`) and the bounds do not meet."""
+        from .bp import loopy_bp
+        if self.gap == 0.0 or self.tally is None or self.tally.ess < REFEREE_ESS:
+            return
+        left = deadline.seconds_left()
+        if left is None or left > 0:
+            self.bp = loopy_bp(self.model, max_time=left)
+
+    def mixed_lower(self, deadline):
+        """The lower bound of weights of mixed sign (`WeightedMiniBucket.make_lower`, reverse
+        Hölder) on a model whose tables are finite (a −inf entry in a cluster of negative
+        weight makes its message −inf), until ``deadline``: passes of whole moment
+        matching (step 1; the weights' step halved after a pass that lowers the bound) on
+        the last stage's tree, or a smaller one (caps 4x smaller) until `_MIXED_PASSES` of
+        its passes are predicted to fit (a pass's time in proportion to its entries), until
+        `_MIXED_PATIENCE` passes in a row gain at most ``tol``; the best bound raises
+        ``lower``. The upper bound's tree is dropped first."""
+        if not self.finite or self.gap == 0.0 or self.wmb is None:
+            return
+        tree, per_entry = self.wmb.mb, self.pass_time / max(self.wmb.mb.entries, 1.0)
+        self.wmb = self.upcoming = None
+        left = deadline.seconds_left()
+        try:
+            cap = float(tree.cluster_entries.max(initial=1.0))
+            while (self.ibound is None and left is not None and cap > _FIRST_ENTRIES and
+                   _MIXED_PASSES * per_entry * tree.entries > left):
+                cap /= _GROWTH
+                tree = MiniBuckets(self.flat, self.fixed, self.order, cap, None, deadline)
+            w = WeightedMiniBucket(tree, deadline)
+        except TimeUp:
+            return
+        w.make_lower()
+        previous, best, since = -math.inf, -math.inf, 0
+        for _ in range(_MIXED_MAX_PASSES):
+            try:
+                bound = w.forward(1.0)
+                w.backward()
+            except TimeUp:
+                return
+            if not math.isfinite(bound):
+                return
+            if bound < previous:
+                w.eta /= 2
+            previous = bound
+            since = 0 if bound > best + self.tol else since + 1
+            best = max(best, bound)
+            self.lower = max(self.lower, bound)
+            if since >= _MIXED_PATIENCE:
+                return
+
     def lower_bound(self, deadline):
         """Raise the lower bound until ``deadline`` (a `fwcore.loop.Deadline`; None: the
         sweeps' own limits) once the passes end: by block mean field (`BlockMeanField`,
@@ -816,36 +1002,72 @@ class _Run:
             lower, _ = flat_mean_field(self.model, start, 100, 1e-6, deadline)
             self.lower = max(self.lower, lower)
 
-    def result(self, status, outcome, seconds):
+    def result(self, status, outcome, seconds, confidence=0.95):
         """The `MarginalResult` on the user's variables (fixed ones as point masses; edge
         marginals of the pairwise factors from their clusters' beliefs, outer products of
-        the node marginals where a factor has under two free variables)."""
+        the node marginals where a factor has under two free variables), with the sampled
+        estimate and its interval at ``confidence`` (`estimate`)."""
         model, off, card = self.model, self.node_off, self.flat.card
-        node = self.node
+        node, fac = self.node, self.fac
         if node is None:                              # uniform: no beliefs were read
             node = np.repeat(1.0 / card, card)
             held = self.fixed >= 0
             node[np.repeat(held, card)] = 0.0
             node[off[:-1][held] + self.fixed[held]] = 1.0
+        candidates = {"beliefs" if self.node is not None else "uniform": node}
+        if self.bp is not None:
+            candidates["loopy-bp"] = self.bp.mu[:off[-1]]
+        tally = self.tally
+        chosen = (next(iter(candidates)) if tally is None else
+                  choose_marginals(candidates, tally.marginals(), tally.noise(), tally.ess,
+                                   off))
+        if chosen not in ("beliefs", "uniform"):
+            node = tally.marginals() if chosen == "samples" else candidates[chosen]
+            fac = self.bp.mu if chosen == "loopy-bp" and isinstance(model, PairwiseMRF) else None
         nodes = _node_views(node, card, off)
         pairwise = model.skeleton if isinstance(model, FactorGraph) else model
         edges = pairwise.edges
         mu = np.zeros(pairwise.dim)
         mu[:off[-1]] = node
-        if isinstance(model, PairwiseMRF) and self.fac is not None:
-            mu[off[-1]:] = self.fac[off[-1]:]
+        if isinstance(model, PairwiseMRF) and fac is not None:
+            mu[off[-1]:] = fac[off[-1]:]
             outer = np.flatnonzero((self.fixed[edges] >= 0).any(axis=1))
-        elif self.fac is not None:
+        elif fac is not None:
             outer = self._factor_pairs(mu)
         else:
             outer = np.arange(len(edges))
         _outer_products(mu, pairwise, outer)
+        fields = self.estimate(confidence)
+        fields.setdefault("info", {})["marginals"] = chosen
         return MarginalResult(
             node_marginals=nodes, edge_marginals=_edge_views(mu, pairwise), mu=mu,
             gap=self.gap, certified_gap=self.gap, log_z_upper=self.upper, certified=True,
             status=status, n_iter=self.n_passes, time=seconds,
-            method="wmb" if self.node is not None else "wmb+uniform", trace=outcome.trace,
-            log_z_lower=self.lower)
+            method="wmb" if chosen != "uniform" else "wmb+uniform", trace=outcome.trace,
+            log_z_lower=self.lower, **fields)
+
+    def estimate(self, confidence):
+        """The result's fields of the sampled estimate: log of the mean importance weight
+        (moved into the certified interval when a sample falls outside it) and the
+        interval of `fwcore.marginals.estimate.Tally.interval` within the certified bounds
+        (the bounds themselves when they meet: log Z is known), and ``info``:
+        ``n_samples``, ``ess`` (their effective number), ``log_z_proposal`` (the
+        proposal's bound on the weights), ``sample_marginals`` (the self-normalised node
+        marginals, flat) and ``sample_noise`` (their estimated ζ); none without samples."""
+        if self.gap == 0.0:
+            return dict(log_z_estimate=self.upper, log_z_estimate_lower=self.lower,
+                        log_z_estimate_upper=self.upper, confidence=confidence)
+        tally = self.tally
+        if tally is None or tally.n == 0:
+            return {}
+        lower, upper = tally.interval(confidence, self.lower, self.upper)
+        return dict(log_z_estimate=min(max(tally.log_mean, self.lower), self.upper),
+                    log_z_estimate_lower=lower,
+                    log_z_estimate_upper=upper, confidence=confidence,
+                    info=dict(n_samples=tally.n, ess=tally.ess,
+                              log_z_proposal=self.proposal_bound,
+                              sample_marginals=tally.marginals(),
+                              sample_noise=tally.noise()))
 
     def _factor_pairs(self, mu):
         """Writes into ``mu`` the skeleton edges' marginals that a factor of exactly two
@@ -866,6 +1088,17 @@ class _Run:
             mu[skeleton.edge_off[e]:skeleton.edge_off[e + 1]] = table.ravel()
             left.discard(e)
         return np.array(sorted(left), dtype=np.int64)
+
+
+def _finite_tables(flat, fixed):
+    """Whether every factor with a free variable (``fixed`` < 0) has finite entries only
+    (then no message is −inf, and the lower bound of mixed signs is finite)."""
+    def per_factor(values, start):
+        total = np.concatenate([[0], np.cumsum(values)])
+        return total[start[1:]] - total[start[:-1]]
+    free = per_factor(fixed[flat.var] < 0, flat.start) > 0
+    infinite = per_factor(~np.isfinite(flat.table), flat.off) > 0
+    return not (free & infinite).any()
 
 
 def _outer_products(mu, model, edges):
@@ -909,7 +1142,8 @@ def _edge_views(mu, model):
 
 
 WMB = register_method(
-    "wmb", _run_wmb, {k: _PARAMS[k] for k in ("ibound", "memory_limit", "tol")},
-    certifies=("upper", "lower"), iteration="passes",
+    "wmb", _run_wmb, {k: _PARAMS[k] for k in ("ibound", "memory_limit", "tol", "confidence",
+                                               "n_samples", "seed")},
+    certifies=("upper", "lower", "estimate"), iteration="passes", seeded=True,
     summary="weighted mini-bucket elimination: a certified interval on log Z and "
             "marginals, anytime (Liu & Ihler 2011)")
