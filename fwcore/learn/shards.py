@@ -1,0 +1,248 @@
+"""Where a fit's examples live and how the learners' per-example work runs on them.
+
+A `Shard` holds examples of a `fwcore.learn.data.Dataset` where they are used, prepared for
+the model (`LearnerModel.prepare`), and each example's state the method keeps (a dict per
+example: MLE-Struct's marginals τ_m, the SSVM's φ(y_m)). The learners' per-example work is a
+module-level function ``fn(shard, local, *args)`` that returns one small result per example
+(an oracle answer, a block update: numbers of the weights' size) and may update the state.
+A `Placement` runs such a function over a list of examples on the fit's ``executor``:
+
+- `Here` (no executor, or any `concurrent.futures.Executor`): the shard is in the learner's
+  process. Examples of an `InMemory` dataset stay prepared there; those of a lazy dataset
+  are loaded for each call and dropped after it, so the process holds only the state. With
+  an executor, a call sends each task a part of the shard (its examples, or the dataset's
+  description and their indices, and their state) and takes the state back: any executor
+  works (threads share the objects; a process pool pickles them each time).
+- `Resident` (a ``distributed.Client`` or its ``get_executor()``, the ``dask`` extra):
+  one shard per worker thread is built on its worker once (an `InMemory` part scattered to
+  it, a lazy dataset loaded there from its description) and stays there with its state;
+  a call sends the function, the example indices and the weights, and brings back the
+  per-example results. Tasks are pinned to the shard's worker (never stolen or moved).
+
+Results come back per example in the order asked, so every sum over examples runs in the
+same order on every executor: a fit gives the same answer serially, on threads, on
+processes and on dask (for an oracle that keeps no state between calls: a decoder is built
+for each call, so TRW-S starts each call cold).
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+
+import numpy as np
+
+__all__ = ["Shard", "Placement", "Here", "Resident", "placement", "dask_client"]
+
+#: parts of a call on a generic executor, per core of this machine (tasks to balance load)
+PARTS_PER_CORE = 4
+#: examples read at a time when a lazy shard validates its examples
+READ_CHUNK = 64
+
+
+class Shard:
+    """Examples ``index`` (global indices, increasing) of ``dataset``. With ``keep`` they
+    are loaded once and kept (raw until `prepare`, then prepared); else read for each call.
+    ``state[i]`` is the method's dict of local example i."""
+
+    def __init__(self, dataset, index, keep):
+        self.dataset, self.index = dataset, np.asarray(index, dtype=np.int64)
+        self.model, self.items, self.state, self.settings = None, None, {}, {}
+        self.raw = self._read(range(len(self.index))) if keep else None
+
+    def configure(self, settings):
+        """Set the fit's settings (``settings``: e.g. the learner's ρ and λ, sent once)."""
+        self.settings = settings
+
+    def _read(self, local):
+        """(X, Y) of local examples ``local``, read in runs of consecutive indices."""
+        X, Y = [], []
+        glob = self.index[list(local)]
+        cuts = np.flatnonzero(np.diff(glob) != 1) + 1
+        for run in np.split(glob, cuts) if glob.size else []:
+            x, y = self.dataset.load(int(run[0]), int(run[-1]) + 1)
+            X += x
+            Y += y
+        return X, Y
+
+    def survey(self, family):
+        """``family.summary`` of this shard's labellings."""
+        if self.raw is not None:
+            return family.summary(self.raw[1])
+        glob = self.index
+        return family.summary(self.dataset.labels(int(glob[0]), int(glob[-1]) + 1)
+                              if glob.size else [])
+
+    def prepare(self, model):
+        """Validate the examples for ``model`` (all of them, once: a lazy shard reads each);
+        whether every decoder is exact."""
+        self.model = model
+        local = range(len(self.index))
+        if self.raw is not None:
+            self.items = self._prepare(local, *self.raw)
+            self.raw = None
+            return all(model.exact(ex) for ex, _ in self.items)
+        exact = True
+        for k in range(0, len(local), READ_CHUNK):
+            exact &= all(model.exact(ex) for ex, _, _ in self.blocks(local[k:k + READ_CHUNK]))
+        return exact
+
+    def _prepare(self, local, X, Y):
+        out = []
+        for k, (x, y) in zip(local, zip(X, Y)):
+            (ex,), (lab,) = self.model.prepare([x], [y], int(self.index[k]))
+            out.append((ex, lab))
+        return out
+
+    def blocks(self, local):
+        """[(example, labelling, state)] of local examples ``local``."""
+        items = (self._prepare(local, *self._read(local)) if self.items is None
+                 else [self.items[i] for i in local])
+        return [(ex, y, self.state.setdefault(i, {})) for i, (ex, y) in zip(local, items)]
+
+    def part(self, local):
+        """A shard of local examples ``local`` only (for a task on an executor): their
+        prepared examples, or the dataset's description and their indices; their state."""
+        p = Shard.__new__(Shard)
+        p.index, p.model, p.raw = self.index[list(local)], self.model, None
+        p.settings = self.settings
+        p.items = None if self.items is None else [self.items[i] for i in local]
+        p.dataset = self.dataset if self.items is None else None
+        p.state = {j: self.state.setdefault(i, {}) for j, i in enumerate(local)}
+        return p
+
+    def release(self):
+        """Drop the examples (the state stays)."""
+        self.items = self.raw = None
+        self.dataset = None
+
+
+def _run_part(part, fn, args):
+    """(``fn``'s results, the part's state) for a task on a generic executor."""
+    return fn(part, range(len(part.index)), *args), part.state
+
+
+def _run_resident(shard, fn, local, args):
+    return fn(shard, local, *args)
+
+
+def _call(shard, name, args):
+    return getattr(shard, name)(*args)
+
+
+class Placement:
+    """The shards of a fit: contiguous ranges ``bounds[s]:bounds[s+1]`` of the dataset."""
+
+    def __init__(self, n, n_shards):
+        self.n = n
+        self.bounds = np.linspace(0, n, min(n_shards, n) + 1).round().astype(np.int64)
+
+    def groups(self, indices):
+        """[(shard, positions in ``indices``, local indices)] of the shards ``indices``
+        touch, each in the order of ``indices``."""
+        indices = np.asarray(indices, dtype=np.int64)
+        which = np.searchsorted(self.bounds, indices, side="right") - 1
+        out = []
+        for s in np.unique(which):
+            pos = np.flatnonzero(which == s)
+            out.append((int(s), pos, (indices[pos] - self.bounds[s]).tolist()))
+        return out
+
+    def map(self, fn, indices, *args, data=True):
+        """[``fn``'s result for example i, for i in ``indices``]. ``data``: ``fn`` reads
+        the examples (False: only their state, e.g. applying a step)."""
+        out = [None] * len(indices)
+        for pos, results in self._run(fn, self.groups(indices), args, data):
+            for p, r in zip(pos, results):
+                out[p] = r
+        return out
+
+    def each(self, name, *args):
+        """[``Shard.<name>(*args)`` of every shard], in shard order."""
+        raise NotImplementedError
+
+    def close(self):
+        """Drop the shards' examples, keeping their state (the fitted attributes read it)."""
+        self.each("release")
+
+
+class Here(Placement):
+    """One shard in this process; calls on ``executor`` (None: serially) take parts of it."""
+
+    def __init__(self, dataset, executor):
+        super().__init__(len(dataset), 1)
+        self.shard = Shard(dataset, range(len(dataset)), dataset.in_memory)
+        self.executor = executor
+
+    def each(self, name, *args):
+        return [getattr(self.shard, name)(*args)]
+
+    def _run(self, fn, groups, args, data):
+        for _, pos, local in groups:
+            if self.executor is None or not data:
+                yield pos, fn(self.shard, local, *args)
+                continue
+            size = math.ceil(len(local) / (PARTS_PER_CORE * (os.cpu_count() or 1)))
+            chunks = [local[k:k + size] for k in range(0, len(local), size)]
+            futures = [self.executor.submit(_run_part, self.shard.part(c), fn, args)
+                       for c in chunks]
+            results = []
+            for c, f in zip(chunks, futures):
+                part_results, state = f.result()
+                for j, i in enumerate(c):
+                    self.shard.state[i] = state[j]
+                results += part_results
+            yield pos, results
+
+
+class Resident(Placement):
+    """Shards built on the workers of a dask ``client`` and kept there (module docstring)."""
+
+    def __init__(self, dataset, client):
+        workers = client.scheduler_info()["workers"]
+        slots = [addr for addr, w in sorted(workers.items()) for _ in range(w["nthreads"])]
+        if not slots:
+            raise ValueError("the dask client has no workers")
+        super().__init__(len(dataset), len(slots))
+        self.client, self.workers = client, slots[:len(self.bounds) - 1]
+        self.shards = []
+        for s, addr in enumerate(self.workers):
+            index = np.arange(self.bounds[s], self.bounds[s + 1])
+            source = dataset
+            if dataset.in_memory:  # its rows go to the worker once, not through the scheduler
+                source = client.scatter(dataset.rows(int(index[0]), int(index[-1]) + 1),
+                                        workers=[addr])
+            self.shards.append(self._submit(s, Shard, source, index, True))
+
+    def _submit(self, s, fn, *args):
+        return self.client.submit(fn, *args, workers=[self.workers[s]],
+                                  allow_other_workers=False, pure=False)
+
+    def each(self, name, *args):
+        return self.client.gather([self._submit(s, _call, f, name, args)
+                                   for s, f in enumerate(self.shards)])
+
+    def _run(self, fn, groups, args, data):
+        futures = [(pos, self._submit(s, _run_resident, self.shards[s], fn, local, args))
+                   for s, pos, local in groups]
+        for pos, f in futures:
+            yield pos, f.result()
+
+
+def dask_client(executor):
+    """The ``distributed.Client`` of ``executor`` (a client, or its ``get_executor()``),
+    or None; dask is not imported here unless the program already imported it."""
+    distributed = sys.modules.get("distributed")
+    if distributed is None:
+        return None
+    if isinstance(executor, distributed.Client):
+        return executor
+    if isinstance(executor, distributed.client.ClientExecutor):
+        return executor._client
+    return None
+
+
+def placement(dataset, executor):
+    """The `Placement` of a fit on ``dataset`` with ``executor``."""
+    client = dask_client(executor)
+    return Here(dataset, executor) if client is None else Resident(dataset, client)
