@@ -16,6 +16,7 @@ a MAP oracle as `CRFDecoder`, the TRW entropy (`TRWEntropy`, edge weights by
 (`fw_marginals`). `CRF` is the family as a learner's ``model`` takes it.
 """
 import numbers
+import threading
 from collections.abc import Sized
 from dataclasses import dataclass, replace
 from typing import Any, Optional
@@ -53,6 +54,20 @@ class _Prepared:
 
     def __init__(self, u, v, mrf, eidx):
         self.u, self.v, self.mrf, self.eidx = u, v, mrf, eidx
+
+
+#: structures kept in each cache (images of one size share one)
+CACHED = 16
+#: the structures (`_graph`) of the training examples prepared last in this process
+#: (`CRFModel.prepare`): a worker reading examples of one graph for each call builds it once
+GRAPHS = {}
+_LOCK = threading.Lock()
+
+
+def _bounded(cache):
+    """Make room for one more entry in ``cache`` (the oldest goes)."""
+    while len(cache) >= CACHED:
+        cache.pop(next(iter(cache)), None)
 
 
 def _graph(n, edges, n_labels):
@@ -135,13 +150,17 @@ def check_examples(X, n_labels, dims=None, first=0, graphs=None):
             raise ValueError(f"X[{k}] has {u.shape[1]} node and {v.shape[1]} edge features; "
                              f"expected {dims[0]} and {dims[1]} (as in the training data)")
         e = e.astype(np.int64)
-        key = (u.shape[0], e.shape[0], e.tobytes())
-        if key not in graphs:
+        key = (n_labels, u.shape[0], e.shape[0], e.tobytes())
+        structure = graphs.get(key)
+        if structure is None:
             try:
-                graphs[key] = _graph(u.shape[0], e, n_labels)
+                structure = _graph(u.shape[0], e, n_labels)
             except ValueError as err:
                 raise ValueError(f"X[{k}]: {err}") from None
-        out.append(_Prepared(u, v, *graphs[key]))
+            with _LOCK:
+                _bounded(graphs)
+                graphs[key] = structure
+        out.append(_Prepared(u, v, *structure))
     return out, dims
 
 
@@ -276,14 +295,6 @@ class TRWEntropy(BlockEntropy):
         return _kernels.trw_line_derivs(theta, tau, d, t, self.weight)
 
 
-#: structures a `CRFModel` keeps in each cache (images of one size share one)
-CACHED = 16
-
-
-def _bounded(cache):
-    """Make room for one more entry in ``cache`` (the oldest goes)."""
-    while len(cache) >= CACHED:
-        del cache[next(iter(cache))]
 
 
 def _node_marginals(decoder, theta, weight, tol):
@@ -302,13 +313,13 @@ class CRFModel(CRFFeatures, LearnerModel):
 
     def _caches(self):
         """Per structure (the same for every example on one graph), kept for the
-        `CACHED` structures used last: the structure itself, the decoder's exactness and
-        the entropies."""
-        self._graphs, self._exact, self._entropies = ({}, {}, {})
+        `CACHED` structures used last: the decoder's exactness and the entropies (the
+        structures themselves: `GRAPHS`)."""
+        self._exact, self._entropies = {}, {}
 
     def __getstate__(self):  # the caches stay where they were built
         state = dict(vars(self))
-        for name in ("_graphs", "_exact", "_entropies"):
+        for name in ("_exact", "_entropies"):
             del state[name]
         return state
 
@@ -329,16 +340,17 @@ class CRFModel(CRFFeatures, LearnerModel):
         return check_examples(X, self.n_labels, (self.n_node, self.n_edge))[0]
 
     def prepare(self, X, Y, first=0):
-        _bounded(self._graphs)
         examples = check_examples(X, self.n_labels, (self.n_node, self.n_edge), first,
-                                  self._graphs)[0]
+                                  GRAPHS)[0]
         return examples, check_labels(Y, examples, self.n_labels, first)
 
     def exact(self, ex):
         key = id(ex.mrf)
         if key not in self._exact:
-            _bounded(self._exact)
-            self._exact[key] = ex.mrf, self.decoder(ex).exact
+            exact = self.decoder(ex).exact
+            with _LOCK:
+                _bounded(self._exact)
+                self._exact[key] = ex.mrf, exact
         return self._exact[key][1]
 
     def truth(self, ex, y):
@@ -355,8 +367,10 @@ class CRFModel(CRFFeatures, LearnerModel):
         hashable = isinstance(rho, (str, numbers.Real))
         key = (id(ex.mrf), rho if hashable else id(rho))
         if key not in self._entropies:  # the structure is kept so that its id stays its own
-            _bounded(self._entropies)
-            self._entropies[key] = ex.mrf, TRWEntropy(ex.mrf, rho)
+            entropy = TRWEntropy(ex.mrf, rho)
+            with _LOCK:
+                _bounded(self._entropies)
+                self._entropies[key] = ex.mrf, entropy
         return self._entropies[key][1]
 
     def hamming(self, ex, y):

@@ -142,15 +142,16 @@ class ExampleFolder(Dataset):
         return [self._read(k, ["labels"])["labels"] for k in range(start, min(stop, len(self)))]
 
 
-def write_examples(path, X, Y):
-    """Write inputs X and labellings Y as an `ExampleFolder` at ``path`` (created; one
-    uncompressed ``.npz`` per example); returns it."""
+def write_examples(path, X, Y, first=0):
+    """Write inputs X and labellings Y as examples ``first``, ``first`` + 1, ... of an
+    `ExampleFolder` at ``path`` (created if missing; one uncompressed ``.npz`` per
+    example, named by its index, so that a large set can be written in parts); returns
+    the folder."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     data = InMemory(X, Y)
-    width = len(str(max(len(data) - 1, 0)))
-    for k, (x, y) in enumerate(zip(data.X, data.Y)):
-        np.savez(path / f"{k:0{width}d}.npz", labels=np.asarray(y), **example_arrays(x))
+    for k, (x, y) in enumerate(zip(data.X, data.Y), first):
+        np.savez(path / f"{k:09d}.npz", labels=np.asarray(y), **example_arrays(x))
     return ExampleFolder(path)
 
 

@@ -97,6 +97,12 @@ class DualSolver(abc.ABC):
         for k in range(0, len(indices), size):
             yield indices[k:k + size]
 
+    def submitted(self, fn, *args):
+        """[(round, `Pending` results of ``fn`` on it)] for every example in rounds of
+        `ROUND`, all submitted at once (the rounds of a gap pass are independent)."""
+        return [(rnd, self.where.submit(fn, rnd, *args))
+                for rnd in self.rounds(np.arange(self.M), self.ROUND)]
+
     @abc.abstractmethod
     def measure(self, deadline):
         """(primal, gap) at the current iterate, with fresh oracle calls."""

@@ -158,7 +158,7 @@ class TrainingMarginals(Sequence):
 
     def __iter__(self):
         for k in range(0, self.where.n, DualSolver.ROUND):
-            yield from self[k:k + DualSolver.ROUND]
+            yield from self[k:k + DualSolver.ROUND]  # a round at a time
 
     def __reduce__(self):
         return list, (list(self),)
@@ -175,8 +175,8 @@ class _Solver(DualSolver):
         self.tol_scale = self.M  # tol is per example
         self.progress.start("start", self.M, "examples")
         parts = []
-        for rnd in self.rounds(np.arange(self.M), self.ROUND):
-            parts += where.map(_start, rnd)
+        for rnd, pending in self.submitted(_start):
+            parts += pending.result()
             self.progress(rnd[-1] + 1, rnd[-1] + 1)
         self.psi = sum(parts)
         self.psi_avg, self.k = self.psi.copy(), 0
@@ -188,8 +188,8 @@ class _Solver(DualSolver):
         w = self.psi / lam
         gap, values, q, slope = 0, 0, 0, 0.0
         self.progress.start("gap pass", M, "gap so far")
-        for rnd in self.rounds(np.arange(M), self.ROUND):
-            for r in self.where.map(_measure, rnd, w, deadline, keep):
+        for rnd, pending in self.submitted(_measure, w, deadline, keep):
+            for r in pending.result():
                 gap, values = gap + r[0], values + r[1]
                 if keep:
                     q, slope = q + r[2], slope + r[3]

@@ -48,11 +48,6 @@ class _Solver(DualSolver):
         self.w_avg, self.k = self.w.copy(), 0
         self.rng = np.random.default_rng(p["seed"])
 
-    def corners(self, indices, deadline):
-        corners = self.where.map(_corners, indices, self.w, deadline)
-        self.n_oracle_calls += len(indices)
-        return corners
-
     def dual_objective(self):
         return -0.5 * self.p["reg"] * float(self.w @ self.w) + self.l_sum
 
@@ -61,8 +56,9 @@ class _Solver(DualSolver):
         lam, w, gap = self.p["reg"], self.w, 0.0
         self.progress.start("gap pass", self.M, "gap so far")
         self.all = []  # batch FW's step takes every corner
-        for rnd in self.rounds(np.arange(self.M), self.ROUND):
-            corners = self.corners(rnd, deadline)
+        self.n_oracle_calls += self.M
+        for rnd, pending in self.submitted(_corners, w, deadline):
+            corners = pending.result()
             for m, (ws, ls) in zip(rnd, corners):
                 gap += lam * float((self.w_i[m] - ws) @ w) - self.l_i[m] + ls
             if self.p["method"] == "fw":
@@ -89,7 +85,8 @@ class _Solver(DualSolver):
         # Alg. 3 in minibatches: the oracle calls of a batch at the iterate it starts
         # from, then each block's exact step at the current iterate, in the pass order
         for batch in self.rounds(self.rng.permutation(M), self.p["batch_size"]):
-            for m, (ws, ls) in zip(batch, self.corners(batch, deadline)):
+            self.n_oracle_calls += len(batch)
+            for m, (ws, ls) in zip(batch, self.where.map(_corners, batch, w, deadline)):
                 dw = w_i[m] - ws
                 gamma = _clip(lam * float(dw @ w) - l_i[m] + ls, lam * float(dw @ dw))
                 new_w = (1 - gamma) * w_i[m] + gamma * ws
