@@ -20,7 +20,7 @@ import abc
 
 from ..checks import check_params
 from ..marginals.rho import ENTROPY, entropy_rho
-from .shards import dask_client
+from ..marginals.batch import dask_client
 
 __all__ = ["ModelFamily", "LearnerModel", "VertexDecoder", "BlockEntropy", "run_tasks"]
 

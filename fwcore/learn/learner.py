@@ -24,12 +24,13 @@ import numpy as np
 from ..checks import (BOOL, CALLABLE, EXECUTOR, SEED, TIME, Interval, Kind, Options, bind_table,
                       check_params)
 from ..loop import Callbacks, Deadline, Guard, ProgressLog, Stopping, run_loop
+from ..marginals.batch import DASK_CLIENT
 from ..results import Record, Status, Trace, gap_text
 from .base import ModelFamily, run_tasks
 from .crf import CRF
 from .data import Dataset, as_dataset
 from .matching_model import Matching
-from .shards import dask_client, placement
+from .shards import placement
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -57,8 +58,7 @@ PARAMS = {
     "averaging": BOOL,
     "seed": SEED,
     "batch_size": Interval(1, integer=True),
-    "executor": [EXECUTOR, Kind(lambda e: dask_client(e) is not None, "a distributed.Client"),
-                 None],
+    "executor": [EXECUTOR, DASK_CLIENT, None],
     "callback": [CALLABLE, None],
     "verbose": BOOL,
 }

@@ -29,11 +29,11 @@ from __future__ import annotations
 import functools
 import math
 import os
-import sys
 
 import numpy as np
 
 from ..loop import LOGGER
+from ..marginals.batch import dask_client
 
 __all__ = ["Shard", "Placement", "Pending", "Here", "Resident", "placement", "dask_client"]
 
@@ -249,8 +249,8 @@ class Resident(Placement):
             index = np.arange(self.bounds[s], self.bounds[s + 1])
             source = dataset
             if dataset.in_memory:  # its rows go to the worker once, not through the scheduler
-                source = client.scatter(dataset.rows(int(index[0]), int(index[-1]) + 1),
-                                        workers=[addr])
+                rows = dataset.rows(int(index[0]), int(index[-1]) + 1)
+                source = client.scatter(rows, workers=[addr], hash=False)
             self.shards.append(self._submit(s, Shard, source, index, True))
 
     def _submit(self, s, fn, *args):
@@ -264,19 +264,6 @@ class Resident(Placement):
     def _start(self, fn, groups, args, data):
         return [(pos, self._submit(s, _run_resident, self.shards[s], fn, local, args).result)
                 for s, pos, local in groups]
-
-
-def dask_client(executor):
-    """The ``distributed.Client`` of ``executor`` (a client, or its ``get_executor()``),
-    or None; dask is not imported here unless the program already imported it."""
-    distributed = sys.modules.get("distributed")
-    if distributed is None:
-        return None
-    if isinstance(executor, distributed.Client):
-        return executor
-    if isinstance(executor, distributed.client.ClientExecutor):
-        return executor._client
-    return None
 
 
 def placement(dataset, executor):

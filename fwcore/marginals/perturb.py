@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import time
 from concurrent.futures import CancelledError
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from ..loop import (Callbacks, Deadline, Guard, Stopping, TimeUp, budget_status,
                     run_loop)
 from ..model import PairwiseMRF
 from ..oracles.base import resolve_oracle
+from .batch import DASK_CLIENT, dask_client
 from ..results import Record, Result, Status, Trace
 
 __all__ = ["PerturbResult", "perturb_and_map"]
@@ -28,7 +30,7 @@ _PARAMS = {
     "inflation": Interval(1, integer=True),
     "marginals": [Options("condition", "samples"), None],
     "seed": SEED,
-    "executor": [EXECUTOR, None],
+    "executor": [EXECUTOR, DASK_CLIENT, None],
     "max_time": TIME,
 }
 
@@ -65,6 +67,8 @@ class PerturbResult(Result):
     gap: float | None = None
 
 
+#: tasks per core of this machine the estimates are split into on an executor
+TASKS_PER_CORE = 4
 #: the largest count model (`_Inflated`: its count vectors and tables) built, in entries
 MAX_INFLATED_ENTRIES = 2**26
 
@@ -210,7 +214,7 @@ def perturb_and_map(model: PairwiseMRF | FactorGraph, *, oracle="exact", n_sampl
     A `FactorGraph` is solved through its reduction (`FactorGraph.restrict` gives the
     result), conditioning on its own variables only.
     """
-    t0, wall0 = time.perf_counter(), time.time()
+    t0, started = time.perf_counter(), Deadline(0.0)
     graph = model if isinstance(model, FactorGraph) else None
     model = check_feasible(check_model(model if graph is None else model.reduced))
     asked = model.n_vars if graph is None else graph.n_vars  # the variables conditioned on
@@ -229,7 +233,7 @@ def perturb_and_map(model: PairwiseMRF | FactorGraph, *, oracle="exact", n_sampl
     seeds = np.random.SeedSequence(seed).spawn(len(clamps))
     deadline = Deadline(max_time)
     fold = marginals == "samples"
-    args = [(inflated, spec, c, n_samples, s, deadline, fold, wall0)
+    args = [(inflated, spec, c, n_samples, s, deadline, fold, started)
             for c, s in zip(clamps, seeds)]
     runs, interrupted = _run_all(args, executor, deadline)
 
@@ -257,8 +261,10 @@ def perturb_and_map(model: PairwiseMRF | FactorGraph, *, oracle="exact", n_sampl
 
 def _run_all(args, executor, deadline):
     """`_estimate` on each argument tuple, serially (none starts past the ``deadline`` or
-    after an interrupted one) or on ``executor``; returns the `_Estimate`s (None for a task
-    that did not run) and whether Ctrl-C stopped the run."""
+    after an interrupted one) or on ``executor``, in tasks of several estimates (each task
+    carries the inflated model once; a dask client's workers get it once each); returns
+    the `_Estimate`s (None for a task that did not run) and whether Ctrl-C stopped the
+    run."""
     guard = Guard()
     if executor is None:
         runs = []
@@ -270,13 +276,31 @@ def _run_all(args, executor, deadline):
                 break
             runs.append(run)
         return runs + [None] * (len(args) - len(runs)), guard.interrupted
-    futures = [executor.submit(_estimate, *a) for a in args]
-    runs = guard(lambda: [f.result() for f in futures])
+    client = dask_client(executor)
+    if client is not None:
+        inflated = client.scatter(args[0][0], broadcast=True, hash=False)
+        args = [(inflated, *a[1:]) for a in args]
+        executor = client.get_executor()
+    size = math.ceil(len(args) / (TASKS_PER_CORE * (os.cpu_count() or 1)))
+    tasks = [args[k:k + size] for k in range(0, len(args), size)]
+    futures = [executor.submit(_estimates, task) for task in tasks]
+    runs = guard(lambda: [run for f in futures for run in f.result()])
     if guard.interrupted:
         for f in futures:
             f.cancel()
-        runs = [_finished(f) for f in futures]
+        runs = [run for f, task in zip(futures, tasks)
+                for run in (_finished(f) or [None] * len(task))]
     return runs, guard.interrupted
+
+
+def _estimates(task):
+    """`_estimate` of each argument tuple of ``task`` in turn (None after an interrupted
+    one)."""
+    runs = []
+    for a in task:
+        runs.append(None if runs and (runs[-1] is None or runs[-1].interrupted)
+                    else _estimate(*a))
+    return runs
 
 
 def _finished(future):
@@ -298,11 +322,12 @@ class _Estimate(NamedTuple):
     interrupted: bool
 
 
-def _estimate(inflated, spec, clamp, n_samples, seed, deadline, fold, wall0):
+def _estimate(inflated, spec, clamp, n_samples, seed, deadline, fold, started):
     """``n_samples`` perturbed MAP values of the inflated model, with variable i clamped to
     state s when ``clamp`` = (i, s), on `fwcore.loop.run_loop` (one step per sample, until
     the ``deadline``); an `_Estimate`, traced for the log Z estimate only (its record
-    times count from ``wall0``)."""
+    times count from ``started``, a `Deadline` of 0 s set when the run started: pickled
+    as a duration, it gives the time since then on this process's clock)."""
     rng = np.random.default_rng(seed)
     g = inflated.graph
     oracle = resolve_oracle(spec, g, seed=int(rng.integers(2**31 - 1)))
@@ -314,7 +339,7 @@ def _estimate(inflated, spec, clamp, n_samples, seed, deadline, fold, wall0):
     if (states == 0).any():  # x_i = s is impossible: log Z_{i,s} = -inf
         return _Estimate(np.full(n_samples, -np.inf), Trace(), 0, None, False)
     sampler = _Sampler(inflated, oracle, scores, states > 1, rng, deadline, fold,
-                       wall0 if clamp is None else None)
+                       started if clamp is None else None)
     outcome = run_loop(sampler.measure, sampler.draw,
                        Stopping(n_samples, deadline=deadline), Callbacks(), measure_start=False)
     return _Estimate(np.array(sampler.values), outcome.trace, sampler.calls, sampler.total,
@@ -325,11 +350,11 @@ class _Sampler:
     """The samples of one estimate: each step draws zero-mean Gumbel noise (none on a
     variable with one feasible state, ``free`` False) and makes one MAP call on the
     perturbed scores; a call stopped by the time limit is not a sample (`TimeUp`). With
-    ``wall0`` (else None: no records) each sample has a record, timed from ``wall0``."""
+    ``started`` (else None: no records) each sample has a record, timed from ``started``."""
 
-    def __init__(self, inflated, oracle, scores, free, rng, deadline, fold, wall0):
+    def __init__(self, inflated, oracle, scores, free, rng, deadline, fold, started):
         self.inflated, self.oracle, self.scores, self.free = inflated, oracle, scores, free
-        self.rng, self.deadline, self.fold, self.wall0 = rng, deadline, fold, wall0
+        self.rng, self.deadline, self.fold, self.started = rng, deadline, fold, started
         self.values, self.calls, self.total = [], 0, None
 
     def draw(self, k):
@@ -349,9 +374,9 @@ class _Sampler:
 
     def measure(self, k):
         """The record of sample k (the running mean); no stopping criterion."""
-        if self.wall0 is None:
+        if self.started is None:
             return None, math.inf
-        return Record(iteration=k, time=time.time() - self.wall0,
+        return Record(iteration=k, time=time.monotonic() - self.started.at,
                       primal=float(np.mean(self.values)), n_oracle_calls=k), math.inf
 
 
