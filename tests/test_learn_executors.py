@@ -237,3 +237,16 @@ def test_batch_size_is_a_bcfw_option_and_the_executor_is_checked(segmentation, t
         SSVM().fit(InMemory(X, Y), Y)
     with pytest.raises(ValueError, match="holds no .npz files"):
         ExampleFolder(tmp_path)
+
+
+def test_max_time_on_a_cluster_is_held_and_counted_on_the_workers_clocks(client):
+    import time
+    from fwcore.results import Status
+    X, Y = synthetic_segmentation(24, size=48, seed=0)
+    t = time.perf_counter()
+    fit = MLEStruct(reg=1.0, rho=0.5, model=QPBO, tol=0.0, max_iter=10**6, max_time=2.0,
+                    batch_size=4, executor=client).fit(X, Y)
+    elapsed = time.perf_counter() - t
+    assert fit.status_ is Status.MAX_TIME and elapsed <= 1.2 * 2.0 + 1.0 + 1.0, elapsed
+    assert np.isfinite(fit.coef_).all()
+    assert len(fit.marginals_) == 24  # the measured iterate's, still on the workers

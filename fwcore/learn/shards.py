@@ -26,6 +26,7 @@ for each call, so TRW-S starts each call cold).
 """
 from __future__ import annotations
 
+import abc
 import functools
 import math
 import os
@@ -139,11 +140,12 @@ def _call(shard, name, args):
     return getattr(shard, name)(*args)
 
 
-class Placement:
-    """The shards of a fit: contiguous ranges ``bounds[s]:bounds[s+1]`` of the dataset."""
+class Placement(abc.ABC):
+    """The shards of a fit: contiguous ranges ``bounds[s]:bounds[s+1]`` of the dataset.
+    ``outstanding``: the futures of calls not yet read (`close` cancels them)."""
 
     def __init__(self, n, n_shards):
-        self.n = n
+        self.n, self.outstanding = n, []
         self.bounds = np.linspace(0, n, min(n_shards, n) + 1).round().astype(np.int64)
 
     def groups(self, indices):
@@ -166,14 +168,24 @@ class Placement:
         """`map` started: its `Pending` results. Calls submitted one after another on
         disjoint examples run in that order on each shard (a pass's rounds: the workers
         start the next while this process reads the last)."""
+        self.outstanding = [f for f in self.outstanding if not f.done()]
         return Pending(len(indices), self._start(fn, self.groups(indices), args, data))
 
+    @abc.abstractmethod
+    def _start(self, fn, groups, args, data):
+        """[(positions, a function returning the results)] of ``fn`` on each group, the
+        work started (its futures added to ``outstanding``)."""
+
+    @abc.abstractmethod
     def each(self, name, *args):
         """[``Shard.<name>(*args)`` of every shard], in shard order."""
-        raise NotImplementedError
 
     def close(self):
-        """Drop the shards' examples, keeping their state (the fitted attributes read it)."""
+        """Cancel the calls not yet read (a fit that ended on time or Ctrl-C) and drop the
+        shards' examples, keeping their state (the fitted attributes read it)."""
+        for f in self.outstanding:
+            f.cancel()
+        self.outstanding = []
         self.each("release")
 
 
@@ -213,6 +225,7 @@ class Here(Placement):
             chunks = [local[k:k + size] for k in range(0, len(local), size)]
             futures = [self.executor.submit(_run_part, self.shard.part(c), fn, args)
                        for c in chunks]
+            self.outstanding += futures
             parts.append((pos, functools.partial(self._collect, chunks, futures)))
         return parts
 
@@ -262,8 +275,10 @@ class Resident(Placement):
                                    for s, f in enumerate(self.shards)])
 
     def _start(self, fn, groups, args, data):
-        return [(pos, self._submit(s, _run_resident, self.shards[s], fn, local, args).result)
-                for s, pos, local in groups]
+        futures = [self._submit(s, _run_resident, self.shards[s], fn, local, args)
+                   for s, _, local in groups]
+        self.outstanding += futures
+        return [(pos, f.result) for (_, pos, _), f in zip(groups, futures)]
 
 
 def placement(dataset, executor):
