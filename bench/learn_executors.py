@@ -12,7 +12,7 @@ workers, or the serial loop a few at a time, load them).
     python bench/learn_executors.py --n 8 --size 16 --passes 2      # smoke size
 
 Each (learner, executor) fit runs in a fresh process (``--child``), so that its peak
-resident memory (``ru_maxrss``) is the fit's alone; the held-out error is measured after
+resident memory (VmHWM) is the fit's alone; the held-out error is measured after
 that peak is read. Per fit: seconds per pass (median over the passes after the first; a
 pass is a BCFW pass and a fresh gap pass), bytes sent to the executor per pass (the
 pickled task arguments: a wrapper around a process pool's ``submit``, and around the dask
@@ -32,7 +32,6 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
 import pickle  # noqa: E402
-import resource  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -84,6 +83,13 @@ def dataset(root, n, size):
                   flush=True)
         info.write_text(json.dumps({"pickled_bytes": pickled}))
     return ExampleFolder(path), json.loads(info.read_text())["pickled_bytes"]
+
+
+def peak_rss():
+    """This process's peak resident memory in bytes (VmHWM: unlike ``ru_maxrss``, which
+    a process started by another inherits, it counts from the program's own start)."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
 
 
 class Counter:
@@ -182,11 +188,10 @@ def child(args):
     t0 = time.perf_counter()
     learner.fit(data)
     fit_seconds = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = peak_rss()
     workers_peak = None
     if client is not None:
-        workers_peak = sum(client.run(lambda: resource.getrusage(
-            resource.RUSAGE_SELF).ru_maxrss * 1024).values())
+        workers_peak = sum(client.run(peak_rss).values())
         client.close()
         cluster.close()
     elif executor is not None:
