@@ -117,15 +117,22 @@ class ExampleFolder(Dataset):
         self.path = Path(path)
         if not self.path.is_dir():
             raise ValueError(f"path {os.fspath(path)!r} is not a folder")
-        self.files = sorted(p.name for p in self.path.glob("*.npz"))
-        if not self.files:
+        files = sorted(p.name for p in self.path.glob("*.npz"))
+        if not files:
             raise ValueError(f"path {os.fspath(path)!r} holds no .npz files")
+        self.n = len(files)
+        # the names `write_examples` gives are not kept (a description stays small)
+        self.files = None if files == [_name(k) for k in range(self.n)] else files
 
     def __len__(self):
-        return len(self.files)
+        return self.n
+
+    def file(self, k):
+        """The path of example k's file."""
+        return self.path / (_name(k) if self.files is None else self.files[k])
 
     def _read(self, k, names=None):
-        with np.load(self.path / self.files[k]) as f:
+        with np.load(self.file(k)) as f:
             return {n: f[n] for n in (f.files if names is None else names)}
 
     def load(self, start, stop):
@@ -133,9 +140,9 @@ class ExampleFolder(Dataset):
         for k in range(start, min(stop, len(self))):
             a = self._read(k)
             if "labels" not in a:
-                raise ValueError(f"{self.path / self.files[k]} has no 'labels' array")
+                raise ValueError(f"{self.file(k)} has no 'labels' array")
             Y.append(a.pop("labels"))
-            X.append(example_from_arrays(a, self.path / self.files[k]))
+            X.append(example_from_arrays(a, self.file(k)))
         return X, Y
 
     def labels(self, start, stop):
@@ -151,8 +158,12 @@ def write_examples(path, X, Y, first=0):
     path.mkdir(parents=True, exist_ok=True)
     data = InMemory(X, Y)
     for k, (x, y) in enumerate(zip(data.X, data.Y), first):
-        np.savez(path / f"{k:09d}.npz", labels=np.asarray(y), **example_arrays(x))
+        np.savez(path / _name(k), labels=np.asarray(y), **example_arrays(x))
     return ExampleFolder(path)
+
+
+def _name(k):
+    return f"{k:09d}.npz"
 
 
 class _Mapped:

@@ -247,7 +247,7 @@ class StructuredLearner(abc.ABC):
                              "method='fw' moves every block at once")
         where = placement(dataset, p["executor"])
         family = model_family(p["model"])
-        family = family.settled(where.each("survey", family))
+        family = family.settled([s for shard in where.each("survey", family) for s in shard])
         model = family.build(*dataset.load(0, 1))[0]
         exact = all(where.each("prepare", model))
         return model, self._solver(model, where, exact, p)

@@ -76,12 +76,13 @@ class Shard:
         return X, Y
 
     def survey(self, family):
-        """``family.summary`` of this shard's labellings."""
+        """[``family.summary``] of this shard's labellings (of each `READ_CHUNK` of them,
+        for a lazy shard)."""
         if self.raw is not None:
-            return family.summary(self.raw[1])
-        glob = self.index
-        return family.summary(self.dataset.labels(int(glob[0]), int(glob[-1]) + 1)
-                              if glob.size else [])
+            return [family.summary(self.raw[1])]
+        first, stop = (int(self.index[0]), int(self.index[-1]) + 1) if self.index.size else (0, 0)
+        return [family.summary(self.dataset.labels(a, min(a + READ_CHUNK, stop)))
+                for a in range(first, stop, READ_CHUNK)]  # a shard's examples are consecutive
 
     def prepare(self, model):
         """Validate the examples for ``model`` (all of them, once: a lazy shard reads each);
