@@ -16,9 +16,9 @@ resident memory (VmHWM) is the fit's alone; the held-out error is measured after
 that peak is read. Per fit: seconds per pass (median over the passes after the first; a
 pass is a BCFW pass and a fresh gap pass), bytes sent to the executor per pass (the
 pickled task arguments: a wrapper around a process pool's ``submit``, and around the dask
-client's ``submit`` / ``scatter`` / ``gather`` and futures' ``result`` for what comes
-back; threads and the serial loop send nothing), the process's peak RSS beside the
-pickled size of the dataset, the workers' peak RSS (dask), the held-out error on
+client's ``submit`` / ``scatter`` / ``gather``, its actors' methods and the futures'
+``result`` for what comes back; threads and the serial loop send nothing), the process's
+peak RSS beside the pickled size of the dataset, the workers' peak RSS (dask), the held-out error on
 ``--test`` images, whether ``coef_`` equals the serial fit's, and the progress lines the
 ``fwcore`` logger printed inside passes. Data sets are written once to ``--root`` and reused.
 One BLAS thread per process (the per-example vectors are small).
@@ -124,22 +124,33 @@ class CountingPool(Executor):
 
 
 def count_dask(client):
-    """Count what ``client`` sends (submit, scatter) and gets back (gather, result)."""
+    """Count what ``client`` sends (submit, scatter, calls of actors) and gets back
+    (gather, results of futures and of actor calls)."""
     import distributed
+    from distributed.actor import Actor, ActorFuture
     submit, scatter, gather = client.submit, client.scatter, client.gather
-    result = distributed.Future.result
+    result, actor_result, method = distributed.Future.result, ActorFuture.result, Actor.__getattr__
+
+    def out(*objects):
+        Counter.out([o for o in objects if not isinstance(o, distributed.Future)])
 
     def counted_submit(fn, *args, **kwargs):
-        Counter.out(fn, [a for a in args if not isinstance(a, distributed.Future)])
+        out(fn, *args)
         return submit(fn, *args, **kwargs)
 
     def counted_scatter(data, **kwargs):
-        Counter.out(data)
+        out(data)
         return scatter(data, **kwargs)
+
+    def counted_method(actor, name):
+        call = method(actor, name)
+        return lambda *args: (out(name, *args), call(*args))[1]
 
     client.submit, client.scatter = counted_submit, counted_scatter
     client.gather = lambda futures, **kw: [Counter.back(r) for r in gather(futures, **kw)]
     distributed.Future.result = lambda self, timeout=None: Counter.back(result(self, timeout))
+    ActorFuture.result = lambda self, timeout=None: Counter.back(actor_result(self, timeout))
+    Actor.__getattr__ = counted_method
 
 
 class LineCounter(logging.Handler):

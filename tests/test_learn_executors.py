@@ -76,26 +76,36 @@ def test_every_executor_gives_the_serial_fit(name, segmentation, client, tmp_pat
 
 
 class _Counted:
-    """Bytes pickled for the tasks a dask client is sent and the results it gets back
-    (its ``submit``, ``scatter`` and ``gather``, and futures' ``result``, wrapped)."""
+    """Bytes pickled for what a dask client sends (tasks, scatters, calls of actors) and
+    gets back (gathers, results of futures and of actor calls): its ``submit``,
+    ``scatter`` and ``gather``, actors' methods and the futures' ``result``, wrapped."""
 
     def __init__(self, client, monkeypatch):
+        from distributed.actor import Actor, ActorFuture
         self.sent = self.received = 0
         submit, scatter, gather = client.submit, client.scatter, client.gather
-        result = distributed.Future.result
+        result, actor_result = distributed.Future.result, ActorFuture.result
+        method = Actor.__getattr__
 
-        def counted_submit(fn, *args, **kwargs):
+        def out(*objects):
             self.sent += len(pickle.dumps(
-                (fn, [a for a in args if not isinstance(a, distributed.Future)])))
-            return submit(fn, *args, **kwargs)
-
-        def counted_scatter(data, **kwargs):
-            self.sent += len(pickle.dumps(data))
-            return scatter(data, **kwargs)
+                [o for o in objects if not isinstance(o, distributed.Future)]))
 
         def back(obj):
             self.received += len(pickle.dumps(obj))
             return obj
+
+        def counted_submit(fn, *args, **kwargs):
+            out(fn, *args)
+            return submit(fn, *args, **kwargs)
+
+        def counted_scatter(data, **kwargs):
+            out(data)
+            return scatter(data, **kwargs)
+
+        def counted_method(actor, name):
+            call = method(actor, name)
+            return lambda *args: (out(name, *args), call(*args))[1]
 
         monkeypatch.setattr(client, "submit", counted_submit)
         monkeypatch.setattr(client, "scatter", counted_scatter)
@@ -103,6 +113,9 @@ class _Counted:
                             lambda futures, **kw: [back(r) for r in gather(futures, **kw)])
         monkeypatch.setattr(distributed.Future, "result",
                             lambda f, timeout=None: back(result(f, timeout)))
+        monkeypatch.setattr(Actor, "__getattr__", counted_method)
+        monkeypatch.setattr(ActorFuture, "result",
+                            lambda f, timeout=None: back(actor_result(f, timeout)))
 
 
 @pytest.mark.parametrize("name", ["ssvm-bcfw", "mle-bcfw"])
