@@ -174,7 +174,7 @@ class Placement(abc.ABC):
     @abc.abstractmethod
     def _start(self, fn, groups, args, data):
         """[(positions, a function returning the results)] of ``fn`` on each group, the
-        work started (its futures added to ``outstanding``)."""
+        work started (the futures that can be cancelled added to ``outstanding``)."""
 
     @abc.abstractmethod
     def each(self, name, *args):
