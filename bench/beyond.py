@@ -452,7 +452,7 @@ def parse_args(argv):
     p.add_argument("--max-time", type=float, default=60.0,
                    help="fwcore's max_time per call (default %(default)s)")
     p.add_argument("--method", default="approximate",
-                   choices=fwcore.infer.__fwcore_params__["method"].values,
+                   choices=("auto", "approximate", *fwcore.available_methods()),
                    help="fwcore.infer's method (default %(default)s)")
     p.add_argument("--cache", default=str(REPO / "bench" / ".merlin_cache.json"),
                    help="Merlin results cache (default %(default)s)")

@@ -145,11 +145,11 @@ def _calls():
 
     calls = {
         "infer": (lambda m: fwcore.infer(m, seed=0), "logz"),
-        "infer barrier-fw": (lambda m: fwcore.infer(m, method="barrier-fw", seed=0), "logz"),
-        "infer oracle=exact": (lambda m: fwcore.infer(m, oracle="exact", seed=0), "logz"),
-        "infer oracle=trws": (lambda m: fwcore.infer(m, oracle="trws", seed=0), "logz"),
-        "infer oracle=icm": (lambda m: fwcore.infer(m, oracle="icm", seed=0), "logz"),
-        "infer domain=local": (lambda m: fwcore.infer(m, domain="local", seed=0), "logz"),
+        "infer barrier-fw": (lambda m: fwcore.barrier_fw(m, seed=0), "logz"),
+        "infer oracle=exact": (lambda m: fwcore.barrier_fw(m, oracle="exact", seed=0), "logz"),
+        "infer oracle=trws": (lambda m: fwcore.barrier_fw(m, oracle="trws", seed=0), "logz"),
+        "infer oracle=icm": (lambda m: fwcore.barrier_fw(m, oracle="icm", seed=0), "logz"),
+        "infer domain=local": (lambda m: fwcore.barrier_fw(m, domain="local", seed=0), "logz"),
         "infer approximate": (lambda m: fwcore.infer(m, method="approximate"), "logz"),
         "wmb ibound=1": (lambda m: fwcore.weighted_mini_bucket(m, ibound=1), "logz"),
         "trbp": (lambda m: fwcore.trbp(m), "logz"),
@@ -165,7 +165,7 @@ def _calls():
             "logz"),
         "conditioned k=2 barrier-fw": (
             lambda m: fwcore.conditioned(
-                m, lambda b, max_time=None: fwcore.infer(b, method="barrier-fw", seed=0),
+                m, lambda b, max_time=None: fwcore.barrier_fw(b, seed=0),
                 choose_conditioning(m, min(2, m.card.shape[0]))), "logz"),
         "conditioned_anytime": (
             lambda m: fwcore.conditioned_anytime(m, infer_wmb_bound, 0.3), "logz"),

@@ -1,5 +1,5 @@
 """Ctrl-C at random moments (issue 12): ``--runs`` subprocesses each run
-``infer(random_grid(100, coupling=4, seed=0), oracle="trws")`` and get SIGINT a random
+``barrier_fw(random_grid(100, coupling=4, seed=0), oracle="trws")`` and get SIGINT a random
 1-25 s after the model is built; each must print an interrupted result and exit 0.
 
     python bench/sigint.py [--runs 20] [--seed 0]
@@ -17,7 +17,7 @@ _SCRIPT = """
 import time, fwcore
 m = fwcore.random_grid(100, coupling=4, seed=0)
 print("ready", flush=True)
-r = fwcore.infer(m, oracle="trws")
+r = fwcore.barrier_fw(m, oracle="trws")
 print("RESULT", r.status.value, r.log_z_upper, r.certified, flush=True)
 """
 

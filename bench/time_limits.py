@@ -15,10 +15,10 @@ import fwcore
 
 CALLS = {
     "infer-auto": lambda m, t: fwcore.infer(m, max_time=t),
-    "infer-exact": lambda m, t: fwcore.infer(m, oracle="exact", max_time=t),
-    "infer-trws": lambda m, t: fwcore.infer(m, oracle="trws", tol=1e-9, max_time=t),
-    "infer-portfolio": lambda m, t: fwcore.infer(m, oracle="portfolio", tol=1e-9, max_time=t),
-    "infer-local": lambda m, t: fwcore.infer(m, domain="local", tol=1e-9, max_time=t),
+    "infer-exact": lambda m, t: fwcore.barrier_fw(m, oracle="exact", max_time=t),
+    "infer-trws": lambda m, t: fwcore.barrier_fw(m, oracle="trws", tol=1e-9, max_time=t),
+    "infer-portfolio": lambda m, t: fwcore.barrier_fw(m, oracle="portfolio", tol=1e-9, max_time=t),
+    "infer-local": lambda m, t: fwcore.barrier_fw(m, domain="local", tol=1e-9, max_time=t),
     "trbp": lambda m, t: fwcore.trbp(m, max_iter=10**6, tol=1e-15, max_time=t),
     "loopy_bp": lambda m, t: fwcore.loopy_bp(m, max_iter=10**6, tol=1e-15, max_time=t),
     "infer_map-ilp": lambda m, t: fwcore.infer_map(m, method="ilp", time_limit=t),

@@ -26,13 +26,20 @@ from .matching import (MatchingMarginals, bethe_bp, exact_matching_marginals, lo
                        max_weight_perfect_matching, permanent)
 from .map import infer_map
 from .fw import frank_wolfe, block_coordinate_frank_wolfe, FWResult
-from .marginals import (ConditionedResult, MarginalResult, MeanFieldResult, PerturbResult,
-                        choose_conditioning, clamp, conditioned, conditioned_anytime,
-                        fixed_by_evidence, infer, infer_many, loopy_bp, mean_field_lower_bound,
-                        perturb_and_map, trbp, weighted_mini_bucket)
+from .marginals import (ConditionedResult, MarginalMethod, MarginalResult, MeanFieldResult,
+                        PerturbResult, available_methods, choose_conditioning,
+                        clamp, conditioned, conditioned_anytime, fixed_by_evidence, infer,
+                        infer_many, loopy_bp, mean_field_lower_bound, perturb_and_map,
+                        register_method, trbp, weighted_mini_bucket)
+from .marginals.barrier_fw import barrier_fw
 from .lp_relax import CardinalityFactor, Factor, LPResult, infer_lp
 from .learn import MLEStruct, SSVM, CRFExample
 from . import datasets
+from .io import (read_bif, write_bif, read_xmlbif, write_xmlbif, to_pgmpy, to_pyagrum,
+                 read_query)
+from .queries import QueryResult, query
+from .sampling import SampleResult, sample
+from .mmap import MMAPResult, infer_mmap
 
 __version__ = "0.1.0"
 
@@ -51,10 +58,13 @@ __all__ = [
     "permanent",
     "infer_map", "frank_wolfe", "block_coordinate_frank_wolfe", "FWResult",
     "MarginalResult", "PerturbResult", "infer", "infer_many", "loopy_bp", "perturb_and_map",
+    "available_methods", "register_method", "MarginalMethod", "barrier_fw",
     "trbp", "weighted_mini_bucket", "clamp", "fixed_by_evidence", "conditioned",
     "conditioned_anytime", "choose_conditioning", "ConditionedResult", "mean_field_lower_bound",
     "MeanFieldResult",
     "CardinalityFactor", "Factor", "LPResult", "infer_lp",
     "MLEStruct", "SSVM", "CRFExample",
     "datasets",
+    "read_bif", "write_bif", "read_xmlbif", "write_xmlbif", "to_pgmpy", "to_pyagrum",
+    "QueryResult", "query", "SampleResult", "sample", "MMAPResult", "infer_mmap", "read_query",
 ]

@@ -2,11 +2,12 @@
 
 - `exact_method`: `fwcore.exact_inference` / `fwcore.exact_map` with method="auto";
 - `infer_method`: the method `fwcore.infer` runs (method="auto" / "approximate"), with
-  `infer_exact_method`: its exact shortcut, and `barrier_fw_oracle`: the oracle Barrier
-  FW calls;
+  `infer_exact_method`: its exact shortcut; `barrier_fw_oracle`: the oracle Barrier FW
+  calls;
 - `exact_oracle`: the oracle "exact" names for a model, and `auto_oracle`: the one "auto"
   names (`fwcore.resolve_oracle`, so `infer_map`, the learners and the CLI);
-- `portfolio_members`: the members of the "portfolio" oracle by default.
+- `portfolio_members`: the members of the "portfolio" oracle by default;
+- `TIME_SHARES`: how a run splits its ``max_time`` between its parts.
 
 The choices read the model's structure and the cost of exact methods (`EliminationPlan`'s
 table entries, `binary_cover`'s size); they import nothing that imports them back.
@@ -18,7 +19,7 @@ import numpy as np
 from .elimination import EliminationPlan
 from .model import binary_cover
 
-__all__ = ["exact_method", "infer_method", "infer_exact_method", "barrier_fw_oracle",
+__all__ = ["TIME_SHARES", "exact_method", "infer_method", "infer_exact_method", "barrier_fw_oracle",
            "exact_oracle", "auto_oracle", "portfolio_members", "fits_bruteforce",
            "AUTO_BRUTEFORCE_STATES",
            "AUTO_EXACT_ENTRIES", "AUTO_EXACT_BYTES", "AUTO_ELIMINATION_VARS",
@@ -48,45 +49,37 @@ def exact_method(model, tree=True):
 # -- infer's method (`fwcore.infer`) -------------------------------------------------------
 
 
-def infer_method(model, method, oracle, domain, max_time):
-    """(method, exact) for `fwcore.infer` on ``model`` (a `PairwiseMRF` or the pairwise
-    reduction of a factor graph): ``method`` one of "barrier-fw" and "wmb", ``exact`` the
-    `infer_exact_method` Barrier FW answers with instead (None: none).
+def infer_method(model, method, max_time):
+    """The registered method `fwcore.infer` runs for ``method`` on ``model`` (a
+    `PairwiseMRF` or a `FactorGraph`) with ``max_time`` seconds left: a registered name as
+    given; "approximate": "wmb"; "auto": "exact" where `infer_exact_method` finds exact
+    marginals cheap (always on a model without variables), else "wmb". The options a
+    user gives never change the choice (an option the chosen method does not take is a
+    TypeError at `fwcore.infer`).
 
-    "auto": Barrier FW's own options (an oracle other than "auto", domain "local") name
-    Barrier FW; else exact marginals where `infer_exact_method` finds them cheap, else
-    "approximate". "approximate": weighted mini-bucket elimination
-    (`fwcore.marginals.wmb`), the best certified bound and marginals measured past exact
-    reach (bench/beyond.py --held-out, max_time=60, 2 busy cores: the 5 models of
-    uai2014-beyond and 14 held-out UAI 2014 models): marginal error ζ below both loopy
-    BP's and TRBP's on 17 of 19 (a tie on DBN_14, linkage_14 .0074 against loopy BP's
-    .0055), exact on 12; ObjectDetection_13/16 .0036 / .0002 against loopy BP's .022 /
-    .005, linkage_12/13 .021 / .015 against .042 / .105; bound − log Z at most Merlin's
-    WMB at the same wall time on 19 of 19 (ObjectDetection_13 +0.08 against +0.20,
-    linkage_12/13 +10.1 / +5.1 against +25 / +31.6, linkage_14 +1.5 against +7.2), and
-    below TRBP's (uncertified) TRW value wherever that is above log Z. Barrier FW's
+    Why "wmb" past exact reach (bench/beyond.py --held-out, max_time=60, 2 busy cores: the
+    5 models of uai2014-beyond and 14 held-out UAI 2014 models): marginal error ζ below
+    both loopy BP's and TRBP's on 17 of 19 (a tie on DBN_14, linkage_14 .0074 against
+    loopy BP's .0055), exact on 12; ObjectDetection_13/16 .0036 / .0002 against loopy
+    BP's .022 / .005, linkage_12/13 .021 / .015 against .042 / .105; bound − log Z at most
+    Merlin's WMB at the same wall time on 19 of 19 (ObjectDetection_13 +0.08 against
+    +0.20, linkage_12/13 +10.1 / +5.1 against +25 / +31.6, linkage_14 +1.5 against +7.2),
+    and below TRBP's (uncertified) TRW value wherever that is above log Z. Barrier FW's
     marginals were the worst of these before (ζ .15 to .34 on uai2014-beyond).
     Conditioning (`fwcore.marginals.condition`) wrapped around it loosened the bound at
     equal time on linkage and ObjectDetection (more branches, less time each), so it is
-    not part of the default.
-    "barrier-fw" and "wmb" are run as named. A model without variables is answered
-    exactly whatever the method."""
-    if model.n_vars == 0:
-        return "barrier-fw", "bruteforce"
-    if method in ("barrier-fw", "wmb"):
-        return method, None
-    if method == "auto":
-        if not (isinstance(oracle, str) and oracle == "auto" and domain == "marginal"):
-            return "barrier-fw", None
-        exact = infer_exact_method(model, oracle, domain, max_time)
-        if exact is not None:
-            return "barrier-fw", exact
-    return "wmb", None
+    not part of the default."""
+    if method == "approximate":
+        return "wmb"
+    if method != "auto":
+        return method
+    pairwise = getattr(model, "reduced", model)
+    return "exact" if infer_exact_method(pairwise, max_time) else "wmb"
 
 
-# -- Barrier FW's exact shortcut (`fwcore.infer`, oracle="auto") ---------------------------
+# -- infer's exact shortcut (`fwcore.infer`, method="auto") ------------------------------
 
-#: oracle="auto" returns exact marginals when variable elimination takes at most this many
+#: method="auto" returns exact marginals when variable elimination takes at most this many
 #: table entries and AUTO_EXACT_BYTES of memory, or the model has at most
 #: AUTO_BRUTEFORCE_STATES joint states, or is a forest. An entry costs about 30 ns
 #: (_SECONDS_PER_ENTRY, the `fwcore._elim` kernel): 20x20 binary grid 1.5e8 entries, 4 s
@@ -97,27 +90,21 @@ AUTO_EXACT_BYTES = 2**30
 _SECONDS_PER_ENTRY = 3e-8
 
 
-def infer_exact_method(model, oracle, domain, max_time):
-    """The `exact_method` that gives `fwcore.infer`'s answer when oracle="auto" over M and
-    exact marginals cost less than Barrier FW's MAP calls: brute force, tree, or
-    elimination within AUTO_EXACT_ENTRIES table entries (and half of ``max_time``) and
-    AUTO_EXACT_BYTES; else None (run Barrier FW). A model without variables is answered
-    exactly whatever the oracle (log Z = 0: there is nothing to optimise)."""
-    if model.n_vars == 0:
-        return "bruteforce"
-    if not (isinstance(oracle, str) and oracle == "auto" and domain == "marginal"):
-        return None
-    method = exact_method(model)
-    if method != "elimination":
-        return method
+def infer_exact_method(model, max_time):
+    """Whether `fwcore.infer` (method "auto") answers ``model`` (pairwise) exactly: brute
+    force, tree, or elimination within AUTO_EXACT_ENTRIES table entries (and half of
+    ``max_time``) and AUTO_EXACT_BYTES. A model without variables is answered exactly (log
+    Z = 0: there is nothing to optimise)."""
+    if model.n_vars == 0 or exact_method(model) != "elimination":
+        return True
     budget = AUTO_EXACT_ENTRIES
     if max_time is not None:
         budget = min(budget, 0.5 * max_time / _SECONDS_PER_ENTRY)
     try:  # refuses a model over the budget quickly (`fwcore.elimination.EliminationPlan`)
         plan = EliminationPlan(model, min(8 * budget, AUTO_EXACT_BYTES))
     except ValueError:
-        return None
-    return "elimination" if plan.work <= budget else None
+        return False
+    return plan.work <= budget
 
 
 def barrier_fw_oracle(oracle, domain):
@@ -197,3 +184,31 @@ def portfolio_members(model):
     without qpbo unless every variable is binary."""
     binary = bool((model.card == 2).all())
     return [m for m in PORTFOLIO_MEMBERS if m != "qpbo" or binary]
+
+
+# -- time shares ---------------------------------------------------------------------------
+
+#: how runs split the time they have left (`fwcore.loop.Deadline.share`), each beside the
+#: measurement that set it:
+#:
+#: - "barrier-fw/tree-decomposition bound": with an approximate oracle, Barrier FW's FW
+#:   steps stop at 1 − 0.2 of max_time and `fwcore.marginals.trw_dual.trw_dual_bound`
+#:   minimises the certified tree-decomposition bound in the rest, for as long again as
+#:   the run at most (`fwcore.marginals.barrier_fw`: its least bound against its time on
+#:   random grids is measured there);
+#: - "wmb/order search": weighted mini-bucket's search for an elimination order starts
+#:   no new try after 0.1 of the time left (so that the first pass ends within a short
+#:   max_time; `fwcore.marginals.wmb`);
+#: - "wmb/mean field": weighted mini-bucket's passes stop at 1 − 0.05 of the time left,
+#:   the rest raises the lower bound by mean field from the best labelling and the
+#:   marginals;
+#: - "conditioned/mean field": each branch of `fwcore.conditioned` leaves 0.1 of its
+#:   time to its mean-field lower bounds (given only what the branch's bound left, they
+#:   got no sweep after a bound that used all its time: ObjectDetection_13 at 60 s, 78.5
+#:   nats below log Z instead of 2.45).
+TIME_SHARES = {
+    "barrier-fw/tree-decomposition bound": 0.2,
+    "wmb/order search": 0.1,
+    "wmb/mean field": 0.05,
+    "conditioned/mean field": 0.1,
+}

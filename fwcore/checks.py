@@ -33,10 +33,11 @@ if TYPE_CHECKING:  # the decorators keep the signature they wrap (typing_extensi
     P = ParamSpec("P")
     R = TypeVar("R")
 
-__all__ = ["Interval", "Options", "Kind", "validate_params", "bind_table", "check_params",
-           "check_model", "check_seed", "finite_penalty", "check_feasible", "check_bound_feasible",
-           "check_lp_size", "INFEASIBLE", "MAX_ABS_THETA", "HIGHS_MAX_ABS_THETA", "AC_ROUNDS",
-           "HIGHS_MEMORY_LIMIT", "CALLABLE", "EXECUTOR", "TIME", "SEED"]
+__all__ = ["Interval", "Options", "Kind", "checked_inside", "validate_params", "bind_table",
+           "check_params", "check_model", "check_seed", "finite_penalty", "check_feasible",
+           "check_bound_feasible", "check_lp_size", "INFEASIBLE", "MAX_ABS_THETA",
+           "HIGHS_MAX_ABS_THETA", "AC_ROUNDS", "HIGHS_MEMORY_LIMIT", "CALLABLE", "EXECUTOR",
+           "TIME", "SEED"]
 
 #: the one message for a model with no feasible assignment (log Z = -inf), from every entry
 #: point (`fwcore.exact` words it the same)
@@ -139,6 +140,12 @@ class Kind:
 
 
 CALLABLE = Kind(callable, "a callable")
+
+
+def checked_inside(description):
+    """The constraint of an option that its method checks itself (an oracle spec by the
+    registry, edge weights by `fwcore.marginals.rho`): any value passes here."""
+    return Kind(lambda v: True, description)
 BOOL = Kind(lambda v: isinstance(v, (bool, np.bool_)), "a bool")
 #: threads, processes, or a cluster's (dask.distributed ``Client.get_executor()``)
 EXECUTOR = Kind(lambda e: isinstance(e, Executor), "a concurrent.futures.Executor")

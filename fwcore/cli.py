@@ -27,7 +27,7 @@ _SHOWN = 20
 
 _EPILOG = """\
 examples:
-  fwcore infer --example grid5x5 --oracle exact   a shipped example model (see below)
+  fwcore infer --example grid5x5                 a shipped example model (see below)
   fwcore infer model.uai --max-time 60 --out res  marginals and a log Z bound, files res.*
   fwcore exact model.uai --evid model.uai.evid    exact answers with evidence clamped
   fwcore map model.uai.gz --max-time 5 --out -    a MAP assignment, written to stdout
@@ -204,43 +204,40 @@ def _tqdm():
 
 
 def _cmd_infer(args):
-    from .marginals.barrier_fw import infer
+    from .marginals import infer
     from .marginals.result import progress_line
     model = _load(args)
-    oracle = (args.oracle if not args.oracle_options else
-              (args.oracle, _options(args.oracle_options)))
+    options = {name: getattr(args, name) for name in _method_options()
+               if getattr(args, name) is not None}
+    if args.oracle_options:
+        if "oracle" not in options:
+            raise ValueError("--option configures the MAP oracle given by --oracle: give "
+                             "--oracle too")
+        options["oracle"] = (options["oracle"], _options(args.oracle_options))
     progress = _Progress(args, progress_line)
     try:
-        res = infer(model, method=args.method, oracle=oracle, domain=args.domain, rho=args.rho,
-                    rho_updates=args.rho_updates, rho_step=args.rho_step, tol=args.tol,
-                    rho_tol=args.rho_tol, local_search=args.local_search,
-                    max_time=args.max_time, seed=args.seed, callback=progress,
-                    verbose=progress.verbose)
+        res = infer(model, method=args.method, max_time=args.max_time, max_iter=args.max_iter,
+                    seed=args.seed, callback=progress, verbose=progress.verbose, **options)
     finally:
         progress.close()
-    _report(args, model, _infer_summary(res, args), res.node_marginals, res.log_z_upper)
+    _report(args, model, _infer_summary(res), res.node_marginals, res.log_z_upper)
     return _exit_code(res.status)
 
 
-def _infer_summary(res, args):
+def _infer_summary(res):
     """What an `infer` result means, in words."""
     if res.method.startswith("exact/"):
         how = {"tree": "two-pass sum-product on a forest"}.get(res.method[6:], res.method[6:])
         return [(f"exact marginals by {how} in {res.time:.3f} s (the model is small or "
-                 "simple enough: cheaper than Barrier FW)"), f"log Z = {res.log_z_upper:.10g}"]
-    if res.method == "wmb":
-        return [f"weighted mini-bucket elimination: {res.time:.3f} s, {res.n_iter} passes",
-                f"status {res.message}",
-                f"{res.log_z_lower:.10g} <= log Z <= {res.log_z_upper:.10g}  (certified)"]
-    lines = [(f"Barrier FW over the {args.domain} polytope, oracle {args.oracle}: "
-              f"{res.time:.3f} s, {res.n_oracle_calls} MAP calls, {res.n_rho_updates} rho "
-              f"updates"), f"status {res.message}", f"TRW objective = {res.primal:.10g}"]
-    if res.status is Status.STALLED:
+                 "simple enough)"), f"log Z = {res.log_z_upper:.10g}"]
+    lines = [(f"{res.method}: {res.time:.3f} s, {res.n_iter} iterations, "
+              f"{res.n_oracle_calls} MAP calls"), f"status {res.message}"]
+    if res.method.startswith("barrier-fw"):
+        lines.append(f"TRW objective = {res.info['primal']:.10g}")
+    if res.status is Status.STALLED and not res.certified:
         lines.append("(an approximate MAP oracle proves nothing: try --oracle exact on small "
                      "models)")
-    lines.append(f"log Z <= {res.log_z_upper:.10g}  (certified)" if res.certified else
-                 f"log Z ~ {res.log_z_upper:.10g}  (an estimate, not a bound: the oracle "
-                 "proves nothing)")
+    lines.append(res.interval_text())
     return lines
 
 
@@ -285,21 +282,25 @@ def _exit_code(status):
 
 
 def _options(pairs):
-    """KEY=VALUE strings → dict, values parsed as int, float, bool or left as text."""
+    """KEY=VALUE strings → dict, values parsed by `_value`."""
     out = {}
     for pair in pairs or ():
         key, sep, text = pair.partition("=")
         if not sep or not key:
             raise ValueError(f"--option takes KEY=VALUE; got {pair!r}")
-        for parse in (int, float):
-            try:
-                out[key] = parse(text)
-                break
-            except ValueError:
-                continue
-        else:
-            out[key] = {"true": True, "false": False}.get(text.lower(), text)
+        out[key] = _value(text)
     return out
+
+
+def _value(text):
+    """A command-line value: an int, a float, true / false, or the text itself (the
+    function it goes to checks it, naming the option)."""
+    for parse in (int, float):
+        try:
+            return parse(text)
+        except ValueError:
+            continue
+    return {"true": True, "false": False}.get(text.lower(), text)
 
 
 def _common(sub):
@@ -366,6 +367,8 @@ def _parser():
     _add_exact(sub)
     _add_infer(sub)
     _add_map(sub)
+    _add_sample(sub)
+    _add_mmap(sub)
     return p
 
 
@@ -406,55 +409,62 @@ def _add_exact(sub):
     ex.set_defaults(run=_cmd_exact)
 
 
+def _method_options():
+    """{option: (its constraints, the methods that take it)} over the registered marginal
+    methods (`fwcore.available_methods`): each is a flag of ``fwcore infer``, passed
+    only when given (the chosen method refuses one it does not take). ``seed`` is the
+    command's own, an executor has no command-line form."""
+    from .checks import EXECUTOR
+    from .marginals import available_methods
+    out = {}
+    for name, method in available_methods().items():
+        for option, rule in method.options.items():
+            if option != "seed" and rule is not EXECUTOR and not (
+                    isinstance(rule, list) and EXECUTOR in rule):
+                out.setdefault(option, (rule, []))[1].append(name)
+    return out
+
+
+def _describe_rule(rule):
+    rules = rule if isinstance(rule, list) else [rule]
+    return " or ".join("none" if r is None else r.describe() for r in rules)
+
+
 def _add_infer(sub):
-    """`fwcore infer`: its choices and defaults are `fwcore.infer`'s table and signature."""
-    from .marginals.barrier_fw import infer
-    from .marginals.rho import RHO_RULES
-    defaults, table = _defaults(infer), infer.__fwcore_params__
+    """`fwcore infer`: its methods and their options are the registry's
+    (`fwcore.available_methods`)."""
+    from .marginals import available_methods
+    methods = ("auto", "approximate", *available_methods())
     inf = sub.add_parser(
         "infer", help="marginals and a certified interval on log Z",
-        description="Marginals and a certified upper bound on log Z: exact when the model "
-                    "is small enough, else weighted mini-bucket elimination (Liu & Ihler "
-                    "2011; also a lower bound) or Barrier Frank-Wolfe: the TRW objective "
-                    "optimised over the marginal polytope with MAP calls (Krishnan et al. "
-                    "2015), whose bound is certified with an exact MAP oracle or one that "
-                    "proves a bound (qpbo, trws, portfolio); icm and maxproduct give an "
-                    "estimate.",
+        description="Marginals and certified bounds on log Z: exact when the model is small "
+                    "enough, else weighted mini-bucket elimination (Liu & Ihler 2011: an "
+                    "interval lower <= log Z <= upper), or the method named: Barrier "
+                    "Frank-Wolfe (the TRW objective over the marginal polytope with MAP "
+                    "calls, Krishnan et al. 2015), TRBP, loopy BP, mean field, "
+                    "Perturb-and-MAP. Each method's options are flags below; one the "
+                    "method does not take is refused.",
         epilog=_examples("fwcore infer model.uai --max-time 60 --out res",
-                         "fwcore infer model.uai --oracle trws --option max_iter=50 --max-time 10",
+                         "fwcore infer model.uai --method barrier-fw --oracle trws --option "
+                         "max_iter=50 --max-time 10",
                          "fwcore infer --example clique10 --method barrier-fw --oracle exact"),
         formatter_class=_Formatter)
     _common(inf)
-    inf.add_argument("--method", choices=table["method"].values, default=defaults["method"],
+    inf.add_argument("--method", choices=methods, default="auto",
                      help="auto (default): exact when cheap, else approximate = weighted "
-                          "mini-bucket elimination; wmb; barrier-fw (the options below)")
-    inf.add_argument("--oracle", default=defaults["oracle"],
-                     help=_solvers() + " (Barrier FW's MAP oracle; default auto: the "
-                                    "approximate portfolio); with --method auto, an oracle "
-                                    "other than auto runs Barrier FW")
-    _solver_options(inf)
-    inf.add_argument("--domain", choices=table["domain"].values,
-                     default=defaults["domain"],
-                     help="optimise over the marginal polytope (default) or the local "
-                          "polytope (TRW-BP's answer, with an LP oracle)")
-    inf.add_argument("--rho", default=defaults["rho"], choices=RHO_RULES,
-                     help=f"initial edge appearance probabilities (default {RHO_RULES[0]})")
-    inf.add_argument("--rho-updates", type=int, default=defaults["rho_updates"],
-                     metavar="N",
-                     help="outer updates of the edge appearance probabilities "
-                          f"(default {defaults['rho_updates']})")
-    inf.add_argument("--rho-step", choices=table["rho_step"].values,
-                     default=defaults["rho_step"],
-                     help="step of each rho update: minimise the bound along the update "
-                          "(default) or the fixed schedule 2/(i+3)")
-    inf.add_argument("--tol", type=float, default=defaults["tol"],
-                     help="FW gap in nats ending the last run, whose answer is returned "
-                          f"(default {defaults['tol']:g})")
-    inf.add_argument("--rho-tol", type=float, default=defaults["rho_tol"],
-                     help="FW gap in nats ending the runs before it, which only steer rho "
-                          f"(default {defaults['rho_tol']:g})")
-    inf.add_argument("--no-local-search", dest="local_search", action="store_false",
-                     help="no ICM-driven FW steps between MAP calls (more MAP calls)")
+                          "mini-bucket elimination (wmb); or a method by name")
+    for option, (rule, takers) in _method_options().items():
+        inf.add_argument(f"--{option.replace('_', '-')}", dest=option, type=_value,
+                         metavar="VALUE",
+                         help=f"{_describe_rule(rule)}; an option of {', '.join(takers)}"
+                              + (f"; {_solvers()}" if option == "oracle" else ""))
+    inf.add_argument("--option", dest="oracle_options", action="append", metavar="KEY=VALUE",
+                     help="option of the MAP oracle given by --oracle, e.g. --option "
+                          "max_iter=50 for trws (repeatable)")
+    inf.add_argument("--seed", type=int, help="seed for the randomised methods and oracles")
+    inf.add_argument("--max-iter", type=int, metavar="N",
+                     help="the method's iterations (passes, sweeps, FCFW iterations or "
+                          "samples; default: the method's own)")
     _max_time(inf)
     _marginal_outputs(inf)
     _quiet(inf)
@@ -487,6 +497,105 @@ def _add_map(sub):
     _out(mp, "PREFIX.MAP")
     _quiet(mp)
     mp.set_defaults(run=_cmd_map)
+
+
+def _add_sample(sub):
+    from .sampling import sample
+    sa = sub.add_parser(
+        "sample", help="exact samples (forward for Bayesian networks, else through the "
+                       "elimination tree)",
+        description="Exact samples of the model given the evidence: forward (ancestral) "
+                    "sampling of a Bayesian network without evidence, else backward "
+                    "sampling through the clique tree of variable elimination (models "
+                    "whose elimination fits --memory-limit).",
+        epilog=_examples("fwcore sample model.uai -n 1000 --seed 0 --out samples",
+                         "fwcore sample model.uai --evid model.uai.evid -n 5 --out -"),
+        formatter_class=_Formatter)
+    _common(sa)
+    sa.add_argument("-n", "--n", type=int, default=1000, metavar="N",
+                    help="how many samples (default 1000)")
+    sa.add_argument("--seed", type=int, help="seed of the generator (the same samples "
+                                             "every run)")
+    _memory_limit(sa, sample)
+    _out(sa, "PREFIX.csv: a header of variable names, then a sample a line (states by "
+             "index)")
+    sa.set_defaults(run=_cmd_sample)
+
+
+def _memory_limit(sub, entry):
+    mib = _defaults(entry)["memory_limit"] / 2**20
+    sub.add_argument("--memory-limit", type=float, default=mib, metavar="MIB",
+                     help=f"largest elimination memory allowed, in MiB (default {mib:g})")
+
+
+def _cmd_sample(args):
+    from .io.uai import STDIO
+    from .sampling import sample
+    model = _load(args)
+    res = sample(model, args.n, seed=args.seed, memory_limit=int(args.memory_limit * 2**20))
+    if args.out:
+        names = model.names or [f"x{i}" for i in range(model.n_vars)]
+        target = sys.stdout if args.out == STDIO else f"{args.out}.csv"
+        np.savetxt(target, res.samples, fmt="%d", delimiter=",",
+                   header=",".join(map(str, names)), comments="")
+    out = _summary_stream(args)
+    print(f"{args.model}: {_describe(model)}", file=out)
+    print(f"{args.n} samples by {res.method} sampling in {res.time:.3f} s", file=out)
+    print("sample frequencies of x_i = 0, 1, ...:", file=out)
+    freq = [np.bincount(res.samples[:, v], minlength=int(c)) / args.n
+            for v, c in enumerate(model.card)]
+    _print_marginals(freq, _SHOWN, out)
+    if args.out:
+        print(f"wrote {_named(args.out, '.csv')}", file=out)
+    return 0
+
+
+def _add_mmap(sub):
+    from .mmap import infer_mmap
+    mm = sub.add_parser(
+        "mmap", help="marginal MAP: the most likely state of the query variables, the "
+                     "others summed out",
+        description="Marginal MAP (Merlin's -t MMAP --query-file): the most likely joint "
+                    "state of the query variables given the evidence, the other variables "
+                    "summed out; exact by constrained variable elimination (models whose "
+                    "elimination with the query variables last fits --memory-limit).",
+        epilog=_examples("fwcore mmap model.uai --query-file model.uai.query",
+                         "fwcore mmap model.uai --query-file model.uai.query --evid "
+                         "model.uai.evid --out -"),
+        formatter_class=_Formatter)
+    _common(mm)
+    mm.add_argument("--query-file", required=True, metavar="FILE",
+                    help="the query variables: their number, then their indices (as "
+                         "Merlin reads them)")
+    _max_time(mm, " (an exact answer has no partial form: an elimination still running "
+                  "then is an error)")
+    _memory_limit(mm, infer_mmap)
+    _out(mm, "PREFIX.MMAP: the query variables' states in ascending variable order, as "
+             "Merlin writes them")
+    mm.set_defaults(run=_cmd_mmap)
+
+
+def _cmd_mmap(args):
+    from .io.uai import STDIO, read_query, write_map
+    from .mmap import infer_mmap
+    model = _load(args)
+    res = infer_mmap(model, read_query(args.query_file), max_time=args.max_time,
+                     memory_limit=int(args.memory_limit * 2**20))
+    if args.out:
+        write_map(STDIO if args.out == STDIO else f"{args.out}.MMAP", res.assignment,
+                  header="MMAP")
+    out = _summary_stream(args)
+    print(f"{args.model}: {_describe(model)}", file=out)
+    print(f"marginal MAP of {len(res.variables)} variables by exact constrained elimination "
+          f"in {res.time:.3f} s (induced width {res.info['induced_width']})", file=out)
+    print(f"log mass of the answer = {res.score:.10g}, P(answer | evidence) = "
+          f"{res.probability:.6g}", file=out)
+    if args.out:
+        print(f"wrote {_named(args.out, '.MMAP')}", file=out)
+    else:
+        print("assignment:", " ".join(f"x{v}={s}" for v, s in
+                                      zip(res.variables, res.assignment.tolist())), file=out)
+    return 0
 
 
 def main(argv=None):

@@ -82,7 +82,13 @@ def exact_inference(model: PairwiseMRF | FactorGraph, method: str = "auto",
     finite score (log Z = -inf). Ctrl-C raises KeyboardInterrupt at once (elimination
     checks for it every few milliseconds): an exact answer has no partial form.
     """
-    method = _check_args(model, method, marginals=True)
+    check_model(model)
+    return exact_result(model, method, memory_limit)
+
+
+def exact_result(model, method, memory_limit):
+    """`exact_inference` on the checked pairwise ``model``."""
+    method = _check_method(model, method, marginals=True)
     t0 = time.perf_counter()
     info = {}
     if method == "bruteforce":
@@ -112,7 +118,8 @@ def exact_map(model: PairwiseMRF | FactorGraph, method: str = "auto",
     upward and backtracks in reverse elimination order. Raises ValueError when no
     assignment has a finite score; Ctrl-C, KeyboardInterrupt at once (as
     `exact_inference`)."""
-    method = _check_args(model, method, marginals=False)
+    check_model(model)
+    method = _check_method(model, method, marginals=False)
     t0 = time.perf_counter()
     if method == "bruteforce":
         x = _bruteforce_map(model)[0]
@@ -126,10 +133,9 @@ def exact_map(model: PairwiseMRF | FactorGraph, method: str = "auto",
                                          bound=score, score=score)]))
 
 
-def _check_args(model, method, marginals):
-    """Check the model and the method's fit to it for `exact_inference` (``marginals``) or
-    `exact_map` (their tables checked the rest); return the concrete method."""
-    check_model(model)
+def _check_method(model, method, marginals):
+    """Check the method's fit to the checked ``model`` for `exact_inference`
+    (``marginals``) or `exact_map`; return the concrete method."""
     if method == "auto":
         return exact_method(model, tree=marginals)
     if method == "tree" and not model.is_forest():

@@ -40,7 +40,7 @@ LOGGER = logging.getLogger("fwcore")
 #: seconds between two progress lines of a run
 PROGRESS_EVERY = 1.0
 
-__all__ = ["run_loop", "Stopping", "Deadline", "TimeUp", "Callbacks", "TraceRecorder",
+__all__ = ["run_loop", "Stopping", "Deadline", "Budget", "TimeUp", "Callbacks", "TraceRecorder",
            "ProgressLog", "LOGGER", "PROGRESS_EVERY", "Outcome", "Guard", "Interrupted",
            "keeping_best", "best_on_interrupt", "budget_status", "stopped_on_budget"]
 
@@ -102,21 +102,37 @@ class TimeUp(Exception):
 
 class Deadline:
     """The time a run must end by, ``seconds`` (None: never) from now, on the one clock of
-    every run (`time.monotonic`). Pickled as the seconds left, so that a deadline sent to
-    another process or machine means the same time budget on that worker's own clock (a
-    task queued behind others gets only what is left when it is unpickled)."""
+    every run (`time.monotonic`); ``elapsed()`` counts from its creation, so a result's
+    ``time`` is the whole call when the deadline is made first. Pickled as the seconds
+    left and the seconds elapsed, so that a deadline sent to another process or machine
+    means the same time budget on that worker's own clock (a task queued behind others
+    gets only what is left when it is unpickled)."""
 
     def __init__(self, seconds=None):
-        self.at = None if seconds is None else time.monotonic() + seconds
+        self.started = time.monotonic()
+        self.at = None if seconds is None else self.started + seconds
 
     def __getstate__(self):
-        return {"left": None if self.at is None else self.at - time.monotonic()}
+        now = time.monotonic()
+        return {"left": None if self.at is None else self.at - now,
+                "elapsed": now - self.started}
+
+    def __dask_tokenize__(self):
+        """A token fixed for the deadline's life (dask hashes task arguments: the pickled
+        state, seconds left, changes with time)."""
+        return ("fwcore.loop.Deadline", self.started, self.at)
 
     def __setstate__(self, state):
-        self.at = None if state["left"] is None else time.monotonic() + state["left"]
+        now = time.monotonic()
+        self.started = now - state["elapsed"]
+        self.at = None if state["left"] is None else now + state["left"]
 
     def passed(self):
         return self.at is not None and time.monotonic() >= self.at
+
+    def elapsed(self):
+        """Seconds since the deadline was made."""
+        return time.monotonic() - self.started
 
     def seconds_left(self):
         """Seconds left, never negative (None: no limit); unlike `left`, never raises."""
@@ -131,6 +147,30 @@ class Deadline:
         if left <= 0.0:
             raise TimeUp
         return left
+
+    def share(self, fraction):
+        """A deadline ``fraction`` of the time left from now (never: when this one is
+        never); its ``elapsed`` still counts from this one's start. The shares of a run's
+        time are `fwcore.auto.TIME_SHARES`."""
+        part = Deadline.__new__(Deadline)
+        part.started = self.started
+        left = self.seconds_left()
+        part.at = None if left is None else time.monotonic() + fraction * left
+        return part
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What one run may spend: its ``deadline`` (made when the call began: its
+    ``elapsed()`` is the result's ``time``) and ``max_iter`` of its iterations (None: the
+    method's own default)."""
+
+    deadline: Deadline
+    max_iter: Optional[int] = None
+
+    def iterations(self, default):
+        """``max_iter``, or ``default`` when the caller gave none."""
+        return default if self.max_iter is None else self.max_iter
 
 
 @dataclass(frozen=True)

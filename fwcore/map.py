@@ -1,15 +1,14 @@
 """`infer_map`: MAP inference by any registered oracle, with a result record."""
 from __future__ import annotations
 
-import time
 
 import numpy as np
 
 from .checks import (BOOL, CALLABLE, SEED, TIME, check_bound_feasible, check_feasible,
                      check_model, validate_params)
-from .loop import Callbacks, best_on_interrupt
+from .loop import Callbacks, Deadline, best_on_interrupt
 from .oracles._common import feasible_labelling, node_argmax
-from .oracles.base import resolve_oracle
+from .oracles.base import MapOracle, build_oracle
 from .results import MapResult, Record, Status, Trace, gap_text
 from .factor_graph import FactorGraph, solves_factor_graphs
 from .model import PairwiseMRF
@@ -56,33 +55,46 @@ def infer_map(model: PairwiseMRF | FactorGraph, method: str | object = "auto",
     consistency finds it (`fwcore.checks.check_feasible`), after it when an exact oracle's
     maximum or any certified bound proves it.
     """
-    start = time.perf_counter()
+    deadline = Deadline(time_limit)  # the checks and the oracle's construction count too
     model = check_feasible(check_model(model))
     anytime = options.pop("anytime", time_limit is not None)  # as seed: for those taking it
-    oracle = resolve_oracle(method, model, seed=seed, anytime=anytime, **options)
-    oracle.observer = Callbacks(callback, trace=False, line=progress_line, verbose=verbose)
-    if time_limit is not None:  # the checks and the oracle's construction count towards it
-        time_limit = max(time_limit - (time.perf_counter() - start), 1e-2)
-    # Ctrl-C: the oracle's best labelling so far (an oracle that keeps none: the best node
-    # scores), repaired off -inf entries; no bound
-    x, interrupted = best_on_interrupt(
-        lambda: oracle.argmax(model.theta, time_limit=time_limit),
-        lambda: node_argmax(model, model.theta))
+    progress = Callbacks(callback, trace=False, line=progress_line, verbose=verbose)
+    ours = not isinstance(method, MapOracle)  # a user's oracle object is never changed
+    built = []
+
+    def solve():
+        oracle = build_oracle(method, model, seed=seed, anytime=anytime, **options)
+        built.append(oracle)
+        if ours:
+            oracle.observer = progress
+        left = deadline.seconds_left()
+        return oracle.argmax(model.theta, time_limit=None if left is None else max(left, 1e-2))
+
+    # Ctrl-C (also while the oracle is built): the oracle's best labelling so far (an
+    # oracle that keeps none: the best node scores), repaired off -inf entries; no bound
+    x, interrupted = best_on_interrupt(solve, lambda: node_argmax(model, model.theta))
     if interrupted:
         x = feasible_labelling(model, model.theta, x)
-    oracle.observer.close()
+    oracle = built[0] if built else None
+    if oracle is not None and not ours:  # its progress records, after the call
+        for record in oracle.progress:
+            progress(record)
+    progress.close()
     bound, status = ((None, Status.INTERRUPTED) if interrupted else
                      (oracle.upper_bound(), oracle.status))
-    elapsed = time.perf_counter() - start
+    elapsed = deadline.elapsed()
     score = float(model.score(x))
     if score == -np.inf:  # a feasible assignment proves feasibility; else try the bounds
         check_bound_feasible(model, bound)
-        if oracle.exact and status is Status.CONVERGED:
+        if oracle is not None and oracle.exact and status is Status.CONVERGED:
             check_bound_feasible(model, score)  # the maximum itself
-    trace = Trace(oracle.progress or [Record(iteration=1, time=elapsed, primal=score,
-                                             n_oracle_calls=1, bound=bound, score=score)])
+    trace = Trace((oracle.progress if oracle is not None else ()) or [
+        Record(iteration=1, time=elapsed, primal=score, n_oracle_calls=1, bound=bound,
+               score=score)])
+    name = oracle.name if oracle is not None else (method if isinstance(method, str) else
+                                                   "function")
     return MapResult(assignment=x, score=score, upper_bound=bound, status=status,
-                     time=elapsed, method=oracle.name, n_iter=1, n_oracle_calls=1, trace=trace,
+                     time=elapsed, method=name, n_iter=1, n_oracle_calls=1, trace=trace,
                      info={"requested": method})
 
 

@@ -37,15 +37,29 @@ def _trace(result):
 
 
 def plot_trace(result, ax=None) -> matplotlib.axes.Axes:
-    """The primal value (TRW for `fwcore.infer`), primal + gap and the certified bound of
-    each recorded iterate against seconds, for any result with a ``trace``."""
+    """A run's value (the TRW objective of Barrier FW, a pass's bound, BP's TRW or Bethe
+    value, ...) against seconds, with the certified upper and lower bounds proven so far
+    (a bound holds from when it is proven: the least upper and greatest lower bound up to
+    each time), for any result with a ``trace``. Where no bound is certified, value + gap
+    is drawn as an estimate of one."""
     t = _trace(result)
     ax = _axes(ax)
-    ax.plot(t["time"], t["primal"], label="primal")
-    if np.isfinite(t["gap"]).any():
-        ax.plot(t["time"], t["primal"] + t["gap"], label="primal + gap")
-    if np.isfinite(t["bound"]).any():
-        ax.plot(t["time"], t["bound"], label="certified bound")
+    ax.plot(t["time"], t["primal"], label="value")
+    # the answer's own bounds close the lines at its time (some are proven after the last
+    # record: Barrier FW's tree-decomposition bound and lower bound)
+    end = [float(result.time)]
+    upper = getattr(result, "log_z_upper", None) if getattr(result, "certified", False) else None
+    lower = getattr(result, "log_z_lower", None)
+    bound = np.append(t["bound"], np.nan if upper is None else upper)
+    below = np.append(t["score"], np.nan if lower is None else lower)
+    times = np.append(t["time"], end)
+    if np.isfinite(bound).any():
+        ax.step(times, np.fmin.accumulate(bound), where="post", label="certified upper bound")
+    elif np.isfinite(t["gap"]).any():
+        ax.plot(t["time"], t["primal"] + t["gap"], linestyle=":",
+                label="value + gap (an estimate, not a bound)")
+    if np.isfinite(below).any():
+        ax.step(times, np.fmax.accumulate(below), where="post", label="certified lower bound")
     ax.set_xlabel("seconds")
     ax.set_ylabel("objective (nats)")
     ax.legend()

@@ -120,10 +120,14 @@ class Result(Protocol):
 
     @property
     def success(self):
-        """The run ended by its own criterion (``converged``, or ``stalled``: nothing
-        better found, not proven), not on a budget (``max_iter``, ``max_time``) or an
-        interruption, as scipy's ``OptimizeResult.success``; `message` says which."""
-        return self.status in (Status.CONVERGED, Status.STALLED)
+        """The run returned an answer it stands by: it ended by its own criterion
+        (``converged``, or ``stalled``: nothing better found, not proven), or it stopped
+        on its budget (``max_iter``, ``max_time``) with a certified answer (``certified``:
+        its bound is a proof); not after an interruption, nor on a budget with nothing
+        certified. `message` says which."""
+        if self.status in (Status.CONVERGED, Status.STALLED):
+            return True
+        return self.status in (Status.MAX_ITER, Status.MAX_TIME) and bool(self.certified)
 
     def proven_gap(self):
         """The gap a certificate proves at the answer (None: none proven)."""

@@ -26,15 +26,15 @@ def main(argv=None):
     args = p.parse_args(argv)
     model = fwcore.random_grid(args.side, seed=0)
     print(f"{args.side}x{args.side} grid: {model.n_vars} variables, {model.n_edges} edges")
-    res = fwcore.infer(model, oracle=args.oracle, rho_updates=args.rho_updates,
+    res = fwcore.barrier_fw(model, oracle=args.oracle, rho_updates=args.rho_updates,
                        max_time=args.max_time, seed=0)
     kind = "certified" if res.certified else "not certified"
     print(f"Barrier FW ({args.oracle}): {res.time:.1f} s, status {res.status.value}, "
-          f"{res.n_oracle_calls} MAP calls, {res.n_icm_calls} ICM calls")
-    print(f"  TRW = {res.primal:.2f}, log Z <= {res.log_z_upper:.2f} ({kind})")
+          f"{res.n_oracle_calls} MAP calls, {res.info['n_icm_calls']} ICM calls")
+    print(f"  TRW = {res.info['primal']:.2f}, log Z <= {res.log_z_upper:.2f} ({kind})")
     bp = fwcore.trbp(model, rho_updates=0, max_iter=300, max_time=args.max_time)
     diff = np.mean([abs(a[1] - b[1]) for a, b in zip(res.node_marginals, bp.node_marginals)])
-    print(f"TRBP: {bp.time:.1f} s, status {bp.status.value}, TRW = {bp.primal:.2f}; "
+    print(f"TRBP: {bp.time:.1f} s, status {bp.status.value}, TRW = {bp.info['primal']:.2f}; "
           f"mean |P_FW(x_i=1) - P_TRBP(x_i=1)| = {diff:.3f}")
     if args.plot:
         import matplotlib.pyplot as plt

@@ -32,7 +32,7 @@ def solve(name, model, shape, args):
           f"{fw.n_oracle_calls} MAP calls, log Z <= {fw.log_z_upper:.2f} ({kind})")
     bp = fwcore.trbp(model, max_time=args.max_time)
     print(f"  TRBP:       {bp.time:.1f} s, status {bp.status.value}, "
-          f"TRW = {bp.primal:.2f} (a bound only at an exact fixed point)")
+          f"TRW = {bp.info['primal']:.2f} (a bound only at an exact fixed point)")
     fw_p, bp_p = p_one(fw, shape), p_one(bp, shape)
     print(f"  mean |P_FW(x_i=1) - P_TRBP(x_i=1)| = {np.mean(np.abs(fw_p - bp_p)):.3f}")
     return fw_p, bp_p

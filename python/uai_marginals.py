@@ -20,7 +20,7 @@ def main(argv=None):
     p.add_argument("--out", default="marginals", help="prefix of the .MAR and .PR files")
     args = p.parse_args(argv)
     model = fwcore.read_uai(args.model)
-    res = fwcore.infer(model, oracle=args.oracle)
+    res = fwcore.barrier_fw(model, oracle=args.oracle)
     fwcore.write_mar(args.out + ".MAR", res.node_marginals)
     fwcore.write_pr(args.out + ".PR", res.log_z_upper)
     print(f"{args.model}: log Z <= {res.log_z_upper:.6f} "

@@ -2,7 +2,7 @@
 import numpy as np
 
 import fwcore
-from fwcore.auto import (barrier_fw_oracle, exact_method, infer_exact_method,
+from fwcore.auto import (barrier_fw_oracle, exact_method, infer_exact_method, infer_method,
                          portfolio_members)
 from fwcore.generators import grid, potts_grid, random_grid
 from fwcore.oracles import resolve_oracle
@@ -15,12 +15,13 @@ def test_exact_method_by_state_space_and_graph():
     assert exact_method(grid(5, 5)) == "elimination"
 
 
-def test_infer_exact_method_only_for_auto_over_m():
-    model = random_grid(6, seed=0)
-    assert infer_exact_method(model, "auto", "marginal", None) == "elimination"
-    assert infer_exact_method(model, "exact", "marginal", None) is None
-    assert infer_exact_method(model, "auto", "local", None) is None
-    assert infer_exact_method(random_grid(40, seed=0), "auto", "marginal", None) is None
+def test_infer_method_answers_exactly_only_where_it_is_cheap():
+    model, big = random_grid(6, seed=0), random_grid(40, seed=0)
+    assert infer_exact_method(model, None) and not infer_exact_method(big, None)
+    assert not infer_exact_method(model, 1e-6)  # half of max_time bounds elimination's work
+    assert infer_method(model, "auto", None) == "exact"
+    assert infer_method(big, "auto", None) == infer_method(model, "approximate", None) == "wmb"
+    assert infer_method(model, "trbp", None) == "trbp"
 
 
 def test_barrier_fw_oracle():

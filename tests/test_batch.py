@@ -19,7 +19,7 @@ def _same(a, b):
 
 
 def test_threads_and_processes_equal_serial(models):
-    kw = dict(rho_updates=2, seed=0)
+    kw = dict(method="barrier-fw", rho_updates=2, seed=0)
     serial = fwcore.infer_many(models, **kw)
     assert len(serial) == len(models)
     with ThreadPoolExecutor(2) as ex:
@@ -32,14 +32,14 @@ def test_bad_executor_and_errors_propagate(models):
     with pytest.raises(TypeError, match="executor"):
         fwcore.infer_many(models, executor=object())
     with ThreadPoolExecutor(2) as ex, pytest.raises(ValueError, match="oracle"):
-        fwcore.infer_many(models, executor=ex, oracle="no-such-oracle")
+        fwcore.infer_many(models, executor=ex, method="barrier-fw", oracle="no-such-oracle")
 
 
 def test_paths_are_read_where_the_call_runs(models, tmp_path):
     paths = [tmp_path / f"m{k}.uai" for k in range(len(models))]
     for m, p in zip(models, paths):
         fwcore.write_uai(m, p)
-    kw = dict(rho_updates=2, seed=0)
+    kw = dict(method="barrier-fw", rho_updates=2, seed=0)
     serial = fwcore.infer_many([fwcore.read_model(p) for p in paths], **kw)
     _same(serial, fwcore.infer_many(paths, **kw))
     with ProcessPoolExecutor(2) as ex:

@@ -189,10 +189,10 @@ def test_trbp_entropy_and_rho():
     model = random_grid(3, 3, coupling=0.5, seed=1)  # 9 nodes, 12 edges
     bethe, loopy = trbp(model, entropy="bethe"), loopy_bp(model)
     np.testing.assert_array_equal(bethe.mu, loopy.mu)
-    np.testing.assert_array_equal(bethe.rho, 1.0)
-    assert bethe.method == loopy.method == "loopy-bp" and bethe.n_rho_updates == 0
+    np.testing.assert_array_equal(bethe.info["rho"], 1.0)
+    assert bethe.method == loopy.method == "loopy-bp" and bethe.info["n_rho_updates"] == 0
     uniform = trbp(model, rho="uniform", rho_updates=2)
-    assert uniform.method == "trbp" and uniform.n_rho_updates == 2
+    assert uniform.method == "trbp" and uniform.info["n_rho_updates"] == 2
     for rho in (8 / 12, lambda m: np.full(m.n_edges, 8 / 12), np.full(12, 8 / 12)):
         np.testing.assert_array_equal(trbp(model, rho=rho, rho_updates=2).mu, uniform.mu)
     with pytest.raises(ValueError, match="sum to n_c - 1"):

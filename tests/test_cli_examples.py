@@ -67,9 +67,9 @@ def test_python_examples_run(script, args, tmp_path, monkeypatch, capsys):
 def test_cli_infer_writes_a_certified_bound(tmp_path, capsys):
     out = tmp_path / "inf"
     assert main(["infer", str(DATA / "clique10.uai"), "--quiet", "--rho-updates", "2",
-                 "--oracle", "exact", "--out", str(out)]) == 0
+                 "--method", "barrier-fw", "--oracle", "exact", "--out", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "(certified)" in text
+    assert "(certified" in text
     exact = fwcore.exact_inference(fwcore.read_uai(DATA / "clique10.uai"))
     assert fwcore.read_pr(f"{out}.PR") >= exact.log_z - 1e-9
     assert len(fwcore.read_mar(f"{out}.MAR")) == 10
@@ -79,10 +79,11 @@ def test_cli_infer_says_what_its_answer_is(capsys):
     model = str(DATA / "grid5x5.uai")
     assert main(["infer", model, "--quiet"]) == 0  # small: exact marginals
     assert "exact marginals by elimination" in capsys.readouterr().out
-    main(["infer", model, "--quiet", "--oracle", "icm", "--rho-updates", "1"])
+    main(["infer", model, "--quiet", "--method", "barrier-fw", "--oracle", "icm",
+          "--rho-updates", "1"])
     text = capsys.readouterr().out
     # ICM proves no bound; the tree-decomposition bound certifies one anyway
-    assert "(certified)" in text and "status converged" not in text
+    assert "(certified" in text and "status converged" not in text
 
 
 def test_cli_map_writes_the_optimum(tmp_path, capsys):
@@ -139,12 +140,14 @@ def test_example_models_are_reachable_from_the_package():
 
 
 def test_readme_first_command_runs_outside_the_tree(tmp_path):
-    # `fwcore infer --example grid5x5 --oracle exact`, from a folder with no model in it
+    # `fwcore infer --example grid5x5`, from a folder with no model in it
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert "pip install . && fwcore infer --example grid5x5\n" in readme
     res = subprocess.run([sys.executable, "-m", "fwcore", "infer", "--example", "grid5x5",
-                          "--oracle", "exact", "--quiet"], capture_output=True, text=True,
-                         cwd=tmp_path)
+                          "--quiet"], capture_output=True, text=True, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
-    assert "25 variables" in res.stdout and "(certified)" in res.stdout
+    assert "25 variables" in res.stdout and "exact marginals" in res.stdout
+    assert "log Z = " in res.stdout
 
 
 def test_cli_version_and_help(capsys):
@@ -165,10 +168,10 @@ def test_cli_version_and_help(capsys):
 def test_progress_bar_counts_seconds_and_waits_for_valid_arguments(capsys):
     pytest.importorskip("tqdm", reason="tqdm is not installed (pip install 'fwcore[progress]')")
     model = str(DATA / "clique10.uai")
-    assert main(["infer", model, "--oracle", "exact", "--rho-updates", "2", "--tol", "-1"]) == 2
-    assert capsys.readouterr().err == "fwcore infer: error: tol must be a number > 0; got -1.0\n"
-    assert main(["infer", model, "--oracle", "exact", "--rho-updates", "2", "--max-time",
-                 "30"]) == 0
+    barrier_fw = ["--method", "barrier-fw", "--oracle", "exact", "--rho-updates", "2"]
+    assert main(["infer", model, *barrier_fw, "--tol", "-1"]) == 2
+    assert capsys.readouterr().err == "fwcore infer: error: tol must be a number > 0; got -1\n"
+    assert main(["infer", model, *barrier_fw, "--max-time", "30"]) == 0
     last = capsys.readouterr().err.split("\r")[-1]
     assert last.startswith("fwcore: ") and "/30 s, rho 2" in last and "proven gap" in last
 
@@ -177,7 +180,8 @@ def test_progress_lines_without_tqdm_and_none_when_quiet(tmp_path, capsys, monke
     import fwcore.cli
     monkeypatch.setattr(fwcore.cli, "_tqdm", lambda: None)
     model = str(DATA / "clique10.uai")
-    assert main(["infer", model, "--oracle", "exact", "--rho-updates", "1"]) == 0
+    assert main(["infer", model, "--method", "barrier-fw", "--oracle", "exact",
+                 "--rho-updates", "1"]) == 0
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("fwcore: rho 0 it 0") and err[-1].startswith("fwcore: rho 1 ")
     assert "-" not in "".join(line.split("gap")[1][:3] for line in err if "gap" in line)
@@ -187,6 +191,7 @@ def test_progress_lines_without_tqdm_and_none_when_quiet(tmp_path, capsys, monke
     assert capsys.readouterr().err.startswith("fwcore: ")
     assert main(["infer", model, "--quiet"]) == 0 and capsys.readouterr().err == ""
     monkeypatch.setattr(fwcore.cli, "_HINT_AFTER", 0.0)  # a run without --max-time says it
-    assert main(["infer", model, "--oracle", "exact", "--rho-updates", "1"]) == 0
+    assert main(["infer", model, "--method", "barrier-fw", "--oracle", "exact",
+                 "--rho-updates", "1"]) == 0
     assert "--max-time SECONDS bounds a run" in capsys.readouterr().err
 

@@ -25,16 +25,18 @@ def _run(argv, capsys):
 
 def test_help_example_option_works_for_map_and_infer(capsys):
     for argv in (["map", *_EXAMPLE, "--method", "trws", "--option", "max_iter=50"],
-                 ["infer", *_EXAMPLE, "--oracle", "trws", "--option", "max_iter=50"],
+                 ["infer", *_EXAMPLE, "--method", "barrier-fw", "--oracle", "trws",
+                  "--option", "max_iter=50"],
                  ["map", *_EXAMPLE, "--method", "portfolio", "--time-limit", "0.5",
                   "--option", "anytime=false"]):
         code, out, err = _run(argv, capsys)
         assert code == 0, err
 
 
-@pytest.mark.parametrize("command, flag", [("map", "--method"), ("infer", "--oracle")])
+@pytest.mark.parametrize("command, flag", [("map", ["--method"]),
+                                           ("infer", ["--method", "barrier-fw", "--oracle"])])
 def test_unknown_option_names_the_solver_and_its_options(command, flag, capsys):
-    code, _, err = _run([command, *_EXAMPLE, flag, "auto", "--option", "time_limit=10",
+    code, _, err = _run([command, *_EXAMPLE, *flag, "auto", "--option", "time_limit=10",
                          "--option", "colour=blue"], capsys)
     assert code == 2 and len(err.splitlines()) == 1
     if command == "map":  # infer_map's own argument
@@ -76,7 +78,8 @@ def test_option_fuzz_exits_0_or_2_with_one_line(tmp_path, capsys):
         if rng.random() < 0.7:
             argv = ["map", model, "--method", solver, "--time-limit", "0.2"]
         else:
-            argv = ["infer", model, "--oracle", solver, "--max-time", "0.5", "--quiet"]
+            argv = ["infer", model, "--method", "barrier-fw", "--oracle", solver,
+                    "--max-time", "0.5", "--quiet"]
         code, _, err = _run(argv + options, capsys)
         assert code in (0, 2), (case, argv + options, err)
         if code == 2:

@@ -124,7 +124,7 @@ def exact(model, max_time=None):
 
 
 def barrier_fw(model, max_time=None):
-    return fwcore.infer(model, oracle="exact", max_time=max_time)
+    return fwcore.barrier_fw(model, oracle="exact", max_time=max_time)
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -254,3 +254,29 @@ def test_without_mean_field_a_bound_without_lower_bound_gives_none():
     assert -np.inf < conditioned(model, barrier_fw, [0], mean_field=False).log_z_lower
     res = conditioned(model, barrier_fw, [0])
     assert -np.inf < res.log_z_lower <= log_z <= res.log_z_upper
+
+
+def test_a_branch_interrupted_before_any_bound_keeps_the_interval_certified():
+    # Ctrl-C in a branch's bound before it proved anything (certified False, bound +inf):
+    # the level ends there, that branch and those not reached count with the product
+    # bound, so the answer is still a certified (loose) interval
+    model = fwcore.random_grid(4, coupling=2.0, seed=1)
+    log_z = fwcore.exact_inference(model).log_z
+
+    def interrupted(branch, max_time=None):
+        res = fwcore.infer(branch, method="exact")
+        return dataclasses.replace(res, status=Status.INTERRUPTED, certified=False,
+                                   log_z_upper=math.inf, log_z_lower=-math.inf)
+
+    res = conditioned(model, interrupted, [0, 5])
+    assert res.status is Status.INTERRUPTED and res.certified and res.n_iter == 1
+    assert log_z <= res.log_z_upper < math.inf
+
+
+def test_a_bound_that_returns_none_or_nan_is_refused():
+    model = fwcore.random_grid(3, coupling=1.0, seed=0)
+    with pytest.raises(TypeError, match="bound must return a result"):
+        conditioned(model, lambda branch: None, [0])
+    nan = dataclasses.replace(fwcore.infer(model), log_z_upper=math.nan)
+    with pytest.raises(ValueError, match="log_z_upper = nan"):
+        conditioned(model, lambda branch: nan, [0])

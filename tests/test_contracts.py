@@ -100,7 +100,7 @@ def test_a_user_oracle_object_is_used_and_left_unchanged():
     mine = resolve_oracle("trws", model, time_limit=50.0)
     before = {k: v for k, v in vars(mine).items() if isinstance(v, (int, float, str, type(None)))
               and k not in ("n_calls", "status", "_bound", "n_iter")}
-    res = fwcore.infer(model, oracle=mine, max_time=5.0, rho_updates=1)
+    res = fwcore.barrier_fw(model, oracle=mine, max_time=5.0, rho_updates=1)
     after = {k: v for k, v in vars(mine).items() if k in before}
     assert after == before and mine.time_limit == 50.0
     assert res.n_oracle_calls == mine.n_calls > 0
@@ -146,7 +146,9 @@ SHARED = ("status", "time", "n_iter", "n_oracle_calls", "method", "gap", "certif
 BOUND = {"MarginalResult": "log_z_upper", "ExactResult": "log_z_upper",
          "MatchingMarginals": "log_z_upper", "MapResult": "upper_bound",
          "LPResult": "upper_bound", "FWResult": "lower_bound", "PerturbResult": None,
-         "ConditionedResult": "log_z_upper", "MeanFieldResult": "log_z_lower"}
+         "ConditionedResult": "log_z_upper", "MeanFieldResult": "log_z_lower",
+         "QueryResult": "log_z_upper", "MMAPResult": "upper_bound",
+         "SampleResult": "log_z_upper"}
 
 
 def small_inputs():
@@ -159,7 +161,8 @@ def small_inputs():
     return {"model": model, "models": [model, random_grid(2, 2, seed=1)], "W": W + W.T,
             "objective": Quadratic.least_squares(A, b),
             "domain": ProductDomain([Simplex(2), Simplex(2)]),
-            "bound": fwcore.weighted_mini_bucket, "variables": [0], "max_time": 2.0}
+            "bound": fwcore.weighted_mini_bucket, "variables": [0], "max_time": 2.0,
+            "n": 10}
 
 
 def required(func):
@@ -202,7 +205,10 @@ def answers():
         kwargs = {p: inputs[p] for p in required(func)}
         if "callback" in inspect.signature(func).parameters:
             kwargs["callback"] = seen.append
-        out[name] = (func(**kwargs), seen)
+        try:
+            out[name] = (func(**kwargs), seen)
+        except ImportError:  # an optional extra that is not installed (to_pgmpy)
+            out[name] = (None, seen)
     return out
 
 
@@ -235,7 +241,8 @@ def test_every_result_carries_the_shared_fields(name, answers):
             assert hasattr(res, bound), f"{type(res).__name__} lacks {bound}"
         assert isinstance(res.status, Status) and isinstance(res.certified, bool)
         assert res.converged is (res.status is Status.CONVERGED)
-        assert res.success is (res.status in (Status.CONVERGED, Status.STALLED))
+        assert res.success is (res.status in (Status.CONVERGED, Status.STALLED) or (
+            res.status in (Status.MAX_TIME, Status.MAX_ITER) and res.certified))
         assert res.message.startswith(f"{res.status.value}: ")
         text = repr(res)  # a summary: no array's entries, the trace as a count
         assert text.startswith(type(res).__name__) and len(text) < 1024

@@ -22,12 +22,14 @@ def executor():
 
 def test_infer_many_on_a_local_cluster_equals_serial(executor):
     models = [fwcore.random_clique(6, coupling=2.0, seed=s) for s in range(3)]
-    serial = fwcore.infer_many(models, rho_updates=2, seed=0)
-    for a, b in zip(serial, fwcore.infer_many(models, executor=executor, rho_updates=2, seed=0)):
+    kw = dict(method="barrier-fw", rho_updates=2, seed=0)
+    serial = fwcore.infer_many(models, **kw)
+    for a, b in zip(serial, fwcore.infer_many(models, executor=executor, **kw)):
         np.testing.assert_array_equal(a.mu, b.mu)
         assert a.log_z_upper == b.log_z_upper
     with pytest.raises(ValueError, match="oracle"):  # a worker's error reaches the caller
-        fwcore.infer_many(models, executor=executor, oracle="no-such-oracle")
+        fwcore.infer_many(models, executor=executor, method="barrier-fw",
+                         oracle="no-such-oracle")
 
 
 def test_learner_on_a_local_cluster_equals_serial(executor):

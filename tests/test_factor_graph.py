@@ -59,7 +59,7 @@ def test_exact_inference_and_map_match_brute_force(seed):
 def test_certified_bounds_hold(seed):
     fg = random_factor_graph(seed, n=7, n_factors=7)
     log_z, nodes, best = brute_force(fg)
-    res = fwcore.infer(fg, oracle="exact", max_time=30)
+    res = fwcore.barrier_fw(fg, oracle="exact", max_time=30)
     assert res.certified and res.log_z_upper >= log_z - 1e-7
     assert len(res.node_marginals) == fg.n_vars and len(res.mu) == fg.skeleton.dim
     lp = fwcore.infer_lp(fg, max_iter=200)
@@ -283,7 +283,7 @@ def test_decoded_labellings_are_feasible_and_traces_score_the_user_variables():
 
 ENTRY_POINTS = {
     "infer": lambda fg: fwcore.infer(fg, seed=0),
-    "infer/trws": lambda fg: fwcore.infer(fg, oracle="trws", seed=0, max_iter=30),
+    "infer/trws": lambda fg: fwcore.barrier_fw(fg, oracle="trws", seed=0, max_iter=30),
     "exact_inference": fwcore.exact_inference,
     "exact_map": fwcore.exact_map,
     **{f"infer_map/{m}": functools.partial(fwcore.infer_map, method=m)

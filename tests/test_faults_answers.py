@@ -83,10 +83,10 @@ def test_w3_lp_rounding_is_repaired_to_a_feasible_optimum():
 # -- infeasible models: one message from every entry point ------------------------------
 
 ENTRY_POINTS = {
-    "infer-exact": lambda m: fwcore.infer(m, oracle="exact"),
-    "infer-icm": lambda m: fwcore.infer(m, oracle="icm"),
-    "infer-trws": lambda m: fwcore.infer(m, oracle="trws"),
-    "infer-local": lambda m: fwcore.infer(m, domain="local"),
+    "infer-exact": lambda m: fwcore.barrier_fw(m, oracle="exact"),
+    "infer-icm": lambda m: fwcore.barrier_fw(m, oracle="icm"),
+    "infer-trws": lambda m: fwcore.barrier_fw(m, oracle="trws"),
+    "infer-local": lambda m: fwcore.barrier_fw(m, domain="local"),
     "trbp": fwcore.trbp,
     "loopy_bp": fwcore.loopy_bp,
     "infer_map-auto": lambda m: fwcore.infer_map(m),
@@ -105,8 +105,8 @@ def test_arc_consistency_catches_a_forced_chain_everywhere(entry):
 
 
 @pytest.mark.parametrize("run", [
-    lambda m: fwcore.infer(m, oracle="exact"),
-    lambda m: fwcore.infer(m, oracle="ilp"),
+    lambda m: fwcore.barrier_fw(m, oracle="exact"),
+    lambda m: fwcore.barrier_fw(m, oracle="ilp"),
     lambda m: fwcore.infer_map(m, method="exact"),
     lambda m: fwcore.infer_map(m, method="ilp"),
     lambda m: fwcore.infer_map(m, method="elimination"),
@@ -172,7 +172,7 @@ def test_c1_highs_is_refused_a_problem_it_cannot_hold():
         import fwcore
         m = fwcore.PairwiseMRF([5000, 5000], None, [(0, 1)])
         for run in (lambda: fwcore.infer_map(m, method="ilp", time_limit=5),
-                    lambda: fwcore.infer(m, oracle="ilp"),
+                    lambda: fwcore.barrier_fw(m, oracle="ilp"),
                     lambda: fwcore.infer_map(m, method="lp")):
             try:
                 run()

@@ -87,7 +87,7 @@ def test_local_polytope_run_never_takes_a_timed_out_lp_point_as_a_vertex(stop):
     m = fwcore.PairwiseMRF([3] * 4, rng.normal(size=(4, 3)), [(0, 1), (1, 2), (2, 3), (0, 3)],
                            pair)
     scores = m.score(np.array(list(itertools.product(range(3), repeat=4))))
-    r = fwcore.infer(m, domain="local", oracle=_LPStoppingOnCall(m, stop), max_iter=50)
+    r = fwcore.barrier_fw(m, domain="local", oracle=_LPStoppingOnCall(m, stop), max_iter=50)
     assert r.status is Status.MAX_TIME
     assert r.n_oracle_calls == stop and r.gap >= 0.0
     assert r.certified == (stop > 1)

@@ -9,6 +9,7 @@ from hypothesis import given, settings, strategies as st
 import fwcore
 from fwcore import FactorGraph, PairwiseMRF
 from fwcore.marginals.mean_field import _Factor, factors_of, mean_field_lower_bound
+from fwcore.loop import Deadline
 from fwcore.results import Status
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # --import-mode=importlib
@@ -109,7 +110,7 @@ def test_factor_contraction_matches_einsum(seed):
 
 
 def test_a_deadline_in_the_past_stops_at_once():
-    res = mean_field_lower_bound(fwcore.random_grid(3, seed=0), deadline=0.0)
+    res = mean_field_lower_bound(fwcore.random_grid(3, seed=0), max_time=1e-9)
     assert res.status is Status.MAX_TIME and res.n_iter == 0
 
 
@@ -155,7 +156,7 @@ def test_the_pairwise_kernels_are_the_factor_updates(seed):
     kernel = _PairwiseAscent(model, [p.copy() for p in start])
     assert kernel.bound() == pytest.approx(twin.bound(), rel=1e-12, abs=1e-12)
     for _ in range(4):
-        assert kernel.sweep(None)[0] == pytest.approx(twin.sweep(None)[0], abs=1e-12)
+        assert kernel.sweep(Deadline())[0] == pytest.approx(twin.sweep(Deadline())[0], abs=1e-12)
         for a, b in zip(kernel.marginals(), twin.marginals()):
             np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-13)
         assert kernel.bound() == pytest.approx(twin.bound(), rel=1e-12, abs=1e-12)
@@ -167,3 +168,14 @@ def test_a_model_arc_consistency_proves_infeasible_is_a_value_error():
     model = fwcore.PairwiseMRF([2, 2], [[0.0, 1.0], [-np.inf, -np.inf]])
     with pytest.raises(ValueError, match="no feasible assignment"):
         mean_field_lower_bound(model)
+
+
+def test_a_start_near_the_largest_float_is_the_distribution_it_means():
+    # weights of 1e308 overflowed their sum to inf, q became [0, 0] and L(q) = 0 was
+    # returned as a certified bound on a model whose log Z is -399 (issue 41, case 8)
+    model = fwcore.random_grid(3, coupling=1.0, seed=0).with_theta(
+        fwcore.random_grid(3, coupling=1.0, seed=0).theta - 50.0)
+    log_z = fwcore.exact_inference(model).log_z
+    res = mean_field_lower_bound(model, start=[[1e308, 1e308]] * 9, max_iter=0)
+    uniform = mean_field_lower_bound(model, max_iter=0)
+    assert res.log_z_lower == pytest.approx(uniform.log_z_lower) and res.log_z_lower <= log_z

@@ -28,7 +28,8 @@ SAMPLES = {"model": TINY, "models": [TINY], "spec": "icm", "h": 2, "w": 2, "n": 
            "n_left": 1, "n_right": 1, "n_images": 1, "n_examples": 1, "points": POINTS,
            "P": POINTS, "Q": POINTS, "W": np.ones((2, 2)), "assignment": [0, 0],
            "objective": None, "domain": None, "graph": None, "path": None,
-           "bound": fwcore.weighted_mini_bucket, "variables": [0], "max_time": 1.0}
+           "bound": fwcore.weighted_mini_bucket, "variables": [0], "max_time": 1.0,
+           "name": "test-only", "run": None, "options": None, "iteration": "steps"}
 
 
 def _oracle_classes():
@@ -205,21 +206,19 @@ def test_it_composes_with_solves_factor_graphs(checks_outside):
 # -- the command line reads the tables and the signatures -------------------------------
 
 def test_the_command_line_defaults_and_choices_are_the_library_ones(capsys):
-    from fwcore.marginals.rho import RHO_RULES
-    parse, infer_params = _parser().parse_args, fwcore.infer.__fwcore_params__
-    infer = inspect.signature(fwcore.infer).parameters
+    parse = _parser().parse_args
     args = parse(["infer", "model.uai"])
-    for name in ("oracle", "domain", "rho", "rho_updates", "rho_step", "tol", "rho_tol",
-                 "local_search", "max_time", "seed"):
-        assert getattr(args, name) == infer[name].default, name
-    for option, choices in [("--domain", infer_params["domain"].values),
-                            ("--rho-step", infer_params["rho_step"].values),
-                            ("--rho", RHO_RULES)]:
-        for choice in choices:
-            parse(["infer", "model.uai", option, choice])
-        with pytest.raises(SystemExit):
-            parse(["infer", "model.uai", option, "no-such-choice"])
-        assert "invalid choice" in capsys.readouterr().err
+    assert args.method == inspect.signature(fwcore.infer).parameters["method"].default
+    for name, method in fwcore.available_methods().items():  # a flag per option, unset
+        for option in set(method.options) - {"seed", "executor"}:
+            assert getattr(args, option) is None, (name, option)
+    assert parse(["infer", "model.uai", "--rho-updates", "3"]).rho_updates == 3
+    assert parse(["infer", "model.uai", "--local-search", "false"]).local_search is False
+    for method in ("auto", "approximate", *fwcore.available_methods()):
+        assert parse(["infer", "model.uai", "--method", method]).method == method
+    with pytest.raises(SystemExit):
+        parse(["infer", "model.uai", "--method", "no-such-method"])
+    assert "invalid choice" in capsys.readouterr().err
     method = inspect.signature(fwcore.infer_map).parameters["method"].default
     assert parse(["map", "model.uai"]).method == method
     memory_limit = inspect.signature(fwcore.exact_inference).parameters["memory_limit"].default

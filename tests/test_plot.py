@@ -12,11 +12,17 @@ mpl.use("Agg")
 
 def test_trace_marginals_and_map_figures():
     model = fwcore.random_grid(4, 5, coupling=1.0, seed=0)
-    res = fwcore.infer(model, oracle="exact", max_time=30)
+    res = fwcore.barrier_fw(model, oracle="exact", max_time=30)
     ax = plot_trace(res)
     labels = [line.get_label() for line in ax.get_lines()]
-    assert labels[0] == "primal" and "certified bound" in labels
-    np.testing.assert_allclose(ax.get_lines()[0].get_ydata(), res.trace.columns()["primal"])
+    assert labels[:3] == ["value", "certified upper bound", "certified lower bound"]
+    t = res.trace.columns()
+    np.testing.assert_allclose(ax.get_lines()[0].get_ydata(), t["primal"])
+    upper, lower = (ax.get_lines()[k].get_ydata() for k in (1, 2))
+    lower = lower[np.isfinite(lower)]
+    assert (np.diff(upper) <= 0).all() and (np.diff(lower) >= 0).all()  # proven so far
+    assert upper[-1] == pytest.approx(res.log_z_upper)  # the answer's bound, not above it
+    assert lower[-1] == pytest.approx(res.log_z_lower)
     ax = plot_marginals(res, (4, 5))
     np.testing.assert_allclose(ax.get_images()[0].get_array()[1, 2], res.node_marginals[7][1])
     best = fwcore.infer_map(model, method="portfolio", time_limit=0.5)

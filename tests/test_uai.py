@@ -524,9 +524,9 @@ def test_read_model_picks_the_reader_from_the_suffix(tmp_path):
     write_uai(model, path)
     for source in (path, str(path)):
         np.testing.assert_array_equal(read_model(source).theta, read_uai(path).theta)
-    other = tmp_path / "grid.bif"
+    other = tmp_path / "grid.net"  # Hugin's format: no reader
     other.write_text(path.read_text())
-    with pytest.raises(ValueError, match=r"grid\.bif.*no model reader for suffix '\.bif'.*\.uai"):
+    with pytest.raises(ValueError, match=r"grid\.net.*no model reader for suffix '\.net'.*\.bif"):
         read_model(other)
     with pytest.raises(TypeError, match="path must be a file path"):
         read_model(3)

@@ -62,7 +62,7 @@ _SNIPPET = """\
     from fwcore.learn.datasets import synthetic_segmentation
 
     m = fwcore.random_grid(3, 3, seed=0)
-    res = fwcore.infer(m, oracle="exact", max_time=10.0)
+    res = fwcore.barrier_fw(m, oracle="exact", max_time=10.0)
     best = fwcore.infer_map(m, method="icm", time_limit=1.0)
     lz: float = res.log_z_upper + best.score + fwcore.exact_inference(m).log_z
     fwcore.write_uai(m, "m.uai")
@@ -92,9 +92,9 @@ def test_mypy_catches_a_misspelled_keyword_and_passes_strict_use(tmp_path):
     code, out = _mypy(tmp_path, """\
         import fwcore
         m = fwcore.random_grid(3, 3, seed=0)
-        fwcore.infer(m, orcle="exact")
+        fwcore.barrier_fw(m, orcle="exact")
     """)
-    assert code == 1 and 'Unexpected keyword argument "orcle" for "infer"' in out, out
+    assert code == 1 and 'Unexpected keyword argument "orcle" for "barrier_fw"' in out, out
     code, out = _mypy(tmp_path, _SNIPPET, "--strict")
     assert code == 0, out
 
@@ -113,7 +113,8 @@ def test_map_of_a_compressed_model_to_stdout(tmp_path):
 def _help_examples():
     """Every example command of `fwcore --help` and of each command's help, as argv."""
     commands = []
-    for argv in (["--help"], ["exact", "--help"], ["infer", "--help"], ["map", "--help"]):
+    for argv in (["--help"], ["exact", "--help"], ["infer", "--help"], ["map", "--help"],
+                 ["sample", "--help"], ["mmap", "--help"]):
         text = io.StringIO()
         with contextlib.redirect_stdout(text), pytest.raises(SystemExit):
             main(argv)
@@ -131,11 +132,12 @@ def test_every_help_example_runs(tmp_path, monkeypatch, capsys):
     fwcore.write_uai(model, "model.uai")
     fwcore.write_uai(model, "model.uai.gz")
     fwcore.write_evid("model.uai.evid", {0: 1})
+    Path("model.uai.query").write_text("3 7 0 20\n")
     for argv in examples:
         assert main(argv[1:]) == 0, (argv, capsys.readouterr().err)
         out = capsys.readouterr().out
         if argv[-2:] == ["--out", "-"]:  # the answer file on stdout, nothing else
-            assert out.startswith(("MAP\n", "MAR\n")) and "score" not in out
+            assert out.startswith(("MAP\n", "MAR\n", "MMAP\n3 ", "x0,x1,")) and "score" not in out
     assert fwcore.read_map("model.uai.MAP").shape == (36,)  # --out alone: the model's name
     assert len(fwcore.read_mar("res.MAR")) == 36
 
@@ -147,13 +149,15 @@ def test_files_written_by_pyagrum_and_pgmpy():
     '#' comments, also after a count on its line, tables printed to 6 digits) and by
     pgmpy 1.1.2's ``UAIWriter`` (a BAYES file whose tables are not in the order of its
     scopes: refused, naming the factor)."""
-    bn = fwcore.read_model(DATA / "pyagrum_bn.uai")
+    with pytest.warns(UserWarning, match="looks written by pyAgrum"):  # a CPT of 2 parents
+        bn = fwcore.read_model(DATA / "pyagrum_bn.uai")
     assert abs(fwcore.exact_inference(bn).log_z) < 1e-5   # CPTs: Z = 1 to print precision
     np.testing.assert_allclose(  # LazyPropagation's marginal of its root A
         fwcore.exact_inference(bn).node_marginals[0], [0.4636923, 0.5363077], atol=1e-5)
     # read as the UAI format defines a table (the last variable of the scope fastest);
     # pyAgrum's own loadMRF orders MARKOV tables otherwise, so its marginals differ
-    mrf = fwcore.read_model(DATA / "pyagrum_mrf.uai")
+    with pytest.warns(UserWarning, match="looks written by pyAgrum"):
+        mrf = fwcore.read_model(DATA / "pyagrum_mrf.uai")
     assert (list(mrf.card) == [2, 2, 2, 3] and [s for s, _ in mrf.factors] ==
             [(1, 0, 2), (3, 2), (0, 2)])
     np.testing.assert_allclose(np.exp(mrf.factors[0][1][0, 0]), [0.924199, 0.779945])
@@ -253,7 +257,7 @@ def test_every_result_type_has_a_short_repr_on_a_100x100_grid():
         + [(r * 100, (r + 1) * 100) for r in range(99)],
         np.zeros(int(grid.card.sum()) + 4 * 9999))
     results = [
-        fwcore.infer(grid, method="barrier-fw", oracle="icm", rho_updates=1, max_iter=3,
+        fwcore.barrier_fw(grid, oracle="icm", rho_updates=1, max_iter=3,
                      max_time=20),
         fwcore.infer(grid, max_time=5), fwcore.trbp(grid, max_iter=3),
         fwcore.infer_map(grid, method="icm"), fwcore.infer_lp(grid, max_iter=3),
@@ -263,6 +267,8 @@ def test_every_result_type_has_a_short_repr_on_a_100x100_grid():
         fwcore.matching_marginals(np.random.default_rng(0).normal(size=(100, 100)),
                                   max_iter=3),
         fwcore.conditioned(grid, lambda m: fwcore.trbp(m, max_iter=2), [0], mean_field=False),
+        fwcore.sample(comb, 5, seed=0), fwcore.query(comb, [0, 1, 2]),
+        fwcore.infer_mmap(comb, [0, 9999]),
     ]
     domain = fwcore.fw.Simplex(10000)
     objective = fwcore.fw.Quadratic.least_squares(np.eye(10000)[:5], np.ones(5))

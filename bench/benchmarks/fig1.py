@@ -14,7 +14,7 @@ every family with the 5 instances the paper code's figures average over.
 """
 import numpy as np
 
-from fwcore import PerturbResult, infer, loopy_bp, perturb_and_map, trbp
+from fwcore import PerturbResult, barrier_fw, loopy_bp, perturb_and_map, trbp
 from fwcore.oracles import available_oracles
 from fwcore.io.uai import read_mar, read_pr, read_uai
 
@@ -28,10 +28,10 @@ FAMILIES = {**{f"clique-{t:g}": [f"clique10/{(100 * int(t) if t >= 1 else 0) + i
             "grid-5x5": [f"grid5x5/gridWi5Tr{i}" for i in range(1, 6)]}
 
 METHODS = {
-    "M-exact": lambda m: infer(m, oracle="exact"),
-    "M-exact-first-rho": lambda m: infer(m, oracle="exact", rho_updates=0),
-    "M-approx": lambda m: infer(m, oracle="trws", seed=0),
-    "L": lambda m: infer(m, domain="local"),
+    "M-exact": lambda m: barrier_fw(m, oracle="exact"),
+    "M-exact-first-rho": lambda m: barrier_fw(m, oracle="exact", rho_updates=0),
+    "M-approx": lambda m: barrier_fw(m, oracle="trws", seed=0),
+    "L": lambda m: barrier_fw(m, domain="local"),
     "TRBP": lambda m: trbp(m),
     "loopy-BP": lambda m: loopy_bp(m),
     "PAM": lambda m: perturb_and_map(m, oracle="toulbar2", seed=0),
@@ -50,7 +50,7 @@ def log_z_value(method, result):
     ``log_z_upper``."""
     if isinstance(result, PerturbResult):
         return result.log_z
-    return result.primal if method in PRIMAL else result.log_z_upper
+    return result.info["primal"] if method in PRIMAL else result.log_z_upper
 
 
 def run_family(family, method, n_instances):

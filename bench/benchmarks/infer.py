@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 import fwcore
-from fwcore import infer, loopy_bp, trbp
+from fwcore import barrier_fw, infer, loopy_bp, trbp
 from fwcore.io.uai import read_mar, read_pr, read_uai
 
 from .common import INSTANCES, QUICK, instance_path, track_figure
@@ -31,13 +31,13 @@ _FAMILIES = {
 }
 
 _METHODS = {
-    "M-exact": lambda m: infer(m, oracle="exact"),
-    "M-exact-coupling": lambda m: infer(m, oracle="exact", rho="coupling"),
-    "M-exact-fixed-step": lambda m: infer(m, oracle="exact", rho_step="fixed"),
-    "M-exact-no-local-search": lambda m: infer(m, oracle="exact", local_search=False),
-    "M-approx": lambda m: infer(m, oracle="trws", seed=0),
-    "M-approx-portfolio": lambda m: infer(m, oracle="portfolio", seed=0),
-    "L": lambda m: infer(m, domain="local"),
+    "M-exact": lambda m: barrier_fw(m, oracle="exact"),
+    "M-exact-coupling": lambda m: barrier_fw(m, oracle="exact", rho="coupling"),
+    "M-exact-fixed-step": lambda m: barrier_fw(m, oracle="exact", rho_step="fixed"),
+    "M-exact-no-local-search": lambda m: barrier_fw(m, oracle="exact", local_search=False),
+    "M-approx": lambda m: barrier_fw(m, oracle="trws", seed=0),
+    "M-approx-portfolio": lambda m: barrier_fw(m, oracle="portfolio", seed=0),
+    "L": lambda m: barrier_fw(m, domain="local"),
     "TRBP": lambda m: trbp(m),
 }
 
@@ -104,7 +104,7 @@ class InferLargeGrid:
         """{method: (seconds, zeta_mu against TRBP)}, every method run once."""
         side, updates = (30, 2) if QUICK else (100, 10)
         model = fwcore.random_grid(side, seed=0)
-        runs = {"M-approx": lambda: infer(model, oracle="trws", seed=0, rho_updates=updates),
+        runs = {"M-approx": lambda: barrier_fw(model, oracle="trws", seed=0, rho_updates=updates),
                 "TRBP": lambda: trbp(model, rho_updates=updates),
                 "loopy-BP": lambda: loopy_bp(model)}
         results = {method: _timed(run) for method, run in runs.items()}
@@ -129,7 +129,7 @@ class InferTime:
         self.model = read_uai(instance_path(f"fw-inference/{instance}.uai"))
 
     def time_infer_exact(self, instance):
-        infer(self.model, oracle="exact")
+        barrier_fw(self.model, oracle="exact")
 
 
 def _generated(side, coupling):
@@ -176,8 +176,8 @@ class InferMedium:
                 continue
             ex = fwcore.exact_inference(model)
             runs = {"infer": lambda: infer(model),
-                    "infer-portfolio": lambda: infer(model, oracle="portfolio", seed=0),
-                    "infer-trws": lambda: infer(model, oracle="trws", seed=0),
+                    "infer-portfolio": lambda: barrier_fw(model, oracle="portfolio", seed=0),
+                    "infer-trws": lambda: barrier_fw(model, oracle="trws", seed=0),
                     "TRBP": lambda: trbp(model), "loopy-BP": lambda: loopy_bp(model)}
             for method in methods:
                 res, seconds = _timed(runs[method])

@@ -11,7 +11,7 @@ as such.
 Measured on 2 cores (full profile): the reference takes 56 s, its chains' spread is 0.014
 on average (0.086 at most); zeta_mu is 0.015 for loopy BP (2.4 s), 0.105 for TRBP (56 s),
 0.25 for `infer` with its default oracle at the time ("exact": 661 s for max_time = 600,
-few MAP calls), and 0.073 for `infer(oracle="trws")` (converged, 260 s).
+few MAP calls), and 0.073 for `barrier_fw(oracle="trws")` (converged, 260 s).
 `InferLarge`: issue 13's large models (frustrated grids, a Potts grid, the paper-like
 segmentation CRF and skip grid, the shared relational_1) with `infer`'s defaults.
 """

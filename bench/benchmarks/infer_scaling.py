@@ -88,7 +88,7 @@ class InferScaling:
                 seconds = dict.fromkeys(_PARTS, 0.0)
                 with _timed_parts(seconds):
                     t0 = time.perf_counter()
-                    result = fwcore.infer(model, oracle=oracle, seed=0, max_iter=8,
+                    result = fwcore.barrier_fw(model, oracle=oracle, seed=0, max_iter=8,
                                           rho_updates=1)
                     total = time.perf_counter() - t0
                 table[side, oracle] = (result.n_iter, total, seconds)

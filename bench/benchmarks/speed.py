@@ -1,12 +1,12 @@
 """Barrier FW at the speed of its kernels, and loopy BP beside PGMax (issue 30, items 1-2).
 
-`Orchestration`: ``infer(oracle="exact")`` on gridWi5Tr1 (fw-inference/grid5x5): Python
+`Orchestration`: ``barrier_fw(oracle="exact")`` on gridWi5Tr1 (fw-inference/grid5x5): Python
 calls per MAP call (function calls in fwcore's own files, as the issue counted them, and
 in every file) and the kernels' share of the run's wall and CPU time (time inside
 fwcore's compiled functions, the wrappers' own clock reads counted outside; medians of 7
 runs each). Targets: <= 500 calls, >= 70% of wall.
 
-`FamilyTimes`: CPU seconds per instance of ``infer(oracle="exact")`` on the fw-inference
+`FamilyTimes`: CPU seconds per instance of ``barrier_fw(oracle="exact")`` on the fw-inference
 families (5 instances each; quick: 2), each run in a fresh interpreter after one warm-up
 run; with ``FWCORE_BENCH_BASE`` = another built checkout (the base commit), that
 checkout's run of each instance alternates with this one's, and the median per-instance
@@ -103,7 +103,7 @@ class Orchestration:
         if not (INSTANCES / _GRID).exists():
             return None
         model = read_uai(INSTANCES / _GRID)
-        run = functools.partial(fwcore.infer, model, oracle="exact")
+        run = functools.partial(fwcore.barrier_fw, model, oracle="exact")
         run()
         res, (own, every) = _python_calls(run)
         return {"calls": own / res.n_oracle_calls, "all_calls": every / res.n_oracle_calls,
@@ -131,7 +131,7 @@ class Orchestration:
 
 def _child(checkout, paths):
     """Per instance of ``paths``, in a fresh interpreter on ``checkout``: CPU seconds of
-    infer(oracle="exact") after a warm-up run, MAP calls, bound gap and zeta_mu."""
+    barrier_fw(oracle="exact") after a warm-up run, MAP calls, bound gap and zeta_mu."""
     env = dict(os.environ, PYTHONPATH=checkout, OPENBLAS_NUM_THREADS="1")
     out = subprocess.run([sys.executable, "-m", "benchmarks.speed", *map(str, paths)], env=env,
                          cwd=Path(__file__).resolve().parents[1], check=True,
@@ -289,9 +289,9 @@ def _main(paths):
     rows = []
     for path in paths:
         model = read_uai(path)
-        fwcore.infer(model, oracle="exact")
+        fwcore.barrier_fw(model, oracle="exact")
         c0 = time.process_time()
-        res = fwcore.infer(model, oracle="exact")
+        res = fwcore.barrier_fw(model, oracle="exact")
         cpu = time.process_time() - c0
         exact = read_mar(f"{path}.MAR")
         rows.append({"cpu": cpu, "calls": res.n_oracle_calls,

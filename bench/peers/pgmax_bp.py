@@ -104,7 +104,8 @@ def main():
                 [p[1] for p in fwcore.loopy_bp(model).node_marginals]),
             "fwcore trbp": lambda: np.array([p[1] for p in fwcore.trbp(model).node_marginals]),
             f"fwcore infer ({oracle})": lambda: np.array(
-                [p[1] for p in fwcore.infer(model, oracle=oracle, max_time=600).node_marginals]),
+                [p[1] for p in
+                 fwcore.barrier_fw(model, oracle=oracle, max_time=600).node_marginals]),
         }
         for method, fn in runs.items():
             p1, seconds = timed(fn, repeats=1 if "infer" in method or "trbp" in method else 3)

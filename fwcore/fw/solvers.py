@@ -7,7 +7,6 @@ and block-coordinate FW over a product domain (FW variants review Alg. 3; Lacost
 et al. 2013 with weighted averaging).
 """
 import math
-import time
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -78,7 +77,7 @@ class ActiveSetOptions:
 
 # -- the shared outer loop -----------------------------------------------------------------
 
-class _Run:
+class _EngineRun:
     """A Frank-Wolfe run on `fwcore.loop.run_loop`, with the best-iterate snapshots.
 
     Subclasses provide ``x``, ``delta``, ``probe(g) -> (gap, criterion, info)`` (no state
@@ -97,10 +96,9 @@ class _Run:
         self.best = None  # f, state, gap at the best iterate (no gap before the first one)
         self.last_step = StepType.INIT
         self._direction = None  # (gradient, probe info) of the iterate just measured
-        self.t0 = time.perf_counter()
 
     def elapsed(self):
-        return time.perf_counter() - self.t0
+        return self.stop.deadline.elapsed()
 
     def out_of_time(self):
         return self.stop.deadline.passed()
@@ -179,7 +177,7 @@ class _Run:
 
 # -- FW, away-step, pairwise and fully-corrective FW --------------------------------------
 
-class _ActiveSetFW(_Run):
+class _ActiveSetFW(_EngineRun):
 
     def __init__(self, objective, domain, options, stop, callback=None, keep_trace=False,
                  init=None):
@@ -409,19 +407,22 @@ def frank_wolfe(objective, domain, *, method="fw", step="exact", tol=1e-6, max_i
         Ctrl-C came before the first gap was computed: no oracle call follows Ctrl-C).
     init : None (u0 when the domain has one, else the vertex lmo(0)), an atom, an
         ``(atoms, weights)`` pair or an `ActiveSet` (warm start).
-    delta, delta_rule : contraction towards ``domain.u0``; ``delta_rule(delta, gap,
-        uniform_gap) -> new delta`` (e.g. `adaptive_delta`) may shrink it each iteration,
-        re-weighting by Barrier FW eq. 6.
+    delta, delta_rule : contraction towards ``domain.u0``;
+        ``delta_rule(delta, gap, uniform_gap) -> new delta`` (e.g. `adaptive_delta`) may
+        shrink it each iteration, re-weighting by Barrier FW eq. 6.
     corrections : FCFW corrective steps (`fwcore.fw.corrective`: `MFWCorrection`,
         `LocalSearch`), run in order after each FW step; None: ``[MFWCorrection()]`` for
         'fcfw' (at most 100 away steps to the run's tol), none for the other methods.
-    max_vertices : cap on |V|, so that a correction step (which scores every atom of V)
+    max_vertices : cap on ``|V|``, so that a correction step (which scores every atom of V)
         costs at most max_vertices x the model: when V is full it shrinks to 3/4 of the
         cap, zero-weight vertices forgotten first, then the lightest weighted ones with
         their weight moved to the best vertex of V (see ``_ActiveSetFW.add_vertex``).
-    drop_tol : weights <= drop_tol are dropped (x moved to the remaining atoms' hull).
-    refresh_every : renormalise the weights and recompute x from the atoms this often.
-    debug : check the active-set invariants after every step (AssertionError if broken).
+    drop_tol : float
+        weights <= drop_tol are dropped (x moved to the remaining atoms' hull).
+    refresh_every : int
+        renormalise the weights and recompute x from the atoms this often.
+    debug : bool
+        check the active-set invariants after every step (AssertionError if broken).
     """
     _check_objective(objective)
     check_domain(domain)
@@ -477,7 +478,7 @@ def correct(objective, domain, init, correction, *, delta=0.0, max_time=None, st
 
 # -- block-coordinate FW ----------------------------------------------------------------
 
-class _BlockFW(_Run):
+class _BlockFW(_EngineRun):
     """FW variants review Alg. 3 (BCFW): one FW step on a random block at a time; one
     iteration is a pass over all blocks in a random order."""
 

@@ -1,5 +1,6 @@
-"""Models from other libraries: pgmpy and pyAgrum networks (Markov and Bayesian), and
-networkx graphs carrying log-potentials.
+"""Models from other libraries and back: pgmpy and pyAgrum networks (Markov and
+Bayesian) both ways (`to_pgmpy`, `to_pyagrum`), and networkx graphs carrying
+log-potentials.
 
 Each converter returns the model: a `PairwiseMRF` when every factor has arity 1 or 2,
 else a `FactorGraph` (`fwcore.factor_graph.model_from_factors`), with the other library's
@@ -16,11 +17,13 @@ from collections.abc import Hashable
 
 import numpy as np
 
+from ..bayes import bayes_form, factor_view
 from ..checks import Kind, validate_params
 from ..factor_graph import FactorGraph, model_from_factors
 from ..model import PairwiseMRF
+from .uai import CPT_TOL
 
-__all__ = ["from_pgmpy", "from_pyagrum", "from_networkx"]
+__all__ = ["from_pgmpy", "from_pyagrum", "from_networkx", "to_pgmpy", "to_pyagrum"]
 
 _ATTRIBUTE = Kind(lambda key: isinstance(key, Hashable), "a networkx attribute name (hashable)")
 
@@ -136,3 +139,93 @@ def _model(tables, order=None, states=None):
         raise ValueError(f"variable {v!r} is in no factor, so its number of states is unknown")
     return model_from_factors(card, factors, names,
                               None if states is None else [states[v] for v in names])
+
+
+def to_pgmpy(model: PairwiseMRF | FactorGraph):
+    """The model as a pgmpy network: a ``DiscreteBayesianNetwork`` of ``TabularCPD``s
+    when it has a Bayesian-network form (`fwcore.bayes.bayes_form`), else a
+    ``DiscreteMarkovNetwork`` of ``DiscreteFactor``s (potentials exp(θ)); named by
+    ``model.names`` and ``model.states`` (``x<i>`` and ``s<k>`` where it has none).
+    Needs the ``pgmpy`` extra."""
+    try:
+        from pgmpy.factors.discrete import DiscreteFactor, TabularCPD
+        from pgmpy.models import DiscreteBayesianNetwork, DiscreteMarkovNetwork
+    except ImportError:
+        raise ImportError("to_pgmpy needs pgmpy: pip install 'fwcore[pgmpy]'") from None
+    names, states = text_labels(model)
+    card = model.card.tolist()
+    form = bayes_form(model, tol=CPT_TOL)
+    if form is not None:
+        net = DiscreteBayesianNetwork()
+        net.add_nodes_from(names)
+        net.add_edges_from((names[p], names[v]) for v in range(model.n_vars)
+                           for p in form.parents[v])
+        for v, (parents, cpt) in enumerate(zip(form.parents, form.cpts)):
+            scope = [v, *parents]
+            net.add_cpds(TabularCPD(
+                names[v], card[v], np.moveaxis(cpt, -1, 0).reshape(card[v], -1),
+                evidence=[names[p] for p in parents] or None,
+                evidence_card=[card[p] for p in parents] or None,
+                state_names={names[u]: list(states[u]) for u in scope}))
+        return net
+    net = DiscreteMarkovNetwork()
+    net.add_nodes_from(names)
+    for scope, theta in factor_view(model):
+        net.add_edges_from((names[a], names[b]) for k, a in enumerate(scope)
+                           for b in scope[k + 1:])
+        net.add_factors(DiscreteFactor([names[u] for u in scope], [card[u] for u in scope],
+                                       np.exp(theta),
+                                       state_names={names[u]: list(states[u]) for u in scope}))
+    return net
+
+
+def to_pyagrum(model: PairwiseMRF | FactorGraph):
+    """The model as a pyAgrum ``BayesNet`` (its CPTs) when it has a Bayesian-network form
+    (`fwcore.bayes.bayes_form`), else a ``MarkovRandomField`` (one factor per scope,
+    potentials exp(θ), factors on the same scope multiplied); variables added in index
+    order (pyAgrum's node ids 0..n-1), named as `to_pgmpy` names them. Needs the
+    ``pyagrum`` extra."""
+    try:
+        import pyagrum as gum
+    except ImportError:
+        raise ImportError("to_pyagrum needs pyAgrum: pip install 'fwcore[pyagrum]'") from None
+    names, states = text_labels(model)
+    form = bayes_form(model, tol=CPT_TOL)
+    net = gum.BayesNet() if form is not None else gum.MarkovRandomField()
+    for v, ss in zip(names, states):
+        net.add(gum.LabelizedVariable(v, v, list(ss)))
+    if form is not None:
+        for v, parents in enumerate(form.parents):
+            for p in parents:
+                net.addArc(names[p], names[v])
+        tables = [((*parents, v), cpt) for v, (parents, cpt) in
+                  enumerate(zip(form.parents, form.cpts))]
+    else:
+        merged = {}  # pyAgrum keeps one factor per set of variables: multiply them
+        for scope, theta in factor_view(model):
+            key = frozenset(scope)
+            if key in merged:
+                old_scope, old = merged[key]
+                theta = theta + np.transpose(old, [old_scope.index(u) for u in scope])
+            merged[key] = (scope, theta)
+        tables = [(scope, np.exp(theta)) for scope, theta in merged.values()]
+    for scope, table in tables:
+        tensor = net.cpt(names[scope[-1]]) if form is not None else net.addFactor(
+            [names[u] for u in scope])
+        # a tensor's flat order is C order over its variables reversed (`from_pyagrum`)
+        axes = [scope.index(names.index(u)) for u in reversed(tensor.names)]
+        tensor.fillWith(np.transpose(table, axes).ravel().tolist())
+    return net
+
+
+def text_labels(model: PairwiseMRF | FactorGraph) -> tuple[list, list]:
+    """(names, states) of ``model`` as text, for the libraries and files that need names:
+    its own, or ``x<i>`` and ``s<k>`` where it has none; names that are not distinct as
+    text are a ValueError."""
+    names = [str(v) for v in model.names] if model.names else [
+        f"x{i}" for i in range(model.n_vars)]
+    states = ([[str(s) for s in ss] for ss in model.states] if model.states else
+              [[f"s{k}" for k in range(c)] for c in model.card.tolist()])
+    if len(set(names)) < len(names):
+        raise ValueError("model.names are not distinct as text; give the model distinct names")
+    return names, states

@@ -4,13 +4,22 @@ The formats are those of the UAI inference competitions (2008-2014): whitespace-
 tokens, line breaks carry no meaning; ``#`` starts a comment that runs to the end of its
 line (as pyAgrum writes them). A model file holds potentials, not logs, so
 θ = log(table) and zero entries become −inf. Answer files: ``.MAR`` (node marginals),
-``.PR`` (log10 Z), ``.MAP``/``.MPE`` (an assignment); ``.evid`` (clamped variables).
+``.PR`` (log10 Z), ``.MAP``/``.MPE``/``.MMAP`` (an assignment; marginal MAP's: of the
+query variables); ``.evid`` (clamped variables), query files (marginal MAP's variables).
 
 Tables are read in the format's order, the last variable of a scope fastest, as toulbar2
 and Merlin read them. pyAgrum 3.3.1 writes another order for a CPT of two or more parents
-(its parents reversed) and for MARKOV factors (that of its own tensors): its files read
-without error (the CPTs stay normalised) but as other tables; convert the pyAgrum object
-with `fwcore.from_pyagrum` instead.
+(its parents reversed) and for MARKOV factors of three or more variables (that of its own
+tensors): its files read without error (the CPTs stay normalised) but as other tables.
+`read_uai` warns when a file carries pyAgrum's marks (its comments) and such a table;
+convert the network with pyAgrum instead: ``fwcore.from_pyagrum(pyagrum.loadBN(path))``
+(``loadMRF`` for MARKOV), or ``pyagrum.saveBN(bn, "model.bif")`` then
+``fwcore.read_model("model.bif")`` (`fwcore.io.bif`).
+
+`write_uai` writes a BAYES file when the model has a Bayesian-network form
+(`fwcore.bayes.bayes_form`: one CPT per variable over an acyclic graph, as read from a
+BAYES, BIF or XMLBIF file or converted from pgmpy or pyAgrum), else a MARKOV file. The
+format has no names: `fwcore.io.bif` keeps them.
 
 Every reader takes a path or ``-`` (standard input) and reads gzip, xz and bzip2 files
 (recognised by their first bytes, whatever the suffix); every writer takes a path or
@@ -48,12 +57,14 @@ from typing import Any, Union
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..bayes import bayes_form
 from ..checks import Interval, Options, check_model, validate_params
 from ..factor_graph import FactorGraph, model_from_factors
 from ..model import PairwiseMRF
 
 __all__ = ["read_uai", "write_uai", "read_mar", "write_mar", "read_pr", "write_pr",
-           "read_map", "write_map", "read_evid", "write_evid", "apply_evidence", "STDIO",
+           "read_map", "write_map", "read_evid", "write_evid", "apply_evidence", "read_query",
+           "STDIO",
            "COMPRESSED", "CPT_TOL", "PathArg"]
 
 #: a file path, or `STDIO`
@@ -113,10 +124,12 @@ def _read_bytes(path):
 
 class _Tokens:
     """Whitespace tokens of a file with their line numbers (``#`` comments dropped), and a
-    cursor over them."""
+    cursor over them; ``data``: the file's bytes (`_warn_pyagrum_order` reads its
+    comments)."""
 
     def __init__(self, path):
         self.path, data = _read_bytes(path)
+        self.data = data
         self.toks, self.lines = [], []
         for ln, line in enumerate(data.split(b"\n"), 1):
             words = line.partition(b"#")[0].split()
@@ -289,7 +302,36 @@ def read_uai(path: PathArg, *, unnormalized: str = "error") -> PairwiseMRF | Fac
         if bayes:
             _check_cpt(t, f, scope, tables[-1], start, t.lines[scope_pos[f]], unnormalized)
     t.end()
-    return model_from_factors(card, list(zip(scopes, tables)))
+    _warn_pyagrum_order(t, bayes, scopes, scope_pos)
+    model = model_from_factors(card, list(zip(scopes, tables)))
+    t.data = None
+    return model
+
+
+def _warn_pyagrum_order(t, bayes, scopes, scope_pos):
+    """Warn when the file carries pyAgrum's marks (a BAYES file: a ``# name`` comment on
+    every scope line; a MARKOV file: ``# nbr Nodes``) and a table that pyAgrum 3.3.1
+    writes in its own order (a CPT of two or more parents, a factor of three or more
+    variables): such a table reads as another one (the module docstring)."""
+    if b"#" not in t.data:
+        return
+    odd = [f for f, s in enumerate(scopes) if len(s) >= 3]
+    if not odd:
+        return
+    if bayes:
+        lines = t.data.split(b"\n")
+        marked = all(b"#" in lines[t.lines[p] - 1] for p in scope_pos)
+    else:
+        marked = b"# nbr Nodes" in t.data
+    if marked:
+        what = "CPTs of two or more parents" if bayes else "factors of three or more variables"
+        warnings.warn(
+            f"{t.path}: the file looks written by pyAgrum, which writes {what} in its own "
+            f"order ({len(odd)} here, the first: factor {odd[0]}); read as the UAI format "
+            "orders them, they are other tables. Convert it with pyAgrum: "
+            "fwcore.from_pyagrum(pyagrum.loadBN(path)) (loadMRF for MARKOV), or "
+            "pyagrum.saveBN(bn, 'model.bif') and fwcore.read_model('model.bif')",
+            stacklevel=4)
 
 
 def _check_cpt(t, f, scope, theta, start, line, unnormalized):
@@ -333,9 +375,11 @@ def _check_unused_states(t, card, scopes, first):
 
 
 def write_uai(model: PairwiseMRF | FactorGraph, path: PathArg) -> None:
-    """Write ``model`` (a `PairwiseMRF` or a `FactorGraph`) as a UAI MARKOV file: for a
-    PairwiseMRF one factor per variable, then one per edge; for a FactorGraph its factors
-    as given. Each table = exp(θ) printed with 17 significant digits, so `read_uai`
+    """Write ``model`` (a `PairwiseMRF` or a `FactorGraph`) as a UAI BAYES file when it
+    has a Bayesian-network form (`fwcore.bayes.bayes_form`, CPT rows summing to 1 within
+    `CPT_TOL`: one CPT per variable, its parents then itself), else as a MARKOV file: for
+    a PairwiseMRF one factor per variable, then one per edge; for a FactorGraph its
+    factors as given. Each table = exp(θ) printed with 17 significant digits, so `read_uai`
     returns θ to ~1e-16 (−inf exactly, as a 0 entry).
 
     Finite θ must lie in [log(tiny), log(max)] ≈ [−708.4, 709.8]; outside it exp(θ)
@@ -353,6 +397,10 @@ def write_uai(model: PairwiseMRF | FactorGraph, path: PathArg) -> None:
                   [model.pairwise(e).ravel() for e in range(model.n_edges)])
         names = ([f"the unary of variable {i}" for i in range(model.n_vars)] +
                  [f"edge {e} ({i}, {j})" for e, (i, j) in enumerate(model.edges.tolist())])
+    form = bayes_form(model, tol=CPT_TOL)
+    if form is not None:
+        _write(path, _bayes_lines(model, form))
+        return
     out = ["MARKOV", str(len(model.card)), " ".join(map(str, model.card)), str(len(scopes))]
     out += [" ".join(map(str, (len(s),) + s)) for s in scopes]
     for name, theta in zip(names, tables):
@@ -364,6 +412,16 @@ def write_uai(model: PairwiseMRF | FactorGraph, path: PathArg) -> None:
                              "that factor (log Z shifts by the same constant)")
         out += ["", str(theta.size), " ".join(f"{v:.17g}" for v in np.exp(theta))]
     _write(path, out)
+
+
+def _bayes_lines(model, form):
+    """A BAYES file's lines: per variable its CPT (`fwcore.bayes.BayesForm`), the scope
+    its parents then the variable, the entries with the variable fastest (17 digits)."""
+    out = ["BAYES", str(model.n_vars), " ".join(map(str, model.card)), str(model.n_vars)]
+    out += [" ".join(map(str, (len(p) + 1, *p, v))) for v, p in enumerate(form.parents)]
+    for cpt in form.cpts:
+        out += ["", str(cpt.size), " ".join(f"{v:.17g}" for v in cpt.ravel())]
+    return out
 
 
 # -- answer and evidence files ----------------------------------------------------------
@@ -421,7 +479,7 @@ def write_mar(path: PathArg, node_marginals: Sequence[ArrayLike]) -> None:
 def read_pr(path: PathArg) -> float:
     """Natural log Z from a ``.PR`` file (which holds log10 Z; ln Z = value · ln 10).
     A value of -inf (Z = 0) is accepted; so is the older form with a leading count 1.
-    A value whose ln Z a double cannot hold (|log10 Z| > 7.8e307) is an error."""
+    A value whose ln Z a double cannot hold (``|log10 Z|`` > 7.8e307) is an error."""
     t = _Tokens(path)
     t.header(("PR",), "a partition-function file")
     return _optional_count(t, lambda: _parse_pr(t))
@@ -448,7 +506,7 @@ def read_map(path: PathArg) -> np.ndarray:
     """An assignment (int64 array) from a ``.MAP`` or ``.MPE`` file: the header, n, then
     n states. The older form with a leading solution count of 1 is accepted."""
     t = _Tokens(path)
-    t.header(("MAP", "MPE"), "an assignment file")
+    t.header(("MAP", "MPE", "MMAP"), "an assignment file")
     return _optional_count(t, lambda: _parse_map(t))
 
 
@@ -462,7 +520,7 @@ def _parse_map(t):
     return x
 
 
-@validate_params({"header": Options("MAP", "MPE")}, unchecked=("path", "assignment"))
+@validate_params({"header": Options("MAP", "MPE", "MMAP")}, unchecked=("path", "assignment"))
 def write_map(path: PathArg, assignment: ArrayLike, header: str = "MAP") -> None:
     """Write an assignment as a ``.MAP`` (or, with ``header="MPE"``, ``.MPE``) file."""
     x = _int_array("assignment", assignment)
@@ -523,38 +581,76 @@ def write_evid(path: PathArg, evidence: Mapping[int, int]) -> None:
     _write(path, [" ".join(map(str, [len(pairs), *(a for p in pairs for a in p)]))])
 
 
+def read_query(path: PathArg) -> list[int]:
+    """The query variables of a marginal MAP task from a query file (Merlin's
+    ``--query-file``): their number, then their indices; returned in ascending order, as
+    Merlin orders them (and its ``.MMAP`` answer). A variable given twice is an error."""
+    t = _Tokens(path)
+    k = t.int("the number of query variables")
+    if k > t.left():
+        raise t.error(f"the file declares {k} query variables but has only {t.left()} tokens "
+                      "left")
+    found = [t.int(f"query variable {m}", hi=MAX_INDEX - 1) for m in range(k)]
+    t.end()
+    if len(set(found)) < k:
+        raise t.error(f"variable {_first_twice(found)} is a query variable twice", 0)
+    return sorted(found)
+
+
+def _first_twice(values):
+    seen = set()
+    return next(v for v in values if v in seen or seen.add(v))
+
+
 def apply_evidence(model: PairwiseMRF | FactorGraph,
                    evidence: Mapping[Any, Any]) -> PairwiseMRF | FactorGraph:
-    """Clamp variables: a new model of the same kind, same variables and names, in which
-    each observed variable's other states are impossible (θ_i = −inf; a `FactorGraph`
-    gets a unary factor per observed variable, and its reduction conditions on it).
+    """Observe variables: a new model of the same kind, same variables and names, whose
+    distribution is the model's times each observation's likelihood (a `FactorGraph`
+    gets a unary factor per observed variable, and its reduction conditions on hard ones).
 
-    ``evidence`` maps variables to states: a variable is one of ``model.names`` or an
-    index, a state one of its ``model.states`` or an index (`fwcore.model.Named`), so
-    ``{"WetGrass": 1}`` on a converted network, ``read_evid(path)`` on a file's model."""
+    ``evidence`` maps variables to what is observed: a variable is one of ``model.names``
+    or an index; hard evidence is a state, one of its ``model.states`` or an index
+    (`fwcore.model.Named`): its other states become impossible (θ_i = −inf), so
+    ``{"WetGrass": 1}`` on a converted network, ``read_evid(path)`` on a file's model;
+    soft (likelihood, virtual) evidence is a vector λ of ``card[i]`` likelihoods >= 0,
+    not all zero (a list or an array): θ_i += log λ, as pgmpy's virtual evidence and
+    pyAgrum's soft evidence do, e.g. ``{"X": [0.2, 0.8]}``. A BAYES network's log Z with
+    evidence is log P(e) (the likelihood of the soft part)."""
     if not isinstance(evidence, Mapping):
         raise TypeError(f"evidence must be a mapping {{variable: state}}; got "
                         f"{type(evidence).__name__}")
     if not isinstance(model, FactorGraph):
         check_model(model)
-    pairs = {}
+    logs = {}
     for v, s in evidence.items():
         i = model.var_index(v)
-        if i in pairs:
+        if i in logs:
             raise ValueError(f"evidence gives variable {v!r} twice (as a name and an index)")
-        pairs[i] = model.state_index(i, s)
+        logs[i] = _log_likelihood(model, i, v, s)
     if isinstance(model, FactorGraph):
-        clamps = [((v,), np.where(np.arange(model.card[v]) == s, 0.0, -np.inf))
-                  for v, s in pairs.items()]
-        return FactorGraph(model.card, list(model.factors) + clamps, names=model.names,
-                           states=model.states)
+        return FactorGraph(model.card, list(model.factors) + [((v,), t) for v, t in logs.items()],
+                           names=model.names, states=model.states)
     theta = model.theta.copy()
-    for v, s in pairs.items():
-        block = theta[model.node_off[v]:model.node_off[v + 1]]
-        keep = block[s]
-        block[:] = -np.inf
-        block[s] = keep
+    for v, t in logs.items():
+        theta[model.node_off[v]:model.node_off[v + 1]] += t
     return model.with_theta(theta)
+
+
+def _log_likelihood(model, i, name, observed):
+    """log λ of the observation ``observed`` of variable i (given as ``name``): 0 at an
+    observed state and −inf elsewhere, or the log of a likelihood vector."""
+    card = int(model.card[i])
+    named = (model.states is not None and isinstance(observed, tuple)
+             and observed in model.states[i])
+    if isinstance(observed, (list, tuple, np.ndarray)) and not named:
+        lam = np.asarray(observed)
+        if (lam.shape != (card,) or lam.dtype.kind not in "iuf" or not np.isfinite(lam).all()
+                or (lam < 0).any() or not (lam > 0).any()):
+            raise ValueError(f"soft evidence on variable {name!r} must be {card} finite "
+                             f"likelihoods >= 0, not all zero (one per state); got {observed!r}")
+        with np.errstate(divide="ignore"):
+            return np.log(lam.astype(np.float64))
+    return np.where(np.arange(card) == model.state_index(i, observed), 0.0, -np.inf)
 
 
 # -- helpers --------------------------------------------------------------------------
@@ -603,7 +699,7 @@ def _int_array(name, x):
     return x.astype(np.int64)
 
 
-def _write(path, lines):
+def _write(path, lines, encoding="ascii"):
     """Write ``lines`` to the file ``path`` (compressed by its suffix, `COMPRESSED`) or,
     for `STDIO`, to standard output."""
     if not isinstance(path, (str, os.PathLike)):
@@ -616,5 +712,5 @@ def _write(path, lines):
         return
     compressed = COMPRESSED.get(os.path.splitext(os.fspath(path))[1].lower())
     opener = open if compressed is None else compressed[1].open
-    with opener(path, "wt", encoding="ascii") as f:
+    with opener(path, "wt", encoding=encoding) as f:
         f.write(text)

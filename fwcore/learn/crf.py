@@ -60,7 +60,7 @@ class _Prepared:
 CACHED = 16
 #: the structures (`_graph`) of the training examples prepared last in this process
 #: (`CRFModel.prepare`): a worker reading examples of one graph for each call builds it once
-GRAPHS = {}
+GRAPHS: dict = {}
 _LOCK = threading.Lock()
 
 

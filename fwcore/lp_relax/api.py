@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -150,11 +149,11 @@ def infer_lp(model: PairwiseMRF | FactorGraph, method: str = "mplp", gamma: floa
         raise ValueError(f"method {method!r} would enumerate the states of a global factor; "
                          f"with factors use one of {', '.join(_FACTOR_METHODS)}")
 
-    start = time.perf_counter()
+    deadline = Deadline(max_time)
     best = _BestAssignment(regions)
-    passes = _Passes(build(regions, gamma, reg, projection, seed), best, start)
+    passes = _Passes(build(regions, gamma, reg, projection, seed), best, deadline)
     outcome = run_loop(passes.measure, passes.step,
-                       Stopping(max_iter, tol, deadline=Deadline(max_time)),
+                       Stopping(max_iter, tol, deadline=deadline),
                        Callbacks(callback, line=_progress_line, verbose=verbose),
                        measure_start=False)
     bound, status = passes.bound, outcome.status
@@ -170,7 +169,7 @@ def infer_lp(model: PairwiseMRF | FactorGraph, method: str = "mplp", gamma: floa
         upper_bound=float(bound) if certified else None,
         gap=float(bound - best.score) if certified else None, certified=certified,
         objective=float(passes.objective), measure=float(passes.measure_value), status=status,
-        time=time.perf_counter() - start, n_iter=outcome.n_iter, method=method,
+        time=deadline.elapsed(), n_iter=outcome.n_iter, method=method,
         trace=outcome.trace,
         info={"gamma": gamma, "reg": reg, "n_regions": regions.n_regions,
               "smoothing_width": _smoothing_width(method, regions, gamma)})
@@ -196,8 +195,8 @@ class _Passes:
     (their difference is ``gap``), and the criterion is the method's measure or, when
     smaller, that gap relative to max(1, |score|)."""
 
-    def __init__(self, steps, best, start):
-        self.steps, self.best, self.start = steps, best, start
+    def __init__(self, steps, best, deadline):
+        self.steps, self.best, self.deadline = steps, best, deadline
         self.objective, self.bound, self.measure_value, self.x = math.inf, math.inf, math.inf, None
 
     def step(self, k):
@@ -206,7 +205,7 @@ class _Passes:
 
     def measure(self, k):
         score = self.best(self.x)
-        record = Record(iteration=k, time=time.perf_counter() - self.start,
+        record = Record(iteration=k, time=self.deadline.elapsed(),
                         primal=float(self.objective), gap=float(self.bound - score),
                         bound=float(self.bound), score=float(score))
         relative = ((self.bound - score) / max(1.0, abs(score)) if math.isfinite(score)

@@ -54,7 +54,7 @@ class Factor(abc.ABC):
 
 
 class CardinalityFactor(Factor):
-    """θ_c(x) = -weight · max{0, |Σ_i x_i - s0| - t}² over binary variables
+    """θ_c(x) = -weight · max{0, ``|Σ_i x_i - s0|`` - t}² over binary variables
     (Smooth and Strong, Sec. 5; t = s0/5 in the paper's segmentation experiment)."""
 
     def __init__(self, scope, s0, t=0.0, weight=1.0):

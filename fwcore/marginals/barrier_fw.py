@@ -1,7 +1,8 @@
 """Marginal inference by Barrier Frank-Wolfe (Krishnan, Lacoste-Julien & Sontag 2015):
-`infer`, returning a `fwcore.marginals.MarginalResult`.
+`barrier_fw` (the method "barrier-fw" of `fwcore.infer`), returning a
+`fwcore.marginals.MarginalResult`.
 
-`infer` maximises the TRW objective (Barrier FW eq. 1-2, `fwcore.marginals.trw`) over the marginal
+It maximises the TRW objective (Barrier FW eq. 1-2, `fwcore.marginals.trw`) over the marginal
 polytope M (or the local polytope L) with MAP calls: FCFW over the contraction M_delta
 with adaptive or fixed delta (Alg. 1, 4), MFW corrections over the visited vertices
 (Alg. 3, 5: `fwcore.fw.MFWCorrection`), ICM local search (Alg. 6: `fwcore.fw.LocalSearch`),
@@ -22,31 +23,30 @@ MAP calls on the paper's instances are below its code's, without it about 1.5x a
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import _kernels
+from ..auto import TIME_SHARES, barrier_fw_oracle
 from ..checks import (BOOL, CALLABLE, SEED, TIME, Interval, Options, check_bound_feasible,
-                      check_feasible, check_model, finite_penalty, validate_params)
+                      check_feasible, check_model, checked_inside, finite_penalty,
+                      validate_params)
+from ..factor_graph import FactorGraph, solves_factor_graphs
 from ..fw import (U0_ATOM, Domain, FWResult, LocalSearch, MFWCorrection, adaptive_delta,
                   correct, frank_wolfe, safeguarded_newton)
-from ..auto import barrier_fw_oracle, infer_method
-from ..loop import Guard, TimeUp
-from ..exact import exact_inference
-from .result import MarginalResult, Recorder
-from ..oracles.base import LPOracle, resolve_oracle
+from ..loop import Callbacks, Deadline, Guard, Stopping, TimeUp, run_loop
+from ..model import PairwiseMRF
+from ..oracles.base import LPOracle, build_oracle
 from ..results import Status
+from .mean_field import mean_field
+from .registry import register_method, run_method
+from .result import MarginalResult, Recorder
 from .rho import edge_mutual_information, initial_rho, rho_direction
 from .trw import TRWObjective
 from .trw_dual import pass_budget, trw_dual_bound
-from .wmb import weighted_mini_bucket
-from .mean_field import mean_field_lower_bound
-from ..factor_graph import FactorGraph, solves_factor_graphs
-from ..model import PairwiseMRF
 
-__all__ = ["infer", "MarginalPolytope", "LocalPolytope"]
+__all__ = ["barrier_fw", "MarginalPolytope", "LocalPolytope", "BARRIER_FW"]
 
 #: MFW correction budget (paper code: <= 100 steps)
 _CORRECTION_STEPS = 100
@@ -61,32 +61,9 @@ _MAX_VERTICES = 256
 #: rho line search: relative tolerance on B' and bracket, and most corrections per update
 _RHO_LINE_SEARCH_TOL = 0.01
 _RHO_LINE_SEARCH_STEPS = 8
-#: share of max_time an approximate oracle's run leaves to
-#: `fwcore.marginals.trw_dual.trw_dual_bound`
-_DUAL_BOUND_SHARE = 0.2
 #: ICM sweeps per local-search vertex and local-search steps when ``local_search=True``
 _ICM_SWEEPS = 100
 _LOCAL_STEPS = 30
-
-_PARAMS = {
-    "method": Options("auto", "approximate", "barrier-fw", "wmb"),
-    "domain": Options("marginal", "local"),
-    "delta": [Options("adaptive"), Interval(0.0, 0.25, lo_open=True)],
-    "delta_init": Interval(0.0, 0.25, lo_open=True),
-    "tol": Interval(0.0, lo_open=True),
-    "rho_tol": Interval(0.0, lo_open=True),
-    "max_iter": Interval(0, integer=True),
-    "rho_updates": Interval(0, integer=True),
-    "rho_step": Options("line-search", "fixed"),
-    "max_time": TIME,
-    "callback": [CALLABLE, None],
-    "seed": SEED,
-    "correction": BOOL,
-    "local_search": [BOOL, Interval(0, integer=True)],
-    "verbose": BOOL,
-    "entropy": Options("trw"),
-}
-
 
 def _correction_tol(gap):
     """pFW tolerance of a correction: 0.5 when the last FW gap is >= 1, else 0.05 (the
@@ -101,12 +78,13 @@ class _OraclePolytope(Domain):
     ``slack`` is what the last call proves: a certified bound on its max score minus its
     vertex's score (0 from a complete exact call; None: nothing proven)."""
 
-    deadline = None
+    deadline = Deadline()
     slack = None
 
     def time_left(self):
         """Seconds before ``deadline`` (None: none): the next oracle call's time limit."""
-        return None if self.deadline is None else max(self.deadline - time.perf_counter(), 1e-2)
+        left = self.deadline.seconds_left()
+        return None if left is None else max(left, 1e-2)
 
     def max_score(self, scores):
         """(the score of an lmo vertex, a certified bound on the max score or None) for
@@ -211,12 +189,12 @@ def _make_domain(model, oracle, domain, seed):
     """The polytope over which Barrier FW runs, with the oracle `barrier_fw_oracle` names."""
     spec = barrier_fw_oracle(oracle, domain)
     if domain == "local":
-        lp = resolve_oracle(spec, model)
+        lp = build_oracle(spec, model)
         if not isinstance(lp, LPOracle):
             raise ValueError("domain='local' uses the local-polytope LP: give oracle='auto', "
                              f"'exact' or 'lp' (or a fwcore.oracles.LPOracle); got {oracle!r}")
         return LocalPolytope(model, lp)
-    resolved = resolve_oracle(spec, model, seed=seed)
+    resolved = build_oracle(spec, model, seed=seed)
     if isinstance(resolved, LPOracle):
         raise ValueError("oracle='lp' optimises over the local polytope: use domain='local'")
     return MarginalPolytope(model, resolved, seed)
@@ -225,15 +203,16 @@ def _make_domain(model, oracle, domain, seed):
 # -- the run of Barrier FW (Alg. 2): set-up, rho loop, certification ----------------------
 
 @dataclass
-class _Run:
+class _BarrierFWRun:
     """What the steps of one Barrier FW run (Alg. 2) share. Settings: ``tol`` ends the
-    last inner run, ``rho_tol`` the ones before it; the clock starts at ``t0`` and the FW
-    steps may run for ``fw_time`` seconds of ``max_time`` (None: no limit). `_set_up`
-    adds the model with finite penalties, the TRW ``objective``, the polytope ``dom``
-    with its oracle and the trace ``recorder``. State of the rho loop: the current
-    ``rho``, the last inner run that measured a gap (``res``, at ``res_rho``; None before
-    one), the oracle calls and FCFW iterations so far, the rho iteration ``outer`` and
-    the ``status``."""
+    last inner run, ``rho_tol`` the ones before it; ``deadline`` is the call's (its
+    ``elapsed()`` the run's time) and ``fw_deadline`` the FW steps' (a share of it with an
+    approximate oracle: the rest goes to the tree-decomposition bound). `_set_up` adds
+    the model with finite penalties, the TRW ``objective``, the polytope ``dom`` with its
+    oracle and the trace ``recorder``. State of the rho loop: the current ``rho``, the
+    last inner run that measured a gap (``res``, at ``res_rho``; None before one), the
+    oracle calls and FCFW iterations so far, the rho iteration ``outer`` and the
+    ``status``."""
 
     model: PairwiseMRF
     given: object  # `check_feasible`'s answer on the model as given
@@ -247,9 +226,8 @@ class _Run:
     local_steps: int
     adaptive: bool
     delta0: float
-    t0: float
-    max_time: float | None
-    fw_time: float | None = None
+    deadline: Deadline
+    fw_deadline: Deadline | None = None
     objective: TRWObjective | None = None
     dom: _OraclePolytope | None = None
     recorder: Recorder | None = None
@@ -262,20 +240,13 @@ class _Run:
     outer: int = 0
     status: Status = Status.CONVERGED
 
-    def fw_left(self):
-        """Seconds left for the FW steps (None: no limit; <= 0: none)."""
-        return None if self.fw_time is None else self.fw_time - (time.perf_counter() - self.t0)
 
-
-def _set_up(run, exact, oracle, entropy, rho, seed, callback, verbose):
-    """Alg. 2 lines 1-3, or the marginals of the ``exact`` method (not None; then
-    returned): a finite penalty for impossible
-    states, the initial rho, the polytope with its oracle (whose ``u0`` starts the first
-    inner run) and deadline, the trace recorder and the TRW objective."""
+def _set_up(run, oracle, entropy, rho, seed, callbacks):
+    """Alg. 2 lines 1-3: a finite penalty for impossible states, the initial rho, the
+    polytope with its oracle (whose ``u0`` starts the first inner run) and deadline, the
+    trace recorder and the TRW objective."""
     model = run.model
     run.given = check_feasible(model)
-    if exact is not None:
-        return _exact_result(model, exact, run.t0)
     if np.isneginf(model.theta).any():
         log_states = float(np.log(model.card.astype(np.float64)).sum())
         model = run.model = model.with_theta(finite_penalty(model, model.theta,
@@ -284,54 +255,65 @@ def _set_up(run, exact, oracle, entropy, rho, seed, callback, verbose):
     # the oracle is built for the model as given: it penalises -inf scores itself, and
     # checks the user's values, not the penalty (which may exceed what a model may hold)
     dom = run.dom = _make_domain(run.given, oracle, run.domain, seed)
-    # an approximate oracle leaves a share of max_time to the tree-decomposition bound
-    run.fw_time = (run.max_time if dom.exact or run.max_time is None else
-                   (1 - _DUAL_BOUND_SHARE) * run.max_time)
-    dom.deadline = None if run.fw_time is None else run.t0 + run.fw_time
+    # an approximate oracle leaves a share of the time to the tree-decomposition bound
+    run.fw_deadline = dom.deadline = (
+        run.deadline if dom.exact else
+        run.deadline.share(1 - TIME_SHARES["barrier-fw/tree-decomposition bound"]))
     # with adaptive delta a record's gap is over M (or L): TRW + gap + slack bounds log Z
-    run.recorder = Recorder(callback, bool(verbose), run.t0,
+    run.recorder = Recorder(callbacks, run.deadline,
                             slack=(lambda: dom.slack) if run.adaptive else None)
     run.objective = TRWObjective(model, run.rho)
 
 
 def _rho_loop(run):
-    """Alg. 2 lines 4-24: an inner FCFW run at the current rho (`_inner_run`), then a FW
-    step on rho (`_rho_step`, lines 20-23), ``rho_updates`` times. Stops before a run or an
-    update when the FW time is up, and at Ctrl-C; ``run.res`` is the last run that
-    measured a gap."""
-    for i in range(run.rho_updates + 1):
+    """Alg. 2 lines 4-24 on `fwcore.loop.run_loop`: each step is an inner FCFW run at the
+    current rho (`_inner_run`), then, but after the last, a FW step on rho (`_rho_step`,
+    lines 20-23). The loop stops when the FW time is up (no rho update then: its
+    spanning forest alone takes ~1 s on a 200x200 grid), at Ctrl-C, or when an inner run
+    ends the run (its last, or one stopped early); ``run.res`` is the last run that
+    measured a gap and ``run.status`` how the run ended."""
+    finished = []
+
+    def step(k):
+        i = k - 1
         run.objective.set_rho(run.rho)
         run.outer = run.recorder.outer = i
         run.recorder.calls_before = run.calls
-        left = run.fw_left()
-        if left is not None and left <= 0:
-            run.status = Status.MAX_TIME
-            return
         last = i == run.rho_updates
-        res = _inner_run(run, left, last)
+        res = _inner_run(run, last)
         run.calls += 0 if res is None else res.n_oracle_calls
         if res is None or math.isinf(res.gap):
             # stopped before this run measured a gap: Ctrl-C, or max_time in its first call
             run.status = Status.INTERRUPTED if res is None else res.status
+            finished.append(True)
             return
         run.res, run.res_rho = res, run.rho
         run.n_iter += res.n_iter
         run.status = res.status
         if run.status in (Status.MAX_TIME, Status.INTERRUPTED) or last:
+            finished.append(True)
             return
-        if run.fw_time is not None and time.perf_counter() - run.t0 >= run.fw_time:
-            run.status = Status.MAX_TIME  # no rho update (its spanning forest alone takes
-            return                        # ~1 s on a 200x200 grid)
+        if run.fw_deadline.passed():
+            run.status = Status.MAX_TIME
+            finished.append(True)
+            return
         rho = _rho_step(run)
         if rho is None:
             run.status = Status.INTERRUPTED
+            finished.append(True)
             return
         run.rho = rho
 
+    outcome = run_loop(lambda k: (None, 0.0 if finished else math.inf), step,
+                       Stopping(run.rho_updates + 1, deadline=run.fw_deadline),
+                       Callbacks(trace=False), measure_start=False, guard=run.guard)
+    if outcome.status in (Status.MAX_TIME, Status.INTERRUPTED) and not finished:
+        run.status = outcome.status
 
-def _inner_run(run, left, last):
+
+def _inner_run(run, last):
     """One inner run (Alg. 2 lines 5-19): FCFW over M_delta (Alg. 4, with the corrections
-    of Alg. 5-6) to ``tol`` when ``last``, else ``rho_tol``, within ``left`` seconds; warm
+    of Alg. 5-6) to ``tol`` when ``last``, else ``rho_tol``, within the FW time; warm
     started from the last active set (line 22), delta carried over (the paper code also
     halved it after each inner run: measured, no better marginals and more MAP calls).
     None on Ctrl-C."""
@@ -339,11 +321,17 @@ def _inner_run(run, left, last):
     steps = _corrections(run, warm=res is not None)
     return run.guard(frank_wolfe, run.objective, run.dom, method="fcfw",
                      tol=run.tol if last else run.rho_tol, max_iter=run.max_iter,
-                     max_time=left, callback=run.recorder,
+                     max_time=_positive(run.fw_deadline.seconds_left()),
+                     callback=run.recorder,
                      init=None if res is None else (res.atoms, res.weights),
                      delta=run.delta0 if res is None else res.delta,
                      delta_rule=_delta_rule(not run.dom.exact, steps) if run.adaptive else None,
                      corrections=steps, max_vertices=_MAX_VERTICES, trace=False)
+
+
+def _positive(seconds):
+    """A duration for a call that takes max_time (at least 1 ms; None: no limit)."""
+    return None if seconds is None else max(seconds, 1e-3)
 
 
 def _rho_step(run):
@@ -364,18 +352,15 @@ def _rho_line_search(run):
     (capped, on large models) with a gap over the hull above ``rho_tol``, its B' is
     biased towards long steps: the fixed step 2/(i+3) is taken instead."""
     model, res, rho = run.model, run.res, run.rho
-    max_time = run.fw_left()
     d = rho_direction(model, res.x, rho)
-    t0 = time.perf_counter()
     resolved = []
     correction = MFWCorrection(_CORRECTION_STEPS, tol=run.tol, work=_CORRECTION_WORK,
                                kernel=_correction_kernel(run))
 
     def dphi(a):
         run.objective.set_rho(rho + a * d)
-        left = None if max_time is None else max(max_time - (time.perf_counter() - t0), 1e-3)
         c = correct(run.objective, run.dom, (res.atoms, res.weights), correction,
-                    delta=res.delta, max_time=left)
+                    delta=res.delta, max_time=_positive(run.fw_deadline.seconds_left()))
         resolved.append(c.gap <= run.rho_tol)
         return -float(d @ edge_mutual_information(model, c.x)), None
 
@@ -414,36 +399,48 @@ def _delta_rule(approximate, steps):
     return rule
 
 
-@validate_params(_PARAMS, unchecked=("model", "oracle", "rho"))
-def infer(model: PairwiseMRF | FactorGraph, *, method: str = "auto", oracle="auto",
-          domain: str = "marginal",
-          delta: str | float = "adaptive", delta_init: float = 1e-3, correction: bool = True,
-          local_search: bool | int = True, entropy: str = "trw",
-          rho: str | float | np.ndarray | None = None,
-          rho_updates: int = 10, rho_step: str = "line-search", tol: float = 0.01,
-          rho_tol: float = 0.5, max_iter: int = 1000, max_time: float | None = None,
-          callback=None, seed: int | None = None, verbose: bool = False) -> MarginalResult:
-    """Marginals and a certified upper bound on log Z: exactly where that is cheap, else
-    by weighted mini-bucket elimination or Barrier Frank-Wolfe (Barrier FW Alg. 2).
+_OPTIONS = {
+    "oracle": checked_inside("a MAP oracle (fwcore.resolve_oracle)"),
+    "domain": Options("marginal", "local"),
+    "delta": [Options("adaptive"), Interval(0.0, 0.25, lo_open=True)],
+    "delta_init": Interval(0.0, 0.25, lo_open=True),
+    "correction": BOOL,
+    "local_search": [BOOL, Interval(0, integer=True)],
+    "entropy": Options("trw"),
+    "rho": checked_inside("edge weights (fwcore.marginals.rho)"),
+    "rho_updates": Interval(0, integer=True),
+    "rho_step": Options("line-search", "fixed"),
+    "tol": Interval(0.0, lo_open=True),
+    "rho_tol": Interval(0.0, lo_open=True),
+    "seed": SEED,
+}
+_PARAMS = {**_OPTIONS, "max_iter": Interval(0, integer=True), "max_time": TIME,
+           "callback": [CALLABLE, None], "verbose": BOOL}
+del _PARAMS["oracle"], _PARAMS["rho"]
+#: FCFW iterations per inner run unless max_iter is given
+_MAX_ITER = 1000
 
-    method : "auto" (default): exact marginals (`fwcore.exact_inference`, method
-        "exact/bruteforce", "exact/tree": two-pass sum-product on a forest, or
-        "exact/elimination"; gap 0, log_z_upper = log Z) when the model has few joint
-        states, is a forest, or variable elimination takes few table entries (and half
-        of ``max_time``; `fwcore.auto.infer_exact_method`), else "approximate".
-        "approximate": the approximate method that measured best past exact reach
-        (`fwcore.auto.infer_method`): weighted mini-bucket elimination
-        (`fwcore.weighted_mini_bucket` with ``max_iter`` (passes), ``max_time``,
-        ``callback`` and ``verbose``, its own ``tol``; ``log_z_lower`` a certified lower
-        bound). "wmb" and
-        "barrier-fw" run those. The options below are Barrier FW's; an oracle other than
-        "auto" or domain "local" with method "auto" run Barrier FW.
-    oracle : Barrier FW's MAP oracle. "auto" (default): the approximate "portfolio"
-        oracle. "exact" (the cheapest exact MAP oracle,
+
+@validate_params(_PARAMS, unchecked=("model", "oracle", "rho"))
+def barrier_fw(model: PairwiseMRF | FactorGraph, *, oracle="auto", domain: str = "marginal",
+               delta: str | float = "adaptive", delta_init: float = 1e-3,
+               correction: bool = True, local_search: bool | int = True,
+               entropy: str = "trw", rho: str | float | np.ndarray | None = None,
+               rho_updates: int = 10, rho_step: str = "line-search", tol: float = 0.01,
+               rho_tol: float = 0.5, max_iter: int = _MAX_ITER,
+               max_time: float | None = None, callback=None, seed: int | None = None,
+               verbose: bool = False) -> MarginalResult:
+    """Marginals and an upper bound on log Z by Barrier Frank-Wolfe (Krishnan,
+    Lacoste-Julien & Sontag 2015, Alg. 2): TRW over the marginal polytope M (or the local
+    polytope L) with MAP calls. ``fwcore.infer(model, method="barrier-fw", ...)`` is the
+    same call.
+
+    oracle : the MAP oracle. "auto" (default): the approximate "portfolio" oracle over M,
+        the LP over L; "exact" (the cheapest exact MAP oracle,
         `fwcore.oracles.exact_choice`), a registered name (``fwcore.available_oracles()``),
         ``(name, options)``, a `MapOracle` or a function ``scores -> assignment`` (see
-        `fwcore.oracles.resolve_oracle`) always run Barrier FW. Approximate oracles use
-        max(correction gap, gap) in Alg. 1 (Barrier FW Sec. 4).
+        `fwcore.oracles.resolve_oracle`). Approximate oracles use max(correction gap, gap)
+        in Alg. 1 (Barrier FW Sec. 4).
     domain : "marginal" (M, MAP oracle) or "local" (L, the LP oracle: TRW over L, the
         fixed point of tree-reweighted BP).
     delta : "adaptive" (Alg. 1 from ``delta_init``, in (0, 1/4]) or a fixed contraction in
@@ -486,46 +483,49 @@ def infer(model: PairwiseMRF | FactorGraph, *, method: str = "auto", oracle="aut
     ``log_z_upper`` is the least of them, so a run stopped by max_time or Ctrl-C returns the
     best bound it proved. An approximate oracle's bound is an LP bound, loose at iterates in
     M where L is loose; unless the run was interrupted or already proved ``tol``, the TRW
-    bound in its tree-decomposition form is also minimised (`fwcore.marginals.trw_dual`, no oracle
-    needed) with max_time for as long again as the run (at least 1 s), within max_time,
-    else for a fixed number of forest passes (no clock read): certified at every
+    bound in its tree-decomposition form is also minimised (`fwcore.marginals.trw_dual`, no
+    oracle needed) with max_time for as long again as the run (at least 1 s), within
+    max_time, else for a fixed number of forest passes (no clock read): certified at every
     step, it converges where TRBP does not. Without max_time no decision reads a clock: a
-    fixed ``seed`` gives the same answer, serial or in `fwcore.infer_many`.
+    fixed ``seed`` gives the same answer, serial or in `fwcore.infer_many`. ``log_z_lower``
+    is the best score of the vertices kept and the naive mean-field bound from mu's node
+    marginals (`fwcore.marginals.mean_field`).
 
-    Status: ``converged`` only when the certified gap at the returned mu is at most
-    ``tol``; an approximate oracle that finds no better vertex without proving it ends
-    ``stalled`` (``gap`` is then the oracle's estimate, ``certified_gap`` the proof).
+    ``info``: ``rho`` (the edge weights of the answer), ``primal`` (TRW(mu; theta, rho)),
+    ``delta`` (the contraction at the end), ``n_icm_calls`` (local-search ICM calls) and
+    ``n_rho_updates``. Status: ``converged`` only when the certified gap at the returned mu
+    is at most ``tol``; an approximate oracle that finds no better vertex without proving
+    it ends ``stalled`` (``gap`` is then the oracle's estimate, ``certified_gap`` the
+    proof).
     """
-    pairwise = model.reduced if isinstance(model, FactorGraph) else check_model(model)
-    chosen, exact = infer_method(pairwise, method, oracle, domain, max_time)
-    if chosen == "wmb":
-        return weighted_mini_bucket(model, max_iter=max(max_iter, 1), max_time=max_time,
-                                    callback=callback, verbose=verbose)
-    return _barrier_fw(model, exact, oracle, domain, delta, delta_init, correction,
-                       local_search, entropy, rho, rho_updates, rho_step, tol, rho_tol,
-                       max_iter, max_time, callback, seed, verbose)
+    deadline = Deadline(max_time)
+    checked = model if isinstance(model, FactorGraph) else check_model(model)
+    return run_method(BARRIER_FW, checked, deadline=deadline, max_iter=max_iter,
+                      callback=callback, verbose=verbose,
+                      options=dict(oracle=oracle, domain=domain, delta=delta,
+                                   delta_init=delta_init, correction=correction,
+                                   local_search=local_search, entropy=entropy, rho=rho,
+                                   rho_updates=rho_updates, rho_step=rho_step, tol=tol,
+                                   rho_tol=rho_tol, seed=seed))
 
 
 @solves_factor_graphs
-def _barrier_fw(model, exact, oracle, domain, delta, delta_init, correction, local_search,
-                entropy, rho, rho_updates, rho_step, tol, rho_tol, max_iter, max_time,
-                callback, seed, verbose):
-    """`infer` by Barrier FW (Alg. 2), or the ``exact`` method's marginals (not None)."""
-    t0 = time.perf_counter()
-    model = check_model(model)
+def _run(model, budget, callbacks, *, oracle="auto", domain="marginal", delta="adaptive",
+         delta_init=1e-3, correction=True, local_search=True, entropy="trw", rho=None,
+         rho_updates=10, rho_step="line-search", tol=0.01, rho_tol=0.5, seed=None):
+    """Barrier FW (Alg. 2) on the checked ``model``: the registered run (`barrier_fw`)."""
     local_steps = _LOCAL_STEPS if local_search is True else int(local_search)
     adaptive = delta == "adaptive"
     delta0 = delta_init if adaptive else delta
-    run = _Run(model, None, domain, tol=tol, rho_tol=max(rho_tol, tol), max_iter=max_iter,
-               rho_updates=rho_updates, rho_step=rho_step, correction=correction,
+    run = _BarrierFWRun(model, None, domain, tol=tol, rho_tol=max(rho_tol, tol),
+               max_iter=budget.iterations(_MAX_ITER), rho_updates=rho_updates,
+               rho_step=rho_step, correction=correction,
                local_steps=0 if domain == "local" else local_steps, adaptive=adaptive,
-               delta0=delta0, t0=t0, max_time=max_time)
-    # Ctrl-C in the set-up (or in exact inference) returns u0: nothing measured yet
-    answer = run.guard(_set_up, run, exact, oracle, entropy, rho, seed, callback, verbose)
+               delta0=delta0, deadline=budget.deadline)
+    # Ctrl-C in the set-up returns u0: nothing measured yet
+    run.guard(_set_up, run, oracle, entropy, rho, seed, callbacks)
     if run.guard.interrupted:
-        return _interrupted_in_set_up(model, domain, delta0, t0)
-    if answer is not None:
-        return answer
+        return _interrupted_in_set_up(model, domain, delta0, run.deadline)
     # Ctrl-C anywhere in a step (engine set-up, corrections, line search, oracle calls)
     # ends the run with the last inner run that measured a gap
     _rho_loop(run)
@@ -553,14 +553,15 @@ def _certify(run):
         check_bound_feasible(run.given, bound)
     lower = _lower_bound(run, mu)
     return MarginalResult.from_mu(
-        run.model, mu, rho=run.objective.rho.copy(), primal=float(primal), gap=float(gap),
+        run.model, mu, gap=float(gap),
         certified_gap=None if certified_gap is None else float(certified_gap),
-        log_z_upper=float(bound), certified=bool(certified),
-        delta=float(run.delta0 if run.res is None else run.res.delta),
-        n_oracle_calls=run.calls, n_icm_calls=run.dom.n_icm_calls, status=run.status,
-        n_iter=run.n_iter, n_rho_updates=run.outer if run.res is not None else 0,
-        time=time.perf_counter() - run.t0, method=f"barrier-fw/{run.domain}",
-        trace=run.recorder.trace(), log_z_lower=lower)
+        log_z_upper=float(bound), certified=bool(certified), n_oracle_calls=run.calls,
+        status=run.status, n_iter=run.n_iter, time=run.deadline.elapsed(),
+        method=f"barrier-fw/{run.domain}", trace=run.recorder.trace(), log_z_lower=lower,
+        info=dict(rho=run.objective.rho.copy(), primal=float(primal),
+                  delta=float(run.delta0 if run.res is None else run.res.delta),
+                  n_icm_calls=run.dom.n_icm_calls,
+                  n_rho_updates=run.outer if run.res is not None else 0))
 
 
 #: mean-field sweeps of Barrier FW's lower bound (ObjectDetection_13 and clique10 θ=2
@@ -580,10 +581,10 @@ def _lower_bound(run, mu):
         labellings = run.res.atoms[run.res.atoms[:, 0] != U0_ATOM]   # not u0's row
         if len(labellings):
             lower = float(np.max(run.dom.inner(run.given.theta, labellings)))
-    until = None if run.max_time is None else run.t0 + run.max_time
     nodes, _ = run.model.split_marginals(mu)
-    field = run.guard(mean_field_lower_bound, run.given, start=nodes,
-                      max_iter=_MEAN_FIELD_SWEEPS, deadline=until)
+    field = run.guard(mean_field, run.given, nodes, _MEAN_FIELD_SWEEPS, 1e-6, run.deadline)
+    if run.guard.interrupted:
+        run.status = Status.INTERRUPTED
     return lower if field is None else max(lower, field.log_z_lower)
 
 
@@ -593,8 +594,8 @@ def _final_gap(run, mu, g):
     Ctrl-C or past max_time no oracle is called; else one call measures it, with the
     oracle's bound on the max score (App. J)."""
     ctrl_c = run.status is Status.INTERRUPTED and not run.recorder.stopped
-    if (run.dom.exact and run.adaptive and run.status is Status.CONVERGED and
-            run.dom.last_call_exact()):
+    if run.dom.exact and run.adaptive and run.status is Status.CONVERGED and \
+            run.dom.last_call_exact():
         # the last record is mu with a fresh exact gap over M (or L): no MAP call needed
         gap = run.recorder.records[-1].gap
         return gap, gap
@@ -634,14 +635,14 @@ _DUAL_BOUND_SECONDS = 1.0
 
 
 def _dual_bound_deadline(run):
-    """When the final tree-decomposition bound must stop (a time.perf_counter() value; None
-    without max_time): after as long again as the run so far, at least
-    _DUAL_BOUND_SECONDS, and at the latest at max_time."""
-    if run.max_time is None:
+    """The deadline of the final tree-decomposition bound (None without max_time): as
+    long again as the run so far, at least _DUAL_BOUND_SECONDS, and at the latest the
+    run's own."""
+    left = run.deadline.seconds_left()
+    if left is None:
         return None
-    now = time.perf_counter()
-    budget = max(_DUAL_BOUND_SECONDS, _DUAL_BOUND_RUN_SHARE * (now - run.t0))
-    return min(run.t0 + run.max_time, now + budget)
+    return Deadline(min(left, max(_DUAL_BOUND_SECONDS,
+                                  _DUAL_BOUND_RUN_SHARE * run.deadline.elapsed())))
 
 
 def _bounds(run, primal, certified_gap):
@@ -656,34 +657,31 @@ def _bounds(run, primal, certified_gap):
         bounds.append(primal + certified_gap)
     proven = min(bounds, default=math.inf) - primal <= run.tol
     if not run.dom.exact and run.status is not Status.INTERRUPTED and not proven:
-        timed = run.max_time is not None
-        dual = run.guard(trw_dual_bound, run.model, deadline=_dual_bound_deadline(run),
-                         max_passes=None if timed else pass_budget(run.model))
-        if run.guard.interrupted:
+        timed = run.deadline.at is not None
+        dual, _, _, status = trw_dual_bound(
+            run.model, deadline=_dual_bound_deadline(run),
+            max_passes=None if timed else pass_budget(run.model))
+        if math.isfinite(dual):  # every point it evaluated is a bound, Ctrl-C or not
+            bounds.append(dual)
+        if status is Status.INTERRUPTED:
             run.status = Status.INTERRUPTED
-        else:
-            bounds.append(dual[0])
     return bounds
 
 
-def _interrupted_in_set_up(model, domain, delta, t0):
+def _interrupted_in_set_up(model, domain, delta, deadline):
     """The answer to Ctrl-C before the first iterate: u0, no gap, no bound (uniform rho)."""
     rho = initial_rho(model, "uniform")
+    u0 = model.uniform_marginals()
     return MarginalResult.from_mu(
-        model, model.uniform_marginals(), rho=rho,
-        primal=float(TRWObjective(model, rho).trw(model.uniform_marginals())), gap=math.inf,
-        certified_gap=None, log_z_upper=math.inf, certified=False, delta=float(delta),
-        n_oracle_calls=0, n_icm_calls=0, status=Status.INTERRUPTED, n_iter=0,
-        n_rho_updates=0, time=time.perf_counter() - t0, method=f"barrier-fw/{domain}")
+        model, u0, gap=math.inf, certified_gap=None, log_z_upper=math.inf, certified=False,
+        n_oracle_calls=0, status=Status.INTERRUPTED, n_iter=0, time=deadline.elapsed(),
+        method=f"barrier-fw/{domain}",
+        info=dict(rho=rho, primal=float(TRWObjective(model, rho).trw(u0)),
+                  delta=float(delta), n_icm_calls=0, n_rho_updates=0))
 
 
-def _exact_result(model, method, t0):
-    """Exact marginals (`fwcore.exact.exact_inference`) as a MarginalResult: the bound is
-    log Z itself, the gap 0."""
-    ex = exact_inference(model, method=method)
-    return MarginalResult(
-        node_marginals=ex.node_marginals, edge_marginals=ex.edge_marginals, mu=ex.mu,
-        rho=None, primal=ex.log_z, gap=0.0, certified_gap=0.0, log_z_upper=ex.log_z,
-        certified=True, delta=0.0, n_oracle_calls=0, n_icm_calls=0, status=Status.CONVERGED,
-        n_iter=ex.n_iter, n_rho_updates=0, time=time.perf_counter() - t0,
-        method=f"exact/{method}", trace=ex.trace, log_z_lower=ex.log_z)
+BARRIER_FW = register_method(
+    "barrier-fw", _run, _OPTIONS, certifies=("upper", "lower"),
+    iteration="FCFW iterations per inner run",
+    summary="Barrier Frank-Wolfe over M_delta (or L_delta) with MAP calls: TRW marginals "
+            "and its bound (Krishnan et al. 2015, Alg. 2)")

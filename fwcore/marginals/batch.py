@@ -57,7 +57,7 @@ def infer_many(models, executor=None, **kwargs):
 
 
 def _infer(model, kwargs):
-    from .barrier_fw import infer  # (see the module docstring)
+    from .api import infer  # (see the module docstring)
     if isinstance(model, (str, os.PathLike)):
         model = read_model(model)
     return infer(model, **kwargs)

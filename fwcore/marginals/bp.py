@@ -14,7 +14,6 @@ At a fixed point they maximise the TRW objective over the local polytope L.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
@@ -25,12 +24,13 @@ import numpy as np
 from .._kernels import (BP_BLOCK, binary_messages, binary_node_sums, trbp_binary_sweeps,
                         trbp_sweeps)
 from ..checks import (BOOL, CALLABLE, N_JOBS, TIME, Interval, check_feasible, check_model,
-                      n_threads, validate_params)
+                      checked_inside, n_threads, validate_params)
 from ..factor_graph import FactorGraph, solves_factor_graphs
-from ..loop import Callbacks, Deadline, Guard, Stopping, run_loop
+from ..loop import Deadline, Guard, Stopping, run_loop
 from ..model import PairwiseMRF, concat_ranges
 from ..results import Record
-from .result import MarginalResult, progress_line
+from .registry import register_method, run_method
+from .result import MarginalResult
 from .rho import ENTROPY, initial_rho, rho_direction
 from .trw import TRWObjective
 
@@ -196,23 +196,26 @@ def _beliefs(model, rho, logm, msg_off):
     return np.exp(np.concatenate([b_node, b_edge]))
 
 
-_LOOPY_PARAMS = {
+_LOOPY_OPTIONS = {
     "damping": Interval(0.0, 1.0, hi_open=True),
-    "max_iter": Interval(1, integer=True),
     "tol": Interval(0.0, lo_open=True),
-    "max_time": TIME,
-    "callback": [CALLABLE, None],
-    "verbose": BOOL,
     "n_jobs": N_JOBS,
 }
-_TRBP_PARAMS = {**_LOOPY_PARAMS, "entropy": ENTROPY, "rho_updates": Interval(0, integer=True)}
+_TRBP_OPTIONS = {**_LOOPY_OPTIONS, "entropy": ENTROPY,
+                 "rho": checked_inside("edge weights (fwcore.marginals.rho)"),
+                 "rho_updates": Interval(0, integer=True)}
+_COMMON = {"max_iter": Interval(1, integer=True), "max_time": TIME,
+           "callback": [CALLABLE, None], "verbose": BOOL}
+_LOOPY_PARAMS = {**_LOOPY_OPTIONS, **_COMMON}
+_TRBP_PARAMS = {**_COMMON, **{k: v for k, v in _TRBP_OPTIONS.items() if k != "rho"}}
+#: sweeps per BP run unless max_iter is given
+_MAX_SWEEPS = 1000
 
 
 @validate_params(_TRBP_PARAMS, unchecked=("model", "rho"))
-@solves_factor_graphs
 def trbp(model: PairwiseMRF | FactorGraph, *, entropy: str = "trw",
          rho: str | Callable | float | np.ndarray | None = None, rho_updates: int = 10,
-         damping: float = 0.5, max_iter: int = 1000, tol: float = 1e-8,
+         damping: float = 0.5, max_iter: int = _MAX_SWEEPS, tol: float = 1e-8,
          max_time: float | None = None, callback=None, verbose: bool = False,
          n_jobs: int = 1) -> MarginalResult:
     """Tree-reweighted BP (log domain, `fwcore.marginals.bp.trbp_beliefs`) with the outer
@@ -220,52 +223,71 @@ def trbp(model: PairwiseMRF | FactorGraph, *, entropy: str = "trw",
     forest on the beliefs' mutual information). ``entropy`` and ``rho`` as in
     `fwcore.marginals.rho`: "trw" with ρ from ``rho`` (None: "matrix-tree";
     `fwcore.marginals.rho.initial_rho`), or "bethe", ρ = 1 with no ρ to update: loopy BP
-    (method "loopy-bp", `loopy_bp`).
+    (method "loopy-bp", `loopy_bp`). ``max_iter``: sweeps per BP run.
     ``log_z_upper`` is TRW(beliefs; rho), an upper bound on log Z (with "trw") only at an
-    exact fixed point, so ``certified`` is False; ``gap`` is None.
+    exact fixed point, so ``certified`` is False; ``gap`` is None; ``info`` holds
+    ``rho``, ``primal`` (that TRW value) and ``n_rho_updates``.
     ``callback(record)`` is called once per rho iteration (``iteration`` = BP sweeps).
     Ctrl-C returns the beliefs of the messages so far (status interrupted). ``n_jobs``
     threads (-1: one per core) share each sweep on binary models with finite
     log-potentials of more than `fwcore._kernels.BP_BLOCK` edges; the answer does not
-    depend on it."""
-    t0 = time.perf_counter()
-    model = check_model(model)
-    rho = initial_rho(model, rho, entropy)
-    bethe = entropy == "bethe"
-    return _bp_loop(model, rho, 0 if bethe else rho_updates, damping, max_iter, tol, max_time,
-                    callback, verbose, t0, "loopy-bp" if bethe else "trbp", n_threads(n_jobs))
+    depend on it. ``fwcore.infer(model, method="trbp", ...)`` is the same call."""
+    deadline = Deadline(max_time)
+    checked = model if isinstance(model, FactorGraph) else check_model(model)
+    return run_method(TRBP, checked, deadline=deadline, max_iter=max_iter, callback=callback,
+                      verbose=verbose,
+                      options=dict(entropy=entropy, rho=rho, rho_updates=rho_updates,
+                                   damping=damping, tol=tol, n_jobs=n_jobs))
 
 
 @validate_params(_LOOPY_PARAMS, unchecked=("model",))
-def loopy_bp(model: PairwiseMRF | FactorGraph, *, damping: float = 0.5, max_iter: int = 1000,
-             tol: float = 1e-8, max_time: float | None = None, callback=None,
-             verbose: bool = False, n_jobs: int = 1) -> MarginalResult:
+def loopy_bp(model: PairwiseMRF | FactorGraph, *, damping: float = 0.5,
+             max_iter: int = _MAX_SWEEPS, tol: float = 1e-8, max_time: float | None = None,
+             callback=None, verbose: bool = False, n_jobs: int = 1) -> MarginalResult:
     """Loopy (sum-product) BP: `trbp` with entropy="bethe" (rho = 1 on every edge).
     ``log_z_upper`` is the Bethe approximation of log Z at the beliefs (not a bound;
-    ``certified`` is False)."""
-    return trbp(model, entropy="bethe", damping=damping, max_iter=max_iter, tol=tol,
-                max_time=max_time, callback=callback, verbose=verbose, n_jobs=n_jobs)
+    ``certified`` is False). ``fwcore.infer(model, method="loopy-bp", ...)`` is the same
+    call."""
+    deadline = Deadline(max_time)
+    checked = model if isinstance(model, FactorGraph) else check_model(model)
+    return run_method(LOOPY_BP, checked, deadline=deadline, max_iter=max_iter,
+                      callback=callback, verbose=verbose,
+                      options=dict(damping=damping, tol=tol, n_jobs=n_jobs))
 
 
-def _bp_loop(model, rho, rho_updates, damping, max_iter, tol, max_time, callback, verbose, t0,
-             method, n_jobs):
+@solves_factor_graphs
+def _run_trbp(model, budget, callbacks, *, entropy="trw", rho=None, rho_updates=10,
+              damping=0.5, tol=1e-8, n_jobs=1):
+    """`trbp` on the checked ``model``: the registered run."""
+    rho = initial_rho(model, rho, entropy)
+    bethe = entropy == "bethe"
+    return _bp_loop(model, rho, 0 if bethe else rho_updates, damping,
+                    budget.iterations(_MAX_SWEEPS), tol, budget.deadline, callbacks,
+                    "loopy-bp" if bethe else "trbp", n_threads(n_jobs))
+
+
+def _run_loopy_bp(model, budget, callbacks, *, damping=0.5, tol=1e-8, n_jobs=1):
+    """`loopy_bp` on the checked ``model``: the registered run."""
+    return _run_trbp(model, budget, callbacks, entropy="bethe", damping=damping, tol=tol,
+                     n_jobs=n_jobs)
+
+
+def _bp_loop(model, rho, rho_updates, damping, max_iter, tol, deadline, callbacks, method,
+             n_jobs):
     """The rho loop of `trbp` on `fwcore.loop.run_loop`: BP at each rho is measured, the
     steps are the rho updates, the last BP run decides convergence."""
     check_feasible(model)
-    run = _RhoLoop(model, rho, rho_updates, damping, max_iter, tol, Deadline(max_time), t0,
-                   n_jobs)
+    run = _RhoLoop(model, rho, rho_updates, damping, max_iter, tol, deadline, n_jobs)
     outcome = run_loop(run.measure, run.step,
-                       Stopping(rho_updates, tol, deadline=run.deadline),
-                       Callbacks(callback, line=progress_line, verbose=verbose),
+                       Stopping(rho_updates, tol, deadline=run.deadline), callbacks,
                        guard=run.guard)
     run.objective.set_rho(run.mu_rho)
     primal = run.objective.trw(run.mu)
     return MarginalResult.from_mu(
-        model, run.mu, rho=run.objective.rho.copy(), primal=primal, gap=None,
-        certified_gap=None, log_z_upper=primal, certified=False, delta=0.0, n_oracle_calls=0,
-        n_icm_calls=0, status=outcome.status, n_iter=run.n_iter,
-        n_rho_updates=outcome.n_iter, time=time.perf_counter() - t0, method=method,
-        trace=outcome.trace)
+        model, run.mu, gap=None, certified_gap=None, log_z_upper=primal, certified=False,
+        status=outcome.status, n_iter=run.n_iter, time=deadline.elapsed(), method=method,
+        trace=outcome.trace,
+        info=dict(rho=run.objective.rho.copy(), primal=primal, n_rho_updates=outcome.n_iter))
 
 
 class _RhoLoop:
@@ -273,8 +295,8 @@ class _RhoLoop:
     on Ctrl-C in the sweeps the beliefs of the messages so far), the rho it was computed
     at (``mu_rho``) and the sweeps of every run (``n_iter``)."""
 
-    def __init__(self, model, rho, rho_updates, damping, max_iter, tol, deadline, t0, n_jobs):
-        self.model, self.rho, self.deadline, self.t0 = model, rho, deadline, t0
+    def __init__(self, model, rho, rho_updates, damping, max_iter, tol, deadline, n_jobs):
+        self.model, self.rho, self.deadline = model, rho, deadline
         self.rho_updates, self.damping, self.max_iter, self.tol, self.n_jobs = (
             rho_updates, damping, max_iter, tol, n_jobs)
         self.objective = TRWObjective(model, rho)
@@ -292,7 +314,7 @@ class _RhoLoop:
         if self.guard.interrupted:
             return None, math.inf
         self.objective.set_rho(self.rho)
-        record = Record(iteration=it, time=time.perf_counter() - self.t0,
+        record = Record(iteration=it, time=self.deadline.elapsed(),
                         primal=-self.objective.value_grad(self.mu)[0], outer=i)
         return record, change if i == self.rho_updates else math.inf
 
@@ -300,3 +322,12 @@ class _RhoLoop:
         """Barrier FW Alg. 2 l. 21: a FW step on rho towards the maximum spanning forest."""
         d = rho_direction(self.model, self.mu, self.rho)
         self.rho = self.rho + 2.0 / (i + 2.0) * d
+
+
+TRBP = register_method(
+    "trbp", _run_trbp, _TRBP_OPTIONS, iteration="sweeps per BP run",
+    summary="tree-reweighted belief propagation with its rho loop (Wainwright et al. "
+            "2005): the TRW value and beliefs, a bound only at an exact fixed point")
+LOOPY_BP = register_method(
+    "loopy-bp", _run_loopy_bp, _LOOPY_OPTIONS, iteration="sweeps",
+    summary="loopy (sum-product) belief propagation: the Bethe approximation and beliefs")

@@ -16,27 +16,20 @@ read with evidence can be shrunk by `clamp` before inference.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Integral
 
 import numpy as np
 
-from ..checks import (
-    BOOL,
-    CALLABLE,
-    INFEASIBLE,
-    TIME,
-    Interval,
-    check_feasible,
-    check_model,
-    validate_params,
-)
+from ..auto import TIME_SHARES
+from ..checks import (BOOL, CALLABLE, INFEASIBLE, TIME, Interval, check_feasible, check_model,
+                      validate_params)
 from ..factor_graph import FactorGraph
+from ..loop import Callbacks, Deadline, Stopping, run_loop
 from ..model import PairwiseMRF, concat_ranges
 from ..results import Record, Result, Status, Trace
-from .mean_field import factors_of, mean_field_lower_bound
+from .mean_field import factors_of, mean_field
 
 __all__ = ["clamp", "fixed_by_evidence", "conditioned", "conditioned_anytime",
            "choose_conditioning", "factor_coupling", "ConditionedResult", "MAX_BRANCHES"]
@@ -45,10 +38,6 @@ __all__ = ["clamp", "fixed_by_evidence", "conditioned", "conditioned_anytime",
 MAX_BRANCHES = 2**16
 #: most variables `conditioned_anytime` clamps
 _MAX_ANYTIME_VARS = 12
-#: share of a branch's time left to its mean-field lower bounds (when timed): given only
-#: what the bound leaves, they got no sweep after a bound that used all its time
-#: (ObjectDetection_13 at 60 s: 78.5 nats below log Z instead of 2.45)
-_MEAN_FIELD_SHARE = 0.1
 
 
 def _check_assignment(model, assignment):
@@ -152,7 +141,9 @@ def fixed_by_evidence(model: PairwiseMRF | FactorGraph) -> dict:
             if len(scope) == 1:
                 unary[scope[0]] = unary[scope[0]] + table
         return {v: int(np.argmax(u)) for v, u in enumerate(unary) if np.isfinite(u).sum() == 1}
-    check_model(model)
+    if not isinstance(model, PairwiseMRF):
+        raise TypeError(f"model must be a fwcore.PairwiseMRF or FactorGraph; got "
+                        f"{type(model).__name__}")
     node = model.theta[:model.node_off[-1]]
     finite = (np.add.reduceat(np.isfinite(node), model.node_off[:-1]) if model.n_vars else
               np.zeros(0, dtype=np.int64))
@@ -228,15 +219,37 @@ def _check_variables(model, variables):
 
 
 def _bound_branch(bound, smaller, budget):
-    """``bound``'s result on a branch, or None when the branch has no feasible assignment
-    (arc consistency, `check_feasible`, or the bound itself proves it)."""
+    """``bound``'s result on a branch, checked (`_check_branch_result`), or None when the
+    branch has no feasible assignment (arc consistency, `check_feasible`, or the bound
+    itself proves it)."""
     try:
         check_feasible(smaller.reduced if isinstance(smaller, FactorGraph) else smaller)
-        return bound(smaller) if budget is None else bound(smaller, max_time=budget)
+        result = bound(smaller) if budget is None else bound(smaller, max_time=budget)
     except ValueError as err:
         if str(err) != INFEASIBLE:
             raise
         return None
+    return _check_branch_result(result)
+
+
+def _check_branch_result(result):
+    """A branch bound's result, refused unless it is one: ``log_z_upper`` a number
+    (NaN: ValueError), ``log_z_lower`` None or a number, ``certified`` a bool (a result
+    of None is a TypeError: a branch with no feasible assignment is reported by the
+    ValueError every fwcore bound raises, not by None)."""
+    if result is None or not hasattr(result, "log_z_upper"):
+        raise TypeError(f"bound must return a result with log_z_upper, node_marginals, "
+                        f"certified, status and n_oracle_calls (e.g. fwcore.infer's); got "
+                        f"{type(result).__name__}")
+    upper, lower = result.log_z_upper, getattr(result, "log_z_lower", None)
+    if not isinstance(upper, (int, float, np.floating)) or math.isnan(upper):
+        raise ValueError(f"bound returned log_z_upper = {upper!r} for a branch: a bound "
+                         "must be a number (+inf when it has none)")
+    if lower is not None and (not isinstance(lower, (int, float, np.floating))
+                              or math.isnan(lower)):
+        raise ValueError(f"bound returned log_z_lower = {lower!r} for a branch: None or "
+                         "a number (-inf when it has none)")
+    return result
 
 
 def _lower_of(result):
@@ -247,15 +260,27 @@ def _lower_of(result):
 
 
 def _mean_field_lower(model, marginals, deadline):
-    """The best mean-field lower bound of three starts: ``marginals``, their argmax as
-    point masses, and uniform. From Barrier FW's marginals the argmax was better on 2 of
-    15 models (clique10 θ=2, 6x6 grids: 2.71 → 0.97 and 1.75 → 1.22 nats below log Z),
-    never worse; uniform was worse on those, better on some UAI models (the module
-    `fwcore.marginals.mean_field`'s measurements)."""
+    """The best mean-field lower bound of three starts within ``deadline``: ``marginals``,
+    their argmax as point masses, and uniform. From Barrier FW's marginals the argmax was
+    better on 2 of 15 models (clique10 θ=2, 6x6 grids: 2.71 → 0.97 and 1.75 → 1.22 nats
+    below log Z), never worse; uniform was worse on those, better on some UAI models (the
+    module `fwcore.marginals.mean_field`'s measurements)."""
     start = [np.clip(p, 0.0, None) for p in marginals]
-    labelling = [np.eye(p.size)[np.argmax(p)] for p in start]
-    return max(mean_field_lower_bound(model, start=q, deadline=deadline).log_z_lower
+    labelling = []
+    for p in start:
+        point = np.zeros(p.size)
+        point[np.argmax(p)] = 1.0
+        labelling.append(point)
+    return max(mean_field(model, q, 100, 1e-6, deadline).log_z_lower
                for q in (start, labelling, None))
+
+
+def _product_bound(model):
+    """log Z ≤ Σ_f max θ_f + Σ_v log ``|X_v|``: a certified bound on a branch that was not
+    bounded (Ctrl-C or max_time came first)."""
+    tables = factors_of(model)
+    return float(sum(np.max(t) for _, t in tables) +
+                 np.log(np.asarray(model.card, dtype=np.float64)).sum())
 
 
 def _logsumexp(values):
@@ -263,70 +288,113 @@ def _logsumexp(values):
     return math.inf if (values == math.inf).any() else float(np.logaddexp.reduce(values))
 
 
-def _level(model, bound, variables, deadline, mean_field, t0):
-    """`conditioned` on ``variables`` until ``deadline`` (a `time.perf_counter` time or
-    None): each branch gets the time left divided by the branches left."""
-    card = model.card
-    shape = [int(card[v]) for v in variables]
-    m = math.prod(shape)
-    states = np.array(list(np.ndindex(*shape)), dtype=np.int64).reshape(m, len(variables))
-    upper, lower = np.full(m, -np.inf), np.full(m, -np.inf)
-    marginals, statuses = [None] * m, []
-    certified, calls, bounded, timed_out = True, 0, 0, False
-    for a in range(m):
-        smaller, kept, constant = clamp(model, dict(zip(variables, states[a].tolist())))
+class _Level:
+    """`conditioned` on ``variables`` within ``deadline``, on `fwcore.loop.run_loop`: each
+    step bounds one branch with the time left divided by the branches left. A branch
+    not reached (Ctrl-C, the deadline, or a branch's bound interrupted: Ctrl-C there ends
+    the level too) keeps the product bound (`_product_bound`), so the upper bound stays
+    certified at every stop."""
+
+    def __init__(self, model, bound, variables, deadline, mean_field):
+        self.model, self.bound, self.variables = model, bound, variables
+        self.deadline, self.mean_field = deadline, mean_field
+        shape = [int(model.card[v]) for v in variables]
+        self.m = m = math.prod(shape)
+        self.states = np.array(list(np.ndindex(*shape)), dtype=np.int64).reshape(
+            m, len(variables))
+        self.upper, self.lower = np.full(m, -np.inf), np.full(m, -np.inf)
+        self.marginals, self.statuses = [None] * m, []
+        self.certified, self.calls, self.bounded, self.done = True, 0, 0, 0
+        self.interrupted = False
+
+    def criterion(self, k):
+        return 0.0 if self.done == self.m or self.interrupted else math.inf
+
+    def step(self, k):
+        """Bound branch ``done`` (`_bound_branch`), its lower bound raised by mean field."""
+        a = self.done
+        smaller, kept, constant = clamp(self.model, dict(zip(self.variables,
+                                                             self.states[a].tolist())))
+        self.done += 1
         if constant == -np.inf:
-            continue
+            return
         if smaller.card.shape[0] == 0:  # everything clamped: the branch is exact
-            upper[a] = lower[a] = constant
-            marginals[a] = (kept, [])
-            continue
-        budget, branch_end = None, None
-        if deadline is not None:
-            budget = max((deadline - time.perf_counter()) / (m - a), 1e-3)
-            branch_end = time.perf_counter() + budget
-            budget *= 1.0 - _MEAN_FIELD_SHARE if mean_field else 1.0
-        result = _bound_branch(bound, smaller, budget)
-        bounded += 1
+            self.upper[a] = self.lower[a] = constant
+            self.marginals[a] = (kept, [])
+            return
+        left = self.deadline.seconds_left()
+        budget = branch = None
+        if left is not None:
+            budget = max(left / (self.m - a), 1e-3)
+            branch = Deadline(budget)
+            budget *= 1.0 - TIME_SHARES["conditioned/mean field"] if self.mean_field else 1.0
+        result = _bound_branch(self.bound, smaller, budget)
+        self.bounded += 1
         if result is None:
-            continue
-        upper[a] = constant + result.log_z_upper
+            return
+        upper, certified = result.log_z_upper, bool(result.certified)
+        if result.status is Status.INTERRUPTED:  # the branch's Ctrl-C ends the level
+            self.interrupted = True
+            if not certified:  # stopped before it proved a bound: the product bound
+                upper, certified = _product_bound(smaller), True
+        self.upper[a] = constant + upper
         branch_lower = _lower_of(result)
-        if mean_field and branch_lower < result.log_z_upper:
-            branch_lower = max(branch_lower,
-                               _mean_field_lower(smaller, result.node_marginals, branch_end))
-        lower[a] = constant + branch_lower
-        marginals[a] = (kept, result.node_marginals)
-        certified &= bool(result.certified)
-        calls += result.n_oracle_calls
-        statuses.append(result.status)
-        timed_out |= deadline is not None and time.perf_counter() >= deadline
-    live = np.flatnonzero(upper > -np.inf)
-    if not live.size:
-        raise ValueError(INFEASIBLE)
-    # weights softmax(z_a); a branch whose bound is +inf (none found in time): its lower
-    z = np.where(upper[live] == math.inf, lower[live], upper[live])
-    weights = np.exp(z - z.max())
-    weights /= weights.sum()
-    node = [np.zeros(int(c)) for c in card]
-    for w, a in zip(weights, live):
-        kept, branch = marginals[a]
-        for k, v in enumerate(kept):
-            node[v] += w * np.asarray(branch[k])
-        for v, s in zip(variables, states[a]):
-            node[v][s] += w
-    if timed_out or Status.MAX_TIME in statuses:
-        status = Status.MAX_TIME
-    else:
-        status = next((s for s in statuses if s is not Status.CONVERGED), Status.CONVERGED)
-    log_z_upper, log_z_lower = _logsumexp(upper), _logsumexp(lower)
-    record = Record(iteration=bounded, time=time.perf_counter() - t0, primal=log_z_lower,
-                    gap=log_z_upper - log_z_lower, n_oracle_calls=calls,
-                    outer=len(variables), bound=log_z_upper)
-    return dict(node_marginals=node, log_z_upper=log_z_upper, log_z_lower=log_z_lower,
-                certified=certified, status=status, variables=variables,
-                branch_states=states, branch_log_z_upper=upper, branch_log_z_lower=lower,
-                n_iter=bounded, n_oracle_calls=calls), record
+        self.marginals[a] = (kept, result.node_marginals)
+        self.certified &= certified
+        self.calls += result.n_oracle_calls
+        self.statuses.append(result.status)
+        if not self.interrupted and self.mean_field and branch_lower < upper:
+            branch_lower = max(branch_lower, _mean_field_lower(
+                smaller, result.node_marginals, Deadline() if branch is None else branch))
+        self.lower[a] = constant + branch_lower
+
+    def run(self):
+        """(the fields of a `ConditionedResult`, the level's trace record)."""
+        outcome = run_loop(lambda k: (None, self.criterion(k)), self.step,
+                           Stopping(self.m, deadline=self.deadline), Callbacks(trace=False),
+                           measure_start=False)
+        for a in range(self.done, self.m):  # branches not reached: the product bound
+            smaller, kept, constant = clamp(self.model, dict(zip(self.variables,
+                                                                 self.states[a].tolist())))
+            if constant > -np.inf:
+                self.upper[a] = constant + (_product_bound(smaller)
+                                            if smaller.card.shape[0] else 0.0)
+                self.marginals[a] = (kept, [np.full(int(c), 1.0 / c) for c in smaller.card])
+        return self._fields(outcome.status)
+
+    def _fields(self, loop_status):
+        live = np.flatnonzero(self.upper > -np.inf)
+        if not live.size:
+            raise ValueError(INFEASIBLE)
+        # weights softmax(z_a); a branch whose bound is +inf (none found in time): its lower
+        upper, lower = self.upper, self.lower
+        z = np.where(upper[live] == math.inf, lower[live], upper[live])
+        weights = np.exp(z - z.max())
+        weights /= weights.sum()
+        node = [np.zeros(int(c)) for c in self.model.card]
+        for w, a in zip(weights, live):
+            kept, branch = self.marginals[a]
+            for k, v in enumerate(kept):
+                node[v] += w * np.asarray(branch[k])
+            for v, s in zip(self.variables, self.states[a]):
+                node[v][s] += w
+        if self.interrupted or loop_status is Status.INTERRUPTED:
+            status = Status.INTERRUPTED
+        elif loop_status is Status.MAX_TIME or Status.MAX_TIME in self.statuses:
+            status = Status.MAX_TIME
+        else:
+            status = next((s for s in self.statuses if s is not Status.CONVERGED),
+                          Status.CONVERGED)
+        log_z_upper, log_z_lower = _logsumexp(upper), _logsumexp(lower)
+        record = Record(iteration=self.bounded, time=self.deadline.elapsed(),
+                        primal=log_z_lower, gap=log_z_upper - log_z_lower,
+                        n_oracle_calls=self.calls, outer=len(self.variables),
+                        bound=log_z_upper)
+        return dict(node_marginals=node, log_z_upper=log_z_upper, log_z_lower=log_z_lower,
+                    certified=self.certified, status=status, variables=self.variables,
+                    branch_states=self.states, branch_log_z_upper=upper,
+                    branch_log_z_lower=lower, n_iter=self.bounded,
+                    n_oracle_calls=self.calls), record
 
 
 @validate_params({"bound": CALLABLE, "max_time": TIME, "mean_field": BOOL},
@@ -342,19 +410,23 @@ def conditioned(model: PairwiseMRF | FactorGraph, bound, variables: Sequence[int
     ``node_marginals``, ``certified``, ``status``, ``n_oracle_calls`` and optionally
     ``log_z_lower``; with ``max_time`` it is called as ``bound(branch, max_time=seconds)``
     (the time left shared equally by the branches left, less the mean-field share
-    below), e.g. ``lambda m, max_time=None: fwcore.infer(m, max_time=max_time)``.
+    below), e.g. ``lambda m, max_time=None: fwcore.infer(m, max_time=max_time)``. A result
+    that is not one (None, a NaN bound) is refused (TypeError / ValueError): a branch
+    with no feasible assignment is one whose bound raises fwcore's ValueError for it.
     Branches whose clamped states are impossible, or that have no feasible assignment,
     have Z_a = 0 and are skipped; if all are, ValueError (no feasible assignment).
     ``mean_field``: each branch's lower bound is also the mean-field bound
     (`fwcore.marginals.mean_field`) started from the branch's marginals, from their
     argmax and from uniform, the best of them and the bound's own ``log_z_lower`` kept;
-    with ``max_time`` they get a tenth of each branch's time.
+    with ``max_time`` they get a share of each branch's time
+    (`fwcore.auto.TIME_SHARES`). Ctrl-C, or a branch's bound interrupted, ends the run
+    (status ``interrupted``); branches not bounded then, or when ``max_time`` runs out,
+    count with the product bound Σ_f max θ_f + Σ_v log ``|X_v|`` (certified, loose).
     """
-    t0 = time.perf_counter()
+    deadline = Deadline(max_time)
     variables = _check_variables(model, variables)
-    deadline = None if max_time is None else t0 + max_time
-    fields, record = _level(model, bound, variables, deadline, mean_field, t0)
-    return ConditionedResult(**fields, time=time.perf_counter() - t0,
+    fields, record = _Level(model, bound, variables, deadline, mean_field).run()
+    return ConditionedResult(**fields, time=deadline.elapsed(),
                              method=f"conditioned-k{len(variables)}", trace=Trace([record]))
 
 
@@ -368,31 +440,49 @@ def conditioned_anytime(model: PairwiseMRF | FactorGraph, bound, max_time: float
     level's branches sharing the time left, while ``max_time`` lasts, up to ``max_vars``
     variables (fewer when the model has fewer, or their joint states pass `MAX_BRANCHES`);
     a level starts only while the time left is at least what the last level took (each
-    level took 1.5-2.4x the one before on the measured models).
+    level took 1.5-2.4x the one before on the measured models). The levels are the steps
+    of `fwcore.loop.run_loop`; Ctrl-C (or an interrupted branch) ends the run with the
+    levels so far.
     Returns the level with the tightest upper bound, with the best lower bound of all
     levels (each is certified), ``n_iter`` and ``n_oracle_calls`` of all levels and a
     trace record per level; status ``max_time`` when the time ran out before the last
-    level, else the best level's. ``bound`` is called as ``bound(branch, max_time=seconds)``."""
-    t0 = time.perf_counter()
-    deadline = t0 + max_time
+    level, ``interrupted`` after Ctrl-C, else the best level's. ``bound`` is called as
+    ``bound(branch, max_time=seconds)``."""
+    deadline = Deadline(max_time)
     order = choose_conditioning(model, min(max_vars, model.card.shape[0])).tolist()
     levels = [k for k in range(len(order) + 1)
               if math.prod(int(model.card[v]) for v in order[:k]) <= MAX_BRANCHES]
-    best, records = None, []
-    for k in levels:
-        if records and deadline - time.perf_counter() < records[-1].time - (
-                records[-2].time if len(records) > 1 else 0.0):
-            break  # less time left than the last level took: the next takes more
-        fields, record = _level(model, bound, tuple(order[:k]), deadline, mean_field, t0)
+    found, records, ended = [], [], []
+
+    def step(i):
+        k = levels[i - 1]
+        if records:
+            last = records[-1].time - (records[-2].time if len(records) > 1 else 0.0)
+            if deadline.seconds_left() < last:  # the next level takes more than the last
+                ended.append(Status.MAX_TIME)
+                return
+        fields, record = _Level(model, bound, tuple(order[:k]), deadline, mean_field).run()
         records.append(record)
-        if best is None or fields["log_z_upper"] < best["log_z_upper"]:
-            best = fields
+        found.append(fields)
+        if fields["status"] is Status.INTERRUPTED:
+            ended.append(Status.INTERRUPTED)
+
+    outcome = run_loop(lambda k: (None, 0.0 if ended else math.inf), step,
+                       Stopping(len(levels), deadline=deadline), Callbacks(trace=False),
+                       measure_start=False)
+    if not found:  # Ctrl-C before the first level ended: the product bound, uniform
+        fields, record = _Level(model, bound, (), Deadline(0.0), False).run()
+        fields["status"] = Status.INTERRUPTED
+        found, records = [fields], [record]
+    best = min(found, key=lambda f: f["log_z_upper"])
     fields = dict(best, log_z_lower=max(r.primal for r in records),
                   n_iter=sum(r.iteration for r in records),
                   n_oracle_calls=sum(r.n_oracle_calls for r in records))
-    if len(records) < len(levels) or time.perf_counter() >= deadline:
+    if Status.INTERRUPTED in ended or outcome.status is Status.INTERRUPTED:
+        fields["status"] = Status.INTERRUPTED
+    elif len(records) < len(levels) or deadline.passed():
         fields["status"] = Status.MAX_TIME
-    return ConditionedResult(**fields, time=time.perf_counter() - t0,
+    return ConditionedResult(**fields, time=deadline.elapsed(),
                              method=f"conditioned-k{len(best['variables'])}",
                              trace=Trace(records))
 
@@ -418,7 +508,7 @@ def factor_coupling(scope, table):
 
 def choose_conditioning(model: PairwiseMRF | FactorGraph, k: int) -> np.ndarray:
     """``k`` variables to clamp (int64, in the order chosen), greedily: each time the
-    variable of largest coupling-weighted degree Σ_{f ∋ v} `factor_coupling`(f) over the
+    variable of largest coupling-weighted degree Σ_{f ∋ v} `factor_coupling` of f over the
     factors still tying two or more unclamped variables (ties: lowest index).
 
     Measured with `conditioned` over `fwcore.infer` (exact oracle, defaults) on the ten

@@ -20,19 +20,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..checks import Interval, check_feasible, check_model, validate_params
+from ..checks import TIME, Interval, check_feasible, check_model, validate_params
+from ..loop import Callbacks, Deadline, Stopping, TimeUp, run_loop
 from ..factor_graph import FactorGraph
 from .._kernels import mean_field_bound, mean_field_sweep
 from ..model import PairwiseMRF
 from ..results import Record, Result, Status, Trace
+from .registry import register_method
+from .result import MarginalResult
 
-__all__ = ["MeanFieldResult", "mean_field_lower_bound", "factors_of"]
+__all__ = ["MeanFieldResult", "mean_field_lower_bound", "mean_field", "factors_of"]
 
 #: a sweep reads the clock every this many variables (a deadline passed stops it there)
 _CHECK_EVERY = 64
 
 _PARAMS = {"max_iter": Interval(0, integer=True), "tol": Interval(0.0, lo_open=True),
-           "deadline": [Interval(0.0), None]}
+           "max_time": TIME}
 
 
 @dataclass(frozen=True, repr=False)  # Result.__repr__: a short summary
@@ -63,7 +66,9 @@ def factors_of(model):
     a PairwiseMRF's unaries ((i,), θ_i) and edges ((i, j), θ_ij)."""
     if isinstance(model, FactorGraph):
         return model.factors
-    check_model(model)
+    if not isinstance(model, PairwiseMRF):
+        raise TypeError(f"model must be a fwcore.PairwiseMRF or FactorGraph; got "
+                        f"{type(model).__name__}")
     return tuple([((i,), model.unary(i)) for i in range(model.n_vars)] +
                  [((int(i), int(j)), model.pairwise(e)) for e, (i, j) in enumerate(model.edges)])
 
@@ -129,7 +134,7 @@ class _FactorAscent:
         ``deadline`` stopped the sweep: q so far, each update only raised L)."""
         moved, q = 0.0, self.q
         for i in range(len(q)):
-            if deadline is not None and i % _CHECK_EVERY == 0 and time.perf_counter() >= deadline:
+            if i % _CHECK_EVERY == 0 and deadline.passed():
                 return moved, 0
             new = _update(self.touching[i], q, int(self.card[i]))
             moved = max(moved, float(np.abs(new - q[i]).max()))
@@ -182,73 +187,88 @@ def _check_start(start, card):
     q = []
     for i, p in enumerate(start):
         p = np.array(p, dtype=np.float64).reshape(-1)
-        if p.shape != (card[i],) or not np.isfinite(p).all() or (p < 0).any() or p.sum() <= 0:
+        if p.shape != (card[i],) or not np.isfinite(p).all() or (p < 0).any() or p.max() <= 0:
             raise ValueError(f"start[{i}] must be {card[i]} non-negative weights, not all "
                              f"zero; got {p}")
+        p = p / p.max()  # weights near the largest float: their sum overflows
         q.append(p / p.sum())
     return q
 
 
 @validate_params(_PARAMS, unchecked=("model", "start"))
 def mean_field_lower_bound(model: PairwiseMRF | FactorGraph, start=None, max_iter: int = 100,
-                           tol: float = 1e-6, deadline: float | None = None) -> MeanFieldResult:
+                           tol: float = 1e-6, max_time: float | None = None
+                           ) -> MeanFieldResult:
     """A certified lower bound on log Z: L(q) for the fully factorised q that coordinate
     ascent reaches (the module docstring).
 
     ``start``: node marginals to start from (a sequence of per-variable weights; a
-    labelling as point masses, e.g. ``np.eye(card)[x]`` rows, makes the first bound that
-    labelling's score, and later sweeps only raise it); None: uniform. While L is −inf
-    (some factor gets mass on an impossible state), a variable whose every state is
-    impossible given the others' supports takes a point mass at the state of least
-    impossible mass, best expected score among those (a greedy repair towards a feasible
-    support); the bound is L of the final q, whatever happened before.
-    A model that arc consistency proves infeasible raises ValueError, as from every entry
-    point (`fwcore.checks.check_feasible`); one it does not gets the bound −inf.
-    ``max_iter``: sweeps over the variables (in index order); ``tol``: stop once a sweep
-    raises L by at most ``tol`` (nats), or leaves q as it was; ``deadline``: a
-    `time.perf_counter` time before which the last sweep must end, as predicted from the
-    one before, a sweep under way stopping (every `_CHECK_EVERY` variables) when it passes
-    (status ``max_time``: L of q so far).
+    labelling as point masses makes the first bound that labelling's score, and later
+    sweeps only raise it); None: uniform. While L is −inf (some factor gets mass on an
+    impossible state), a variable whose every state is impossible given the others'
+    supports takes a point mass at the state of least impossible mass, best expected
+    score among those (a greedy repair towards a feasible support); the bound is L of the
+    final q, whatever happened before. A model that arc consistency proves infeasible
+    raises ValueError, as from every entry point (`fwcore.checks.check_feasible`); one it
+    does not gets the bound −inf. ``max_iter``: sweeps over the variables (in index
+    order); ``tol``: stop once a sweep raises L by at most ``tol`` (nats), or leaves q as
+    it was; ``max_time``: seconds within which the last sweep must end, as predicted from
+    the one before, a sweep under way stopping (every `_CHECK_EVERY` variables) when it
+    passes (status ``max_time``: L of q so far); Ctrl-C returns L of q so far (status
+    ``interrupted``).
 
     Measured (one core; log Z minus the bound, sweeps, seconds): on models with −inf
     tables the start decides. Promedus_17 (evidence clamped): uniform 157.7 (3 sweeps),
     loopy BP's marginals 122.9, their argmax as point masses 0.44 (2 sweeps, 0.05 s).
-    linkage_12 (1006 variables once `fwcore.marginals.condition.fixed_by_evidence`'s 177
-    are clamped): uniform and BP's argmax no finite bound (the repair does not find a
-    feasible support), BP's marginals 137.9 (100 sweeps, 1.5 s; 135.2 after 241 sweeps),
-    an ILP labelling (20 s, itself 140.2 below) 120.9; 0.015 s per sweep.
-    ObjectDetection_13 / 16: 2.45 / 1.00 from any start (0.02 s). clique10 θ=2 and 6x6
-    grids: uniform 2.24 / 3.85 mean, Barrier FW's marginals 0.47 / 1.56 (a few ms).
+    linkage_12 (1006 variables once `fwcore.fixed_by_evidence`'s 177 are clamped):
+    uniform and BP's argmax no finite bound (the repair does not find a feasible
+    support), BP's marginals 137.9 (100 sweeps, 1.5 s; 135.2 after 241 sweeps), an ILP
+    labelling (20 s, itself 140.2 below) 120.9; 0.015 s per sweep. ObjectDetection_13 /
+    16: 2.45 / 1.00 from any start (0.02 s). clique10 θ=2 and 6x6 grids: uniform 2.24 /
+    3.85 mean, Barrier FW's marginals 0.47 / 1.56 (a few ms).
     """
-    t0 = time.perf_counter()
+    deadline = Deadline(max_time)
     if not isinstance(model, FactorGraph):
         model = check_model(model)
     check_feasible(model.reduced if isinstance(model, FactorGraph) else model)
+    return mean_field(model, start, max_iter, tol, deadline)
+
+
+def mean_field(model, start, max_iter, tol, deadline, callbacks=None):
+    """`mean_field_lower_bound` on a checked, arc-consistent ``model`` within ``deadline``
+    (a `fwcore.loop.Deadline`), on `fwcore.loop.run_loop` with ``callbacks`` (None: a
+    trace only): each step is a sweep; a step that would end past the deadline (predicted
+    from the last sweep) is not started."""
     card = np.asarray(model.card, dtype=np.int64)
     q = [np.full(c, 1.0 / c) for c in card] if start is None else _check_start(start, card)
     ascent = (_PairwiseAscent if isinstance(model, PairwiseMRF) else _FactorAscent)(model, q)
-    bound = ascent.bound()
-    records = [Record(iteration=0, time=time.perf_counter() - t0, primal=bound)]
-    status, sweeps, sweep_time = Status.MAX_ITER, 0, 0.0
-    while sweeps < max_iter:
-        if deadline is not None and time.perf_counter() + sweep_time >= deadline:
-            status = Status.MAX_TIME
-            break
-        started = time.perf_counter()
+    state = {"bound": ascent.bound(), "gain": np.inf, "sweeps": 0, "seconds": 0.0}
+
+    def measure(k):
+        record = Record(iteration=state["sweeps"], time=deadline.elapsed(),
+                        primal=state["bound"])
+        return record, 0.0 if state["gain"] <= tol else np.inf
+
+    def step(k):
+        if deadline.at is not None and time.monotonic() + state["seconds"] >= deadline.at:
+            raise TimeUp
+        started = time.monotonic()
         moved, whole = ascent.sweep(deadline)
-        sweeps += whole
-        before, bound = bound, ascent.bound()
-        sweep_time = time.perf_counter() - started
-        records.append(Record(iteration=sweeps, time=time.perf_counter() - t0, primal=bound))
-        if deadline is not None and time.perf_counter() >= deadline:
-            status = Status.MAX_TIME
-            break
-        if moved == 0.0 or (bound > -np.inf and bound - before <= tol):
-            status = Status.CONVERGED if ascent.exact else Status.STALLED
-            break
-    q = ascent.marginals()
-    return MeanFieldResult(node_marginals=q, log_z_lower=float(bound), status=status,
-                           n_iter=sweeps, time=time.perf_counter() - t0, trace=Trace(records))
+        state["sweeps"] += whole
+        before, state["bound"] = state["bound"], ascent.bound()
+        state["seconds"] = time.monotonic() - started
+        if moved == 0.0:
+            state["gain"] = 0.0
+        elif state["bound"] > -np.inf:
+            state["gain"] = state["bound"] - before
+
+    outcome = run_loop(measure, step, Stopping(max_iter, tol, deadline=deadline),
+                       Callbacks() if callbacks is None else callbacks, proof=ascent.exact)
+    # a run stopped at the deadline in a sweep, or by Ctrl-C, keeps L of q so far
+    bound = ascent.bound() if outcome.status is Status.INTERRUPTED else state["bound"]
+    return MeanFieldResult(node_marginals=ascent.marginals(), log_z_lower=float(bound),
+                           status=outcome.status, n_iter=state["sweeps"],
+                           time=deadline.elapsed(), trace=outcome.trace)
 
 
 def _update(touching, q, k):
@@ -270,3 +290,32 @@ def _update(touching, q, k):
     score = np.where(allowed, score, -np.inf)
     p = np.exp(score - score.max())
     return p / p.sum()
+
+
+def _run_mean_field(model, budget, callbacks, *, tol=1e-6):
+    """Naive mean field from uniform q as a `MarginalResult`: ``log_z_lower`` = L(q),
+    certified; ``log_z_upper`` the same value, the method's estimate of log Z (no upper
+    bound: ``certified`` False); edge marginals q_i q_jᵀ (those of the product
+    distribution)."""
+    check_feasible(model.reduced if isinstance(model, FactorGraph) else model)
+    res = mean_field(model, None, budget.iterations(_MAX_SWEEPS), tol, budget.deadline,
+                     callbacks)
+    skeleton = model.skeleton if isinstance(model, FactorGraph) else model
+    nodes = res.node_marginals
+    edges = [np.outer(nodes[i], nodes[j]) for i, j in skeleton.edges]
+    mu = np.concatenate([np.concatenate(nodes) if nodes else np.zeros(0)] +
+                        [e.ravel() for e in edges])
+    return MarginalResult(
+        node_marginals=nodes, edge_marginals=edges, mu=mu, log_z_upper=res.log_z_lower,
+        certified=False, gap=None, certified_gap=None, status=res.status, n_iter=res.n_iter,
+        time=budget.deadline.elapsed(), method="mean-field", log_z_lower=res.log_z_lower,
+        trace=res.trace)
+
+
+#: sweeps unless max_iter is given
+_MAX_SWEEPS = 100
+
+MEAN_FIELD = register_method(
+    "mean-field", _run_mean_field, {"tol": _PARAMS["tol"]}, certifies=("lower",),
+    iteration="sweeps",
+    summary="naive mean field: a certified lower bound on log Z and product marginals")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import math
 import os
-import time
 from concurrent.futures import CancelledError
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -14,14 +13,16 @@ from typing import NamedTuple
 import numpy as np
 
 from ..checks import (EXECUTOR, SEED, TIME, Interval, Options, check_feasible, check_model,
-                     validate_params)
+                      checked_inside, validate_params)
 from ..factor_graph import FactorGraph
 from ..loop import (Callbacks, Deadline, Guard, Stopping, TimeUp, budget_status,
                     run_loop)
 from ..model import PairwiseMRF
-from ..oracles.base import resolve_oracle
+from ..oracles.base import build_oracle
 from .batch import DASK_CLIENT, dask_client
 from ..results import Record, Result, Status, Trace
+from .registry import register_method
+from .result import MarginalResult
 
 __all__ = ["PerturbResult", "perturb_and_map"]
 
@@ -214,27 +215,34 @@ def perturb_and_map(model: PairwiseMRF | FactorGraph, *, oracle="exact", n_sampl
     A `FactorGraph` is solved through its reduction (`FactorGraph.restrict` gives the
     result), conditioning on its own variables only.
     """
-    t0, started = time.perf_counter(), Deadline(0.0)
+    deadline = Deadline(max_time)
     graph = model if isinstance(model, FactorGraph) else None
-    model = check_feasible(check_model(model if graph is None else model.reduced))
-    asked = model.n_vars if graph is None else graph.n_vars  # the variables conditioned on
+    checked = check_model(model if graph is None else model.reduced)
+    result = _perturb_and_map(checked, oracle, n_samples, inflation, marginals, seed,
+                              executor, deadline, model.n_vars)
+    return result if graph is None else graph.restrict(result)
+
+
+def _perturb_and_map(model, oracle, n_samples, inflation, marginals, seed, executor,
+                     deadline, asked):
+    """`perturb_and_map` on the checked pairwise ``model`` within ``deadline``, the
+    marginals conditioned on its first ``asked`` variables (a factor graph's own)."""
+    check_feasible(model)
     m = inflation
     if m > 1 and not isinstance(oracle, (str, tuple)):
         raise ValueError(f"oracle must be a name or a (name, options) pair when inflation > 1 "
                          f"(the MAP calls are on the inflated model, {m} copies of each "
                          "variable); use inflation=1 for an oracle object or function")
     inflated = _Inflated(model, m)
-    first = resolve_oracle(oracle, inflated.graph)  # checks the spec; resolves "exact"
+    first = build_oracle(oracle, inflated.graph)  # checks the spec; resolves "exact"
     spec = first.name if oracle in ("exact", "auto") else oracle
     clamps = [None]
     if marginals == "condition":
         clamps += [(i, s) for i in range(asked) if model.card[i] > 1
                    for s in range(model.card[i])]
     seeds = np.random.SeedSequence(seed).spawn(len(clamps))
-    deadline = Deadline(max_time)
     fold = marginals == "samples"
-    args = [(inflated, spec, c, n_samples, s, deadline, fold, started)
-            for c, s in zip(clamps, seeds)]
+    args = [(inflated, spec, c, n_samples, s, deadline, fold) for c, s in zip(clamps, seeds)]
     runs, interrupted = _run_all(args, executor, deadline)
 
     values = runs[0].values if runs[0] is not None else np.zeros(0)
@@ -250,13 +258,11 @@ def perturb_and_map(model: PairwiseMRF | FactorGraph, *, oracle="exact", n_sampl
     complete = len(done) == len(clamps) and all(r.values.size == n_samples for r in done)
     status = (Status.INTERRUPTED if interrupted or any(r.interrupted for r in done)
               else budget_status(out_of_time=not complete))
-    result = PerturbResult(log_z=log_z, log_z_stderr=stderr, samples=values,
-                           node_marginals=nodes, edge_marginals=edges, status=status, n_iter=n,
-                           n_oracle_calls=int(sum(r.calls for r in done)), inflation=m,
-                           time=time.perf_counter() - t0,
-                           method=f"perturb-and-map/{first.name}",
-                           trace=runs[0].trace if n else Trace())
-    return result if graph is None else graph.restrict(result)
+    return PerturbResult(log_z=log_z, log_z_stderr=stderr, samples=values,
+                         node_marginals=nodes, edge_marginals=edges, status=status, n_iter=n,
+                         n_oracle_calls=int(sum(r.calls for r in done)), inflation=m,
+                         time=deadline.elapsed(), method=f"perturb-and-map/{first.name}",
+                         trace=runs[0].trace if n else Trace())
 
 
 def _run_all(args, executor, deadline):
@@ -322,15 +328,14 @@ class _Estimate(NamedTuple):
     interrupted: bool
 
 
-def _estimate(inflated, spec, clamp, n_samples, seed, deadline, fold, started):
+def _estimate(inflated, spec, clamp, n_samples, seed, deadline, fold):
     """``n_samples`` perturbed MAP values of the inflated model, with variable i clamped to
     state s when ``clamp`` = (i, s), on `fwcore.loop.run_loop` (one step per sample, until
     the ``deadline``); an `_Estimate`, traced for the log Z estimate only (its record
-    times count from ``started``, a `Deadline` of 0 s set when the run started: pickled
-    as a duration, it gives the time since then on this process's clock)."""
+    times count from the call's start, ``deadline.elapsed()``)."""
     rng = np.random.default_rng(seed)
     g = inflated.graph
-    oracle = resolve_oracle(spec, g, seed=int(rng.integers(2**31 - 1)))
+    oracle = build_oracle(spec, g, seed=int(rng.integers(2**31 - 1)))
     scores = g.theta.copy()
     if clamp is not None:
         i, s = clamp
@@ -339,7 +344,7 @@ def _estimate(inflated, spec, clamp, n_samples, seed, deadline, fold, started):
     if (states == 0).any():  # x_i = s is impossible: log Z_{i,s} = -inf
         return _Estimate(np.full(n_samples, -np.inf), Trace(), 0, None, False)
     sampler = _Sampler(inflated, oracle, scores, states > 1, rng, deadline, fold,
-                       started if clamp is None else None)
+                       traced=clamp is None)
     outcome = run_loop(sampler.measure, sampler.draw,
                        Stopping(n_samples, deadline=deadline), Callbacks(), measure_start=False)
     return _Estimate(np.array(sampler.values), outcome.trace, sampler.calls, sampler.total,
@@ -349,12 +354,12 @@ def _estimate(inflated, spec, clamp, n_samples, seed, deadline, fold, started):
 class _Sampler:
     """The samples of one estimate: each step draws zero-mean Gumbel noise (none on a
     variable with one feasible state, ``free`` False) and makes one MAP call on the
-    perturbed scores; a call stopped by the time limit is not a sample (`TimeUp`). With
-    ``started`` (else None: no records) each sample has a record, timed from ``started``."""
+    perturbed scores; a call stopped by the time limit is not a sample (`TimeUp`). When
+    ``traced`` each sample has a record, timed from the call's start."""
 
-    def __init__(self, inflated, oracle, scores, free, rng, deadline, fold, started):
+    def __init__(self, inflated, oracle, scores, free, rng, deadline, fold, traced):
         self.inflated, self.oracle, self.scores, self.free = inflated, oracle, scores, free
-        self.rng, self.deadline, self.fold, self.started = rng, deadline, fold, started
+        self.rng, self.deadline, self.fold, self.traced = rng, deadline, fold, traced
         self.values, self.calls, self.total = [], 0, None
 
     def draw(self, k):
@@ -374,9 +379,9 @@ class _Sampler:
 
     def measure(self, k):
         """The record of sample k (the running mean); no stopping criterion."""
-        if self.started is None:
+        if not self.traced:
             return None, math.inf
-        return Record(iteration=k, time=time.monotonic() - self.started.at,
+        return Record(iteration=k, time=self.deadline.elapsed(),
                       primal=float(np.mean(self.values)), n_oracle_calls=k), math.inf
 
 
@@ -392,3 +397,39 @@ def _conditioned_marginals(card, clamps, runs):
         with np.errstate(invalid="ignore"):
             nodes.append(np.exp(v - np.logaddexp.reduce(v)))
     return nodes
+
+
+def _run_perturb(model, budget, callbacks, *, oracle="exact", n_samples=10, inflation=5,
+                 executor=None, seed=None):
+    """`perturb_and_map` with the sample frequencies as marginals (``marginals="samples"``:
+    no extra MAP call, node and edge marginals) as a `MarginalResult`: ``log_z_upper`` is
+    the estimate (no bound: ``certified`` False), ``info`` has ``log_z_stderr``,
+    ``samples`` and ``inflation``. ``max_iter`` caps the samples. Interrupted before its
+    first sample: uniform marginals, no estimate (``log_z_upper`` inf)."""
+    graph = model if isinstance(model, FactorGraph) else None
+    pairwise = model if graph is None else model.reduced
+    res = _perturb_and_map(pairwise, oracle, budget.iterations(n_samples), inflation,
+                           "samples", seed, executor, budget.deadline, model.n_vars)
+    for record in res.trace:
+        callbacks(record)
+    callbacks.close()
+    sampled = res.n_iter > 0
+    mu = (np.concatenate([np.concatenate(res.node_marginals)] +
+                         [e.ravel() for e in res.edge_marginals])
+          if sampled else pairwise.uniform_marginals())
+    out = MarginalResult.from_mu(
+        pairwise, mu, log_z_upper=res.log_z if sampled else math.inf, certified=False,
+        gap=None, certified_gap=None, status=res.status, n_iter=res.n_iter,
+        n_oracle_calls=res.n_oracle_calls, time=budget.deadline.elapsed(), method=res.method,
+        trace=res.trace, info=dict(log_z_stderr=res.log_z_stderr, samples=res.samples,
+                                   inflation=res.inflation))
+    return out if graph is None else graph.restrict(out)
+
+
+PERTURB_AND_MAP = register_method(
+    "perturb-and-map", _run_perturb,
+    {k: _PARAMS[k] for k in ("n_samples", "inflation", "executor", "seed")} |
+    {"oracle": checked_inside("a MAP oracle (fwcore.resolve_oracle)")},
+    iteration="samples", seeded=True,
+    summary="Perturb-and-MAP (Hazan & Jaakkola 2012): an estimate of log Z, no bound, "
+            "and the MAP states' frequencies")

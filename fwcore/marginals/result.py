@@ -1,14 +1,12 @@
-"""The marginal-inference result and its trace recorder, shared by Barrier FW
-(`fwcore.marginals.barrier_fw`) and the message-passing baselines (`fwcore.marginals.bp`).
-"""
+"""The result every marginal-inference method returns (`fwcore.marginals.registry`),
+its progress line, and Barrier FW's trace recorder."""
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..loop import Callbacks
 from ..results import Record, Result, Status, Trace, gap_text
 
 __all__ = ["MarginalResult", "Recorder"]
@@ -16,46 +14,58 @@ __all__ = ["MarginalResult", "Recorder"]
 
 @dataclass(frozen=True, repr=False)  # Result.__repr__: a short summary
 class MarginalResult(Result):
-    """Approximate marginals and a log Z bound.
+    """Marginals and bounds on log Z, from any marginal-inference method
+    (`fwcore.marginals.registry`).
 
-    ``node_marginals`` (list of 1-D arrays), ``edge_marginals`` (card_i x card_j tables),
-    ``mu`` (the same, flat), ``rho`` (edge appearance probabilities used; None for exact
-    marginals), ``primal`` = TRW(mu; theta, rho) (log Z for exact marginals), ``gap`` =
-    FW gap over the polytope (M, or L for ``domain="local"``) recomputed at the end with
-    the oracle's vertex (with an approximate oracle an estimate: no better vertex was
-    found; None for the BP baselines: no oracle, no gap), ``certified_gap`` = the gap
-    proven by an exact oracle or by the oracle's bound on the max score (None when there
-    is no proof; the status is ``converged`` only when it is at most ``tol``),
-    ``log_z_upper`` (primal + certified_gap, an upper bound on log Z, when ``certified``;
-    the TRW / Bethe value or primal + gap otherwise), ``delta`` (contraction at the end),
-    ``n_oracle_calls`` (MAP or LP calls), ``n_icm_calls`` (local search), ``status``,
-    ``n_iter`` (inner iterations or BP sweeps, all rho iterations), ``n_rho_updates`` done,
-    ``time`` (seconds), ``method``, ``trace`` (a `Record` per iteration; ``outer`` is the
-    rho iteration), ``log_z_lower`` (a certified lower bound on log Z where the method
-    gives one, else None)."""
+    ``node_marginals`` (list of 1-D arrays), ``edge_marginals`` (card_i x card_j tables of
+    the model's edges), ``mu`` (the same, flat); ``log_z_upper`` (an upper bound on log Z
+    when ``certified``; else the method's estimate, e.g. a TRW or Bethe value away from a
+    fixed point), ``log_z_lower`` (a certified lower bound, None when the method gives
+    none); ``gap`` (the method's certificate: the FW gap over the polytope for Barrier FW,
+    upper − lower for an interval, None for BP) and ``certified_gap`` (the gap a proof
+    certifies, None when nothing is proven; ``converged`` only when it is at most the
+    tolerance); ``status``, ``n_iter`` (the method's iterations: `fwcore.available_methods`
+    says what they are), ``n_oracle_calls`` (MAP or LP calls), ``time`` (seconds, the
+    whole call), ``method`` (which method answered), ``trace`` (a `Record` per
+    iteration) and ``info``: what only that method has (Barrier FW's and TRBP's edge
+    weights ``rho``, TRW value ``primal``, ...; its docstring lists them)."""
 
     node_marginals: list
     edge_marginals: list
     mu: np.ndarray
-    rho: np.ndarray | None
-    primal: float
-    gap: float | None
-    certified_gap: float | None
     log_z_upper: float
     certified: bool
-    delta: float
-    n_oracle_calls: int
-    n_icm_calls: int
+    gap: float | None
+    certified_gap: float | None
     status: Status
     n_iter: int
-    n_rho_updates: int
     time: float
     method: str
-    trace: Trace = Trace()
+    n_oracle_calls: int = 0
     log_z_lower: float | None = None
+    trace: Trace = Trace()
+    info: dict = field(default_factory=dict)
 
     def proven_gap(self):
         return self.certified_gap
+
+    @property
+    def message(self):
+        """How the run ended and what it proves about log Z, in a sentence: the certified
+        interval (its width is what a user reads as "how far off"), else the estimate."""
+        return f"{Result.message.fget(self)}; {self.interval_text()}"
+
+    def interval_text(self):
+        """'L <= log Z <= U (certified, width W)', or the side that is certified, or 'log Z
+        ~ U (an estimate, not a bound)'."""
+        lower = self.log_z_lower if self.log_z_lower is not None else -math.inf
+        if self.certified and math.isfinite(lower):
+            return (f"{lower:.10g} <= log Z <= {self.log_z_upper:.10g} (certified, width "
+                    f"{self.log_z_upper - lower:.3g})")
+        if self.certified:
+            return f"log Z <= {self.log_z_upper:.10g} (certified)"
+        estimate = f"log Z ~ {self.log_z_upper:.10g} (an estimate, not a bound)"
+        return estimate + (f"; log Z >= {lower:.10g} (certified)" if math.isfinite(lower) else "")
 
     @classmethod
     def from_mu(cls, model, mu, **fields):
@@ -66,12 +76,15 @@ class MarginalResult(Result):
 
 def progress_line(record):
     """The progress line of a marginal-inference record (`fwcore.loop.ProgressLog`): a
-    weighted mini-bucket pass (``outer`` None) gives its certified interval; a Barrier
-    FW or BP record the gap proven by its bound on log Z, else the FW gap as an estimate
-    (never negative, `fwcore.results.gap_text`)."""
-    if record.outer is None:
+    record with both bounds (weighted mini-bucket, exact) gives its certified interval;
+    a Barrier FW or BP record (``outer`` set) the gap proven by its bound on log Z, else
+    the FW gap as an estimate (never negative, `fwcore.results.gap_text`); any other the
+    value it reports (mean field's L(q), Perturb-and-MAP's running mean)."""
+    if record.bound is not None and record.score is not None:
         return (f"pass {record.iteration}  {record.time:.1f} s  {record.score:.6f} <= log Z "
                 f"<= {record.bound:.6f}  ({gap_text(record.bound - record.score)})")
+    if record.outer is None:
+        return f"iteration {record.iteration}  {record.time:.1f} s  {record.primal:.6f}"
     proven = None if record.bound is None else record.bound - record.primal
     parts = [f"rho {record.outer} it {record.iteration}", f"{record.time:.1f} s",
              f"TRW {record.primal:.6f}", gap_text(proven, record.gap if proven is None else None)]
@@ -84,18 +97,18 @@ def progress_line(record):
 
 class Recorder:
     """The engine's callback in a Barrier FW run: turns the engine's records (f = −TRW)
-    into `Record`s with the TRW value, the rho iteration (``outer``) and the oracle calls
-    of the whole run, and hands them to the run's `fwcore.loop.Callbacks` (kept in
-    ``records``, its progress logged (on stderr with ``verbose``), then the user's
-    ``callback``; ``stopped``: it returned False; `close` logs the last progress line).
-    With ``slack`` (a function returning what the oracle call behind the record's gap
-    proves, see `fwcore.marginals.barrier_fw.MarginalPolytope.slack`, or None) a record's
-    ``bound`` is TRW + gap + slack, a certified upper bound on log Z (Barrier FW App. J)."""
+    into `Record`s with the TRW value, the time since the call began (``deadline``'s
+    ``elapsed()``), the rho iteration (``outer``) and the oracle calls of the whole run,
+    and hands them to the run's `fwcore.loop.Callbacks` (kept in ``records``, its
+    progress logged, then the user's callback; ``stopped``: it returned False; `close`
+    logs the last progress line). With ``slack`` (a function returning what the oracle
+    call behind the record's gap proves, see
+    `fwcore.marginals.barrier_fw.MarginalPolytope.slack`, or None) a record's ``bound`` is
+    TRW + gap + slack, a certified upper bound on log Z (Barrier FW App. J)."""
 
-    def __init__(self, callback, verbose, t0, slack=None):
-        self.t0, self.slack = t0, slack
+    def __init__(self, callbacks, deadline, slack=None):
+        self.callbacks, self.deadline, self.slack = callbacks, deadline, slack
         self.outer, self.calls_before = 0, 0
-        self.callbacks = Callbacks(callback, line=progress_line, verbose=verbose)
 
     @property
     def records(self):
@@ -109,7 +122,7 @@ class Recorder:
     def __call__(self, rec):
         slack = None if self.slack is None else self.slack()
         return self.callbacks(Record(
-            iteration=rec.iteration, time=time.perf_counter() - self.t0, primal=-rec.primal,
+            iteration=rec.iteration, time=self.deadline.elapsed(), primal=-rec.primal,
             gap=rec.gap, n_oracle_calls=self.calls_before + rec.n_oracle_calls,
             delta=rec.delta, n_active=rec.n_active, step=rec.step, outer=self.outer,
             bound=None if slack is None else -rec.primal + rec.gap + slack))

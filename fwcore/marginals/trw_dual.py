@@ -16,12 +16,13 @@ by the maximum spanning forest on the beliefs' mutual information, with weight
 each with weight 1/m.
 """
 import math
-import time
 
 import numpy as np
 
 from .._kernels import forest_partition
 from ..exact import ForestLayout
+from ..loop import Callbacks, Deadline, Stopping, run_loop
+from ..results import Status
 from .rho import edge_mutual_information, max_spanning_forest
 
 __all__ = ["TreeDecomposition", "trw_dual_bound", "pass_budget"]
@@ -174,63 +175,81 @@ def trw_dual_bound(model, rho_updates=40, max_iter=200, tol=1e-6, deadline=None,
     """The TRW bound on log Z minimised over φ (L-BFGS, at most ``max_iter`` iterations
     per ρ step, down to a gradient of STEP_TOL / (k + 1) at step k; the last step ten
     times as many, down to ``tol``) and over ρ (``rho_updates`` steps of Barrier FW
-    Alg. 2); module docstring. Measured with a 15 s limit against TRBP's value: 0.38
-    below on a 20x20 5-label Potts grid, 0.41 below on a 15x15 grid with couplings
-    U[-4, 4], 0.45 above (0.5%) on a 10-clique at coupling 8, where L-BFGS stalls.
-    Returns (the least bound evaluated, the beliefs there as a flat vector, number of
-    evaluations: each a sum-product pass over every forest). Stops at ``deadline`` (a
-    time.perf_counter() value) or after ``max_passes`` forest passes (e.g. `pass_budget`),
-    with the least bound so far; every evaluated point is a valid bound. Without a
-    deadline no clock is read: the answer does not depend on the machine's load."""
+    Alg. 2, each a step of `fwcore.loop.run_loop`); module docstring. Measured with a
+    15 s limit against TRBP's value: 0.38 below on a 20x20 5-label Potts grid, 0.41 below
+    on a 15x15 grid with couplings U[-4, 4], 0.45 above (0.5%) on a 10-clique at coupling
+    8, where L-BFGS stalls. Returns (the least bound evaluated, the beliefs there as a flat
+    vector, number of evaluations: each a sum-product pass over every forest, the
+    `Status` of the run: ``interrupted`` after Ctrl-C, ``max_time`` at ``deadline``, a
+    `fwcore.loop.Deadline`, ``max_iter`` after ``max_passes`` forest passes, e.g.
+    `pass_budget`, or the ρ steps, ``stalled`` when L-BFGS stops before them); every
+    evaluated point is a valid bound, and the least one so far is returned at every
+    stop. Without a deadline no clock is read: the answer does not depend on the
+    machine's load."""
+    deadline = Deadline() if deadline is None else deadline
     forest, m = forest_partition(model.n_vars, model.edges) if model.n_edges else (
         np.zeros(0, np.int32), 1)
-    forests = [forest == t for t in range(m)]
-    weights = np.full(m, 1.0 / m)
+    state = {"forests": [forest == t for t in range(m)], "weights": np.full(m, 1.0 / m),
+             "old": None, "passes": 0, "done": False}
     best = [np.inf, None, 0]
-    passes = [0]
-    old = None
 
     def spent():
-        return (deadline is not None and time.perf_counter() > deadline) or (
-            max_passes is not None and passes[0] >= max_passes)
-    try:
-        for k in range(rho_updates + 1):
-            dec = TreeDecomposition(model, forests, weights)
-            phi = dec.start()
-            if old is not None:  # the forests held before keep their potentials
-                old_dec, old_phi = old
-                n_node = old_dec.n_forests * old_dec.dim
-                phi[:n_node] = old_phi[:n_node]
-                phi[dec.n_forests * dec.dim:][:old_phi.size - n_node] = old_phi[n_node:]
+        return deadline.passed() or (max_passes is not None and state["passes"] >= max_passes)
 
-            def f(x, dec=dec):
-                if best[2] and spent():
-                    raise _Spent
-                value, grad, mu, edge_mu = dec.value_grad(x)
-                best[2] += 1
-                passes[0] += dec.n_forests
-                if value < best[0]:
-                    best[:2] = value, dec.beliefs(mu, edge_mu)
-                return value, grad
+    def step(k):
+        """ρ step k − 1: φ by L-BFGS at the current forests' weights, then (but after the
+        last) the FW step on the weights towards the maximum-information forest."""
+        k -= 1
+        forests, weights = state["forests"], state["weights"]
+        dec = TreeDecomposition(model, forests, weights)
+        phi = dec.start()
+        if state["old"] is not None:  # the forests held before keep their potentials
+            old_dec, old_phi = state["old"]
+            n_node = old_dec.n_forests * old_dec.dim
+            phi[:n_node] = old_phi[:n_node]
+            phi[dec.n_forests * dec.dim:][:old_phi.size - n_node] = old_phi[n_node:]
 
-            memory = int(np.clip(_LBFGS_BYTES // (16 * max(phi.size, 1)), 3, 10))
-            last = k == rho_updates
+        def f(x):
+            if best[2] and spent():
+                raise _Spent
+            value, grad, mu, edge_mu = dec.value_grad(x)
+            best[2] += 1
+            state["passes"] += dec.n_forests
+            if value < best[0]:
+                best[:2] = value, dec.beliefs(mu, edge_mu)
+            return value, grad
+
+        memory = int(np.clip(_LBFGS_BYTES // (16 * max(phi.size, 1)), 3, 10))
+        last = k == rho_updates
+        try:
             phi = _lbfgs(f, phi, max_iter * (10 if last else 1),
                          tol if last else max(tol, STEP_TOL / (k + 1)), memory)
-            if last or not model.n_edges or spent():
-                break
-            old = dec, phi
-            nu = dec.beliefs(*dec.value_grad(phi)[2:])
-            new = max_spanning_forest(model.n_vars, model.edges,
-                                      edge_mutual_information(model, nu)) > 0.5
-            gamma = 2.0 / (k + 3.0)
-            weights = (1.0 - gamma) * weights
-            same = [t for t, held in enumerate(forests) if np.array_equal(held, new)]
-            if same:  # a forest already held gains the weight
-                weights[same[0]] += gamma
-            else:
-                forests.append(new)
-                weights = np.append(weights, gamma)
-    except _Spent:
-        pass
-    return best[0], best[1], best[2]
+        except _Spent:
+            state["done"] = True
+            return
+        if last or not model.n_edges or spent():
+            state["done"] = True
+            return
+        state["old"] = dec, phi
+        nu = dec.beliefs(*dec.value_grad(phi)[2:])
+        new = max_spanning_forest(model.n_vars, model.edges,
+                                  edge_mutual_information(model, nu)) > 0.5
+        gamma = 2.0 / (k + 3.0)
+        weights = (1.0 - gamma) * weights
+        same = [t for t, held in enumerate(forests) if np.array_equal(held, new)]
+        if same:  # a forest already held gains the weight
+            weights[same[0]] += gamma
+        else:
+            forests.append(new)
+            weights = np.append(weights, gamma)
+        state["weights"] = weights
+
+    outcome = run_loop(lambda k: (None, 0.0 if state["done"] else math.inf), step,
+                       Stopping(rho_updates + 1, deadline=Deadline()), Callbacks(trace=False),
+                       measure_start=False, proof=False)
+    status = outcome.status
+    if status is not Status.INTERRUPTED and state["done"]:
+        status = (Status.MAX_TIME if deadline.passed() else
+                  Status.MAX_ITER if max_passes is not None and state["passes"] >= max_passes
+                  else Status.STALLED)
+    return best[0], best[1], best[2], status

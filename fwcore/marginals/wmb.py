@@ -29,16 +29,18 @@ import time
 import numpy as np
 
 from .._wmb import short_rows, weighted_logsumexp
+from ..auto import TIME_SHARES
 from ..checks import (BOOL, CALLABLE, TIME, Interval, check_bound_feasible, check_feasible,
                       check_model, validate_params)
 from ..factor_graph import FactorGraph
-from ..loop import Callbacks, Deadline, Stopping, run_loop
+from ..loop import Deadline, Stopping, run_loop
 from ..model import PairwiseMRF
 from ..oracles._common import feasible_labelling
 from ..results import Record, Status
 from .condition import fixed_by_evidence
-from .mean_field import _entropy, factors_of, mean_field_lower_bound
-from .result import MarginalResult, progress_line
+from .mean_field import _entropy, factors_of, mean_field
+from .registry import register_method, run_method
+from .result import MarginalResult
 
 __all__ = ["weighted_mini_bucket", "MiniBuckets", "WeightedMiniBucket"]
 
@@ -100,9 +102,9 @@ def _wlse(x, axes, w=1.0):
 #: differently) within `_ORDER_WORK` of min-fill's work: on the UAI 2014 models the best of
 #: 30 needs 16x fewer elimination entries than the first on Promedus_17 (2^24.1 against
 #: 2^28.2), 10x on Pedigree_11, 4x on linkage_12; on grids the bandwidth order wins.
-#: With max_time the search takes at most `_ORDER_SHARE` of it (no new try starts after),
-#: so that the first pass ends within a short max_time
-_ORDER_TRIES, _ORDER_WORK, _ORDER_SHARE = 32, 5e8, 0.1
+#: With max_time the search takes at most its share of it (`fwcore.auto.TIME_SHARES`; no
+#: new try starts after), so that the first pass ends within a short max_time
+_ORDER_TRIES, _ORDER_WORK = 32, 5e8
 
 
 def _log_entries(model, order):
@@ -506,8 +508,6 @@ _FIRST_ENTRIES, _GROWTH = 2**8, 4
 #: a stage's memory: 8 bytes per entry of its cluster tables, and temporaries of
 #: `_TEMPORARIES` tables of its largest cluster
 _TEMPORARIES = 4
-#: the share of ``max_time`` left to the mean-field lower bound after the passes
-_MEAN_FIELD_SHARE = 0.05
 #: the next stage starts only if this many of its passes (and a read) fit in the time left
 #: (a pass's time predicted from the last one's, in proportion to the entries); else the
 #: stage goes on. A larger stage's first passes are looser than the one before's last,
@@ -536,7 +536,8 @@ def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None
                          tol: float = 1e-6, max_time: float | None = None, callback=None,
                          verbose: bool = False) -> MarginalResult:
     """A certified interval on log Z and marginals by weighted mini-bucket elimination
-    (module docstring; Liu & Ihler 2011), anytime.
+    (module docstring; Liu & Ihler 2011), anytime. ``fwcore.infer(model, method="wmb",
+    ...)`` is the same call.
 
     ibound : None (default): stages of growing mini-buckets (at most 2^8, 2^10, 2^12, ...
         table entries), the next started after one pass of the last while
@@ -544,48 +545,64 @@ def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None
         ``max_time`` (predicted from the last pass), the last one run while its passes
         tighten the bound by more than ``tol``. An int: one stage with mini-buckets of at
         most ``ibound`` + 1 variables (Merlin's ``--ibound``).
-    memory_limit : bytes for the cluster tables (8 per entry) and the temporaries.
+    memory_limit : float
+        bytes for the cluster tables (8 per entry) and the temporaries.
+    max_iter : int
+        passes (forward and backward).
+
     The bound is certified at every stop (``log_z_upper``, the least over all passes);
     ``log_z_lower`` is the best of the scores of the labellings decoded after each pass
     (log Z ≥ max_x score(x)) and the naive mean-field bound started from the best of them
-    and from the marginals (`fwcore.marginals.mean_field`, in the last `_MEAN_FIELD_SHARE`
-    of ``max_time``); ``gap`` = ``certified_gap`` = their difference, so the
-    status is ``converged`` when it is at most ``tol`` (or the elimination is exact),
-    ``stalled`` when no stage that fits tightens it further. Marginals are the weighted
-    beliefs of the pass of tightest bound read (exact when its buckets are whole),
-    within ``max_time``. Variables that evidence fixes (one finite unary state) are
-    conditioned on first. A model with no feasible assignment raises ValueError: at the
-    start when arc consistency finds it (`fwcore.checks.check_feasible`), at the end when
-    the bound proves it."""
-    t0 = time.perf_counter()
-    pairwise = model.reduced if isinstance(model, FactorGraph) else check_model(model)
+    and from the marginals (`fwcore.marginals.mean_field`, in the last share of
+    ``max_time``, `fwcore.auto.TIME_SHARES`); ``gap`` = ``certified_gap`` = their
+    difference, so the status is ``converged`` when it is at most ``tol`` (or the
+    elimination is exact), ``stalled`` when no stage that fits tightens it further.
+    Marginals are the weighted beliefs of the pass of tightest bound read (exact when
+    its buckets are whole), within ``max_time``. Variables that evidence fixes (one
+    finite unary state) are conditioned on first. A model with no feasible assignment
+    raises ValueError: at the start when arc consistency finds it
+    (`fwcore.checks.check_feasible`), at the end when the bound proves it."""
+    deadline = Deadline(max_time)
+    checked = model if isinstance(model, FactorGraph) else check_model(model)
+    return run_method(WMB, checked, deadline=deadline, max_iter=max_iter, callback=callback,
+                      verbose=verbose,
+                      options=dict(ibound=ibound, memory_limit=memory_limit, tol=tol))
+
+
+#: passes unless max_iter is given
+_MAX_PASSES = 1000
+
+
+def _run_wmb(model, budget, callbacks, *, ibound=None, memory_limit=2**32, tol=1e-6):
+    """`weighted_mini_bucket` on the checked ``model``: the registered run."""
+    deadline = budget.deadline
+    pairwise = model.reduced if isinstance(model, FactorGraph) else model
     check_feasible(pairwise)
-    passes_time = None if max_time is None else (1 - _MEAN_FIELD_SHARE) * max_time
-    order_time = None if max_time is None else _ORDER_SHARE * max_time
-    run = _Run(model, ibound, memory_limit, tol, Deadline(passes_time), t0,
-               Deadline(order_time))
-    outcome = run_loop(run.measure, run.step, Stopping(max_iter, tol, deadline=run.deadline),
-                       Callbacks(callback, line=progress_line, verbose=verbose),
-                       start=run.start)
-    run.read(None if max_time is None else t0 + max_time - time.perf_counter())
+    passes = deadline.share(1 - TIME_SHARES["wmb/mean field"])
+    run = _Run(model, ibound, memory_limit, tol, passes, deadline,
+               deadline.share(TIME_SHARES["wmb/order search"]))
+    outcome = run_loop(run.measure, run.step,
+                       Stopping(budget.iterations(_MAX_PASSES), tol, deadline=passes),
+                       callbacks, start=run.start)
+    run.read(deadline.seconds_left())
     if outcome.status is not Status.INTERRUPTED:
-        run.mean_field(None if max_time is None else t0 + max_time)
+        run.mean_field(deadline)
     check_bound_feasible(pairwise, run.upper)
     status = outcome.status
     if status is Status.CONVERGED and run.gap > tol:
         status = Status.STALLED
-    return run.result(status, outcome, time.perf_counter() - t0)
+    return run.result(status, outcome, deadline.elapsed())
 
 
 class _Run:
     """The state of a `weighted_mini_bucket` run: the stages' trees, the current
     message passing, the best bounds and the marginals of the last pass."""
 
-    def __init__(self, model, ibound, memory_limit, tol, deadline, t0, order_deadline):
+    def __init__(self, model, ibound, memory_limit, tol, deadline, call, order_deadline):
         if not isinstance(model, (PairwiseMRF, FactorGraph)):
             check_model(model)
-        self.model, self.ibound, self.tol, self.deadline, self.t0 = (
-            model, ibound, tol, deadline, t0)
+        self.model, self.ibound, self.tol, self.deadline, self.call = (
+            model, ibound, tol, deadline, call)
         self.memory_limit, self.order_deadline = memory_limit, order_deadline
         self.card = card = np.asarray(model.card, dtype=np.int64)
         self.fixed = fixed_by_evidence(model)
@@ -650,7 +667,7 @@ class _Run:
         return self.upcoming
 
     def measure(self, k):
-        record = Record(iteration=k, time=time.perf_counter() - self.t0,
+        record = Record(iteration=k, time=self.call.elapsed(),
                         primal=self.upper if self.n_passes == 0 else self.last,
                         gap=self.gap, bound=self.upper, score=self.lower)
         return record, 0.0 if self.finished else self.gap
@@ -686,7 +703,7 @@ class _Run:
 
     def _pass(self):
         w = self.wmb
-        started = time.perf_counter()
+        started = time.monotonic()
         self.stage_passes += 1
         self.previous = self.last
         self.passed = False
@@ -698,7 +715,7 @@ class _Run:
             self.lower = self.upper = self.last
         w.backward()
         self.passed = True
-        self.pass_time = time.perf_counter() - started
+        self.pass_time = time.monotonic() - started
         self.n_passes += 1
         x = w.decode()
         for v, state in self.fixed.items():
@@ -745,10 +762,9 @@ class _Run:
         entries = self.wmb.mb.entries if entries is None else entries
         return self.pass_time * entries / max(self.wmb.mb.entries, 1)
 
-    def mean_field(self, until):
+    def mean_field(self, deadline):
         """Raise the lower bound by naive mean field (`fwcore.marginals.mean_field`),
-        started from the best labelling and from the marginals, until ``until`` (a
-        `time.perf_counter` time; None: its own sweep limit)."""
+        started from the best labelling and from the marginals, within ``deadline``."""
         if self.tables is None or self.gap == 0.0:
             return
         n = len(self.card)
@@ -756,7 +772,7 @@ class _Run:
         if self.best_x is not None:
             starts.append([np.eye(int(self.card[v]))[self.best_x[v]] for v in range(n)])
         for start in starts:
-            lower = mean_field_lower_bound(self.model, start=start, deadline=until).log_z_lower
+            lower = mean_field(self.model, start, 100, 1e-6, deadline).log_z_lower
             self.lower = max(self.lower, lower)
 
     def node_marginals(self):
@@ -787,10 +803,9 @@ class _Run:
                  for i, j in pairwise.edges]
         mu = np.concatenate([np.concatenate(nodes)] + [e.ravel() for e in edges])
         return MarginalResult(
-            node_marginals=nodes, edge_marginals=edges, mu=mu, rho=None, primal=self.upper,
-            gap=self.gap, certified_gap=self.gap, log_z_upper=self.upper, certified=True,
-            delta=0.0, n_oracle_calls=0, n_icm_calls=0, status=status, n_iter=self.n_passes,
-            n_rho_updates=0, time=seconds, method="wmb", trace=outcome.trace,
+            node_marginals=nodes, edge_marginals=edges, mu=mu, log_z_upper=self.upper,
+            certified=True, gap=self.gap, certified_gap=self.gap, status=status,
+            n_iter=self.n_passes, time=seconds, method="wmb", trace=outcome.trace,
             log_z_lower=self.lower)
 
 
@@ -817,3 +832,10 @@ def _conditioned(card, tables, fixed):
             s = tuple(v for v in s if v not in fixed)
         out.append((tuple(s), np.asarray(t, dtype=np.float64)))
     return out
+
+
+WMB = register_method(
+    "wmb", _run_wmb, {k: _PARAMS[k] for k in ("ibound", "memory_limit", "tol")},
+    certifies=("upper", "lower"), iteration="passes",
+    summary="weighted mini-bucket elimination: a certified interval on log Z and "
+            "marginals, anytime (Liu & Ihler 2011)")

@@ -20,10 +20,12 @@ import numpy as np
 
 from ..auto import auto_oracle, exact_oracle
 from ..checks import BOOL, SEED, TIME, check_model, check_params, validate_params
+from ..model import PairwiseMRF
 from ..results import Status, proves_optimal
 from ._common import feasible_labelling
 
 __all__ = ["MapOracle", "LPOracle", "FunctionOracle", "register_oracle", "resolve_oracle",
+           "build_oracle",
            "available_oracles", "exact_choice"]
 
 #: name -> oracle class; `fwcore.oracles.builtin` registers the built-in ones when the
@@ -50,7 +52,11 @@ class MapOracle(abc.ABC):
     time_limit = None
 
     def __init__(self, model):
-        self.model = check_model(model)
+        """``model``: a `fwcore.PairwiseMRF`, checked by whoever builds the oracle
+        (`resolve_oracle`: the one model check of its call)."""
+        if not isinstance(model, PairwiseMRF):
+            raise TypeError(f"model must be a fwcore.PairwiseMRF; got {type(model).__name__}")
+        self.model = model
         self.n_calls = 0
         #: why the last call stopped: CONVERGED (finished: exact, or its bound proves the
         #: score optimal), STALLED (a local optimum without proof), MAX_ITER or MAX_TIME
@@ -194,7 +200,12 @@ def resolve_oracle(spec, model, *, seed=None, anytime=None, **options):
 
     ``seed`` goes to the oracles that declare ``takes_seed``, ``anytime`` (when not None)
     to those that declare ``takes_anytime``."""
-    model = check_model(model)
+    return build_oracle(spec, check_model(model), seed=seed, anytime=anytime, **options)
+
+
+def build_oracle(spec, model, *, seed=None, anytime=None, **options):
+    """`resolve_oracle` for a model its caller has checked (`fwcore.checks.check_model`
+    runs once per call of an entry point)."""
     if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str):
         spec, extra_options = spec
         options = {**dict(extra_options), **options}

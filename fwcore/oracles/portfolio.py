@@ -15,7 +15,7 @@ from ..loop import keeping_best, stopped_on_budget
 from ..results import Record, Status, proves_optimal
 from .anytime import AnnealOracle, ExpansionOracle, Fusion
 from .approximate import TRWSOracle
-from .base import MapOracle, register_oracle, resolve_oracle
+from .base import MapOracle, build_oracle, register_oracle
 
 __all__ = ["PortfolioOracle"]
 
@@ -85,7 +85,7 @@ class PortfolioOracle(MapOracle):
         if isinstance(members, (str, tuple)) or not len(members):
             raise ValueError("members must be a non-empty list of oracle names, (name, options) "
                              f"pairs or oracle objects; got {members!r}")
-        self.members = [resolve_oracle(m, model) for m in members]
+        self.members = [build_oracle(m, model) for m in members]
         self.exact = any(m.exact for m in self.members)
         self.threads = threads
         self.member_scores = {}

@@ -1,0 +1,19 @@
+"""Type stubs of the compiled module fwcore._oracles, generated from _oracles.pyx by
+tests/test_stubs.py (do not edit by hand)."""
+from typing import Any
+
+import numpy as np
+
+from ._graph import Graph
+
+def qpbo_build(energy: np.ndarray, edges: np.ndarray, arc_start: np.ndarray, head: np.ndarray, sister: np.ndarray, r_cap: np.ndarray, tr_cap: np.ndarray, sub_end: np.ndarray, back: np.ndarray) -> Any: ...
+
+def bk_maxflow(arc_start: np.ndarray, head: np.ndarray, sister: np.ndarray, r_cap: np.ndarray, tr_cap: np.ndarray, in_source: np.ndarray, parent: np.ndarray, is_sink: np.ndarray, ts: np.ndarray, dist: np.ndarray, active: np.ndarray, queue: np.ndarray, orphans: np.ndarray) -> Any: ...
+
+def qpbo_maxflow(arc_start: np.ndarray, sub_end: np.ndarray, head: np.ndarray, sister: np.ndarray, r_cap: np.ndarray, tr_cap: np.ndarray, in_source: np.ndarray, parent: np.ndarray, is_sink: np.ndarray, ts: np.ndarray, dist: np.ndarray, active: np.ndarray, queue: np.ndarray, orphans: np.ndarray) -> Any: ...
+
+def message_sweeps(theta: np.ndarray, graph: Graph, msg_off: np.ndarray, msg: np.ndarray, gamma: np.ndarray, node_weight: np.ndarray, damping: float, hat: np.ndarray, buf: np.ndarray) -> Any: ...
+
+def decode(theta: np.ndarray, graph: Graph, msg_off: np.ndarray, msg: np.ndarray, sequential: bool, x: np.ndarray, hat: np.ndarray) -> Any: ...
+
+def cover_enumerate(theta: np.ndarray, graph: Graph, cover: np.ndarray, in_cover: np.ndarray, free: np.ndarray, x: np.ndarray, time_limit: float, diff_start: np.ndarray, field: np.ndarray, diff: np.ndarray) -> Any: ...

@@ -1,0 +1,19 @@
+"""Type stubs of the compiled module fwcore._query, generated from _query.pyx by
+tests/test_stubs.py (do not edit by hand)."""
+from typing import Any
+
+import numpy as np
+
+
+class Messages:
+    def __init__(self, card: np.ndarray, edges: np.ndarray, node_off: np.ndarray, edge_off: np.ndarray, order: np.ndarray, clq_start: np.ndarray, clq_var: np.ndarray, ch_start: np.ndarray, ch_var: np.ndarray, own_start: np.ndarray, own_edge: np.ndarray, msg_off: np.ndarray, msg: np.ndarray) -> None: ...
+
+def topological_order(start: np.ndarray, parents: np.ndarray) -> Any: ...
+
+def forward_sample(order: np.ndarray, card: np.ndarray, par_start: np.ndarray, par_var: np.ndarray, par_stride: np.ndarray, cpt_off: np.ndarray, cpt: np.ndarray, u: np.ndarray, x: np.ndarray) -> Any: ...
+
+def up_pass(tree: Messages, theta: np.ndarray, n_sum: int, arg: np.ndarray, arg_off: np.ndarray, deadline: float = ...) -> Any: ...
+
+def backward_sample(tree: Messages, theta: np.ndarray, u: np.ndarray, x: np.ndarray) -> Any: ...
+
+def backtrack(order: np.ndarray, clq_start: np.ndarray, clq_var: np.ndarray, card: np.ndarray, n_sum: int, arg: np.ndarray, arg_off: np.ndarray, x: np.ndarray) -> Any: ...
