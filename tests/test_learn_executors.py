@@ -263,3 +263,12 @@ def test_max_time_on_a_cluster_is_held_and_counted_on_the_workers_clocks(client)
     assert fit.status_ is Status.MAX_TIME and elapsed <= 1.2 * 2.0 + 1.0 + 1.0, elapsed
     assert np.isfinite(fit.coef_).all()
     assert len(fit.marginals_) == 24  # the measured iterate's, still on the workers
+
+
+def test_a_dask_bag_is_built_on_the_workers(segmentation, client):
+    dask_bag = pytest.importorskip("dask.bag")
+    X, Y = segmentation
+    serial = LEARNERS["mle-bcfw"](max_iter=2).fit(X, Y)
+    bag = DaskBag(dask_bag.from_sequence(list(zip(X, Y)), npartitions=3))
+    fit = LEARNERS["mle-bcfw"](max_iter=2, executor=client).fit(bag)
+    np.testing.assert_array_equal(fit.coef_, serial.coef_)
