@@ -219,8 +219,9 @@ class StackedArrays(Dataset):
 
 class DaskBag(Dataset):
     """A dask bag of (x, y) pairs (the ``dask`` extra): its partitions' lengths are counted
-    once, and a load computes the partitions it covers. On a dask cluster the learners
-    build each partition on a worker and keep it there (`fwcore.learn.shards`)."""
+    once, and a load computes the partitions it covers. On a dask cluster each worker
+    loads its shard of the examples so once and keeps it (`fwcore.learn.shards`);
+    serially, every round computes its partitions again."""
 
     def __init__(self, bag):
         self.partitions = bag.to_delayed()
