@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..checks import Interval, validate_params
 from .crf import CRFExample
 
 __all__ = ["Dataset", "InMemory", "ExampleFolder", "StackedArrays", "DaskBag", "as_dataset",
@@ -149,6 +150,7 @@ class ExampleFolder(Dataset):
         return [self._read(k, ["labels"])["labels"] for k in range(start, min(stop, len(self)))]
 
 
+@validate_params({"first": Interval(0, integer=True)}, unchecked=("path", "X", "Y"))
 def write_examples(path, X, Y, first=0):
     """Write inputs X and labellings Y as examples ``first``, ``first`` + 1, ... of an
     `ExampleFolder` at ``path`` (created if missing; one uncompressed ``.npz`` per
