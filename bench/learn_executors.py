@@ -93,64 +93,71 @@ def peak_rss():
 
 
 class Counter:
-    """Bytes pickled to (``sent``) and from (``received``) another process."""
+    """Bytes pickled to (``sent``) and from (``received``) another process, counted by
+    wrapping what crosses: a process pool's ``submit`` (`CountingPool`), a dask client's
+    calls (`count_dask`)."""
 
-    sent = received = 0
+    def __init__(self):
+        self.sent = self.received = 0
 
-    @classmethod
-    def out(cls, *objects):
-        cls.sent += len(pickle.dumps(objects, protocol=5))
+    def out(self, *objects):
+        self.sent += len(pickle.dumps(objects, protocol=5))
 
-    @classmethod
-    def back(cls, obj):
-        cls.received += len(pickle.dumps(obj, protocol=5))
+    def back(self, obj):
+        self.received += len(pickle.dumps(obj, protocol=5))
         return obj
+
+    def count_dask(self, client, patch=setattr):
+        """Count what ``client`` sends (submit, scatter, calls of actors) and gets back
+        (gather, results of futures and of actor calls), each wrapped by
+        ``patch(owner, name, wrapper)`` (a test's ``monkeypatch.setattr`` undoes it)."""
+        import distributed
+        from distributed.actor import Actor, ActorFuture
+        submit, scatter, gather = client.submit, client.scatter, client.gather
+        result, actor_result = distributed.Future.result, ActorFuture.result
+        method = Actor.__getattr__
+
+        def out(*objects):
+            self.out([o for o in objects if not isinstance(o, distributed.Future)])
+
+        def counted_submit(fn, *args, **kwargs):
+            out(fn, *args)
+            return submit(fn, *args, **kwargs)
+
+        def counted_scatter(data, **kwargs):
+            out(data)
+            return scatter(data, **kwargs)
+
+        def counted_method(actor, name):
+            call = method(actor, name)
+            return lambda *args: (out(name, *args), call(*args))[1]
+
+        patch(client, "submit", counted_submit)
+        patch(client, "scatter", counted_scatter)
+        patch(client, "gather", lambda futures, **kw: [self.back(r) for r in gather(futures, **kw)])
+        patch(distributed.Future, "result", lambda f, timeout=None: self.back(result(f, timeout)))
+        patch(ActorFuture, "result", lambda f, timeout=None: self.back(actor_result(f, timeout)))
+        patch(Actor, "__getattr__", counted_method)
+
+
+#: what the fit of this process sent and got back
+COUNTER = Counter()
 
 
 class CountingPool(Executor):
-    """A process pool whose submissions and results are counted (`Counter`)."""
+    """A process pool whose submissions and results are counted (`COUNTER`)."""
 
     def __init__(self, pool):
         self.pool = pool
 
     def submit(self, fn, *args, **kwargs):
-        Counter.out(fn, args, kwargs)
+        COUNTER.out(fn, args, kwargs)
         future = self.pool.submit(fn, *args, **kwargs)
-        future.add_done_callback(lambda f: f.exception() or Counter.back(f.result()))
+        future.add_done_callback(lambda f: f.exception() or COUNTER.back(f.result()))
         return future
 
     def shutdown(self, wait=True, **kwargs):
         self.pool.shutdown(wait, **kwargs)
-
-
-def count_dask(client):
-    """Count what ``client`` sends (submit, scatter, calls of actors) and gets back
-    (gather, results of futures and of actor calls)."""
-    import distributed
-    from distributed.actor import Actor, ActorFuture
-    submit, scatter, gather = client.submit, client.scatter, client.gather
-    result, actor_result, method = distributed.Future.result, ActorFuture.result, Actor.__getattr__
-
-    def out(*objects):
-        Counter.out([o for o in objects if not isinstance(o, distributed.Future)])
-
-    def counted_submit(fn, *args, **kwargs):
-        out(fn, *args)
-        return submit(fn, *args, **kwargs)
-
-    def counted_scatter(data, **kwargs):
-        out(data)
-        return scatter(data, **kwargs)
-
-    def counted_method(actor, name):
-        call = method(actor, name)
-        return lambda *args: (out(name, *args), call(*args))[1]
-
-    client.submit, client.scatter = counted_submit, counted_scatter
-    client.gather = lambda futures, **kw: [Counter.back(r) for r in gather(futures, **kw)]
-    distributed.Future.result = lambda self, timeout=None: Counter.back(result(self, timeout))
-    ActorFuture.result = lambda self, timeout=None: Counter.back(actor_result(self, timeout))
-    Actor.__getattr__ = counted_method
 
 
 class LineCounter(logging.Handler):
@@ -177,7 +184,7 @@ def child(args):
     rows = []
 
     def record(r):
-        rows.append((r.iteration, r.time, Counter.sent, Counter.received, r.primal, r.gap))
+        rows.append((r.iteration, r.time, COUNTER.sent, COUNTER.received, r.primal, r.gap))
 
     cluster = client = executor = None
     if kind == "threads":
@@ -193,7 +200,7 @@ def child(args):
         cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
                                dashboard_address=None)
         client = executor = Client(cluster)
-        count_dask(client)
+        COUNTER.count_dask(client)
     learner = LEARNERS[name](reg, model=CRF(oracle="qpbo"), max_iter=args.passes, tol=0.0,
                              batch_size=args.batch, executor=executor, callback=record)
     t0 = time.perf_counter()

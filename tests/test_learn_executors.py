@@ -20,7 +20,10 @@ from fwcore.learn.mle_struct import TrainingMarginals
 from fwcore import loop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # --import-mode=importlib
+from bench_files import load  # noqa: E402
 from test_learn import tree_data  # noqa: E402
+
+runner = load("bench.learn_executors")
 
 distributed = pytest.importorskip("distributed")
 
@@ -75,49 +78,6 @@ def test_every_executor_gives_the_serial_fit(name, segmentation, client, tmp_pat
                         np.testing.assert_array_equal(a, b)
 
 
-class _Counted:
-    """Bytes pickled for what a dask client sends (tasks, scatters, calls of actors) and
-    gets back (gathers, results of futures and of actor calls): its ``submit``,
-    ``scatter`` and ``gather``, actors' methods and the futures' ``result``, wrapped."""
-
-    def __init__(self, client, monkeypatch):
-        from distributed.actor import Actor, ActorFuture
-        self.sent = self.received = 0
-        submit, scatter, gather = client.submit, client.scatter, client.gather
-        result, actor_result = distributed.Future.result, ActorFuture.result
-        method = Actor.__getattr__
-
-        def out(*objects):
-            self.sent += len(pickle.dumps(
-                [o for o in objects if not isinstance(o, distributed.Future)]))
-
-        def back(obj):
-            self.received += len(pickle.dumps(obj))
-            return obj
-
-        def counted_submit(fn, *args, **kwargs):
-            out(fn, *args)
-            return submit(fn, *args, **kwargs)
-
-        def counted_scatter(data, **kwargs):
-            out(data)
-            return scatter(data, **kwargs)
-
-        def counted_method(actor, name):
-            call = method(actor, name)
-            return lambda *args: (out(name, *args), call(*args))[1]
-
-        monkeypatch.setattr(client, "submit", counted_submit)
-        monkeypatch.setattr(client, "scatter", counted_scatter)
-        monkeypatch.setattr(client, "gather",
-                            lambda futures, **kw: [back(r) for r in gather(futures, **kw)])
-        monkeypatch.setattr(distributed.Future, "result",
-                            lambda f, timeout=None: back(result(f, timeout)))
-        monkeypatch.setattr(Actor, "__getattr__", counted_method)
-        monkeypatch.setattr(ActorFuture, "result",
-                            lambda f, timeout=None: back(actor_result(f, timeout)))
-
-
 @pytest.mark.parametrize("name", ["ssvm-bcfw", "mle-bcfw"])
 @pytest.mark.parametrize("lazy", [False, True], ids=["scattered", "loaded-by-workers"])
 def test_with_dask_a_pass_sends_bytes_of_the_weights_size(name, lazy, client, monkeypatch,
@@ -127,7 +87,8 @@ def test_with_dask_a_pass_sends_bytes_of_the_weights_size(name, lazy, client, mo
     X, Y = synthetic_segmentation(12, size=60, seed=1)
     pickled = len(pickle.dumps((X, Y)))
     data = (write_examples(tmp_path / "examples", X, Y),) if lazy else (X, Y)
-    counter = _Counted(client, monkeypatch)
+    counter = runner.Counter()  # bench/learn_executors.py's wrappers of the client
+    counter.count_dask(client, monkeypatch.setattr)
     per_pass = []
     fit = LEARNERS[name](max_iter=3, executor=client,
                          callback=lambda r: per_pass.append(counter.sent + counter.received))
