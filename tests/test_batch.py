@@ -33,3 +33,14 @@ def test_bad_executor_and_errors_propagate(models):
         fwcore.infer_many(models, executor=object())
     with ThreadPoolExecutor(2) as ex, pytest.raises(ValueError, match="oracle"):
         fwcore.infer_many(models, executor=ex, method="barrier-fw", oracle="no-such-oracle")
+
+
+def test_paths_are_read_where_the_call_runs(models, tmp_path):
+    paths = [tmp_path / f"m{k}.uai" for k in range(len(models))]
+    for m, p in zip(models, paths):
+        fwcore.write_uai(m, p)
+    kw = dict(method="barrier-fw", rho_updates=2, seed=0)
+    serial = fwcore.infer_many([fwcore.read_model(p) for p in paths], **kw)
+    _same(serial, fwcore.infer_many(paths, **kw))
+    with ProcessPoolExecutor(2) as ex:
+        _same(serial, fwcore.infer_many([str(p) for p in paths], executor=ex, **kw))

@@ -29,7 +29,8 @@ SAMPLES = {"model": TINY, "models": [TINY], "spec": "icm", "h": 2, "w": 2, "n": 
            "P": POINTS, "Q": POINTS, "W": np.ones((2, 2)), "assignment": [0, 0],
            "objective": None, "domain": None, "graph": None, "path": None,
            "bound": fwcore.weighted_mini_bucket, "variables": [0], "max_time": 1.0,
-           "name": "test-only", "run": None, "options": None, "iteration": "steps"}
+           "name": "test-only", "run": None, "options": None, "iteration": "steps",
+           "X": [np.zeros((1, 1))], "Y": [np.zeros(1, dtype=int)]}
 
 
 def _oracle_classes():

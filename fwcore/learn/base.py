@@ -20,6 +20,7 @@ import abc
 
 from ..checks import check_params
 from ..marginals.rho import ENTROPY, entropy_rho
+from ..marginals.batch import dask_client
 
 __all__ = ["ModelFamily", "LearnerModel", "VertexDecoder", "BlockEntropy", "run_tasks"]
 
@@ -63,11 +64,12 @@ class BlockEntropy(abc.ABC):
         `fw_vertex` needs."""
         return (float(grad @ tau) - float(grad @ vertex),)
 
-    def fw_vertex(self, vertex, gaps):
+    def fw_vertex(self, vertex, gaps, state):
         """The vertex the FW step moves toward: the decoder's ``vertex`` here (a contraction
         overrides it), given its `fw_gaps`; None for a call whose vertex is not kept.
-        Runs in the learner's process for every MAP call, in call order, so an entropy
-        may keep state across calls (an adaptive contraction)."""
+        Runs for every MAP call of the example, in call order, with ``state``, the
+        example's dict that stays where the example lives: an entropy that adapts across
+        calls (an adaptive contraction) keeps its values there."""
         return vertex
 
 
@@ -84,7 +86,19 @@ class ModelFamily(abc.ABC):
     @abc.abstractmethod
     def build(self, X, Y):
         """(`LearnerModel`, prepared examples, labels) from training inputs X and labels Y,
-        validated."""
+        validated. The learners call it on the first example of the training set, after
+        `settled`: what the model needs from all the labellings comes from `summary`."""
+
+    def summary(self, Y):
+        """What the family must know of the labellings Y of a part of the training set
+        before it builds its model (picklable: computed where the part lives); None:
+        nothing. `settled` merges the parts'."""
+        return None
+
+    def settled(self, summaries):
+        """The family with the options that the training set fixes (`summary` of each
+        part) set; this family when none."""
+        return self
 
     def rho(self, entropy, rho):
         """The ρ the built model's ``entropy`` and ``marginals`` take for the learner's
@@ -103,6 +117,15 @@ class LearnerModel(abc.ABC):
     @abc.abstractmethod
     def check(self, X):
         """Validate inputs X against this model; the list of prepared examples."""
+
+    @abc.abstractmethod
+    def prepare(self, X, Y, first=0):
+        """(prepared examples, labels) of training inputs X and labellings Y, validated
+        (errors name them X[first], X[first + 1], ...: their place in the training set)."""
+
+    def exact(self, ex):
+        """Whether the decoder of example ``ex`` is exact."""
+        return self.decoder(ex).exact
 
     @abc.abstractmethod
     def scores(self, ex, w):
@@ -124,7 +147,8 @@ class LearnerModel(abc.ABC):
 
     @abc.abstractmethod
     def decoder(self, ex):
-        """The `VertexDecoder` of the example."""
+        """The `VertexDecoder` of the example (the learners make one for each call: it
+        holds buffers of the example's size and no state they rely on)."""
 
     @abc.abstractmethod
     def entropy(self, ex, rho):
@@ -141,9 +165,11 @@ class LearnerModel(abc.ABC):
 
 
 def run_tasks(executor, fn, *columns):
-    """[fn(*row) for row in zip(*columns)], on ``executor`` when given (results in order).
-    Serially, columns may be generators (one row is made at a time); an executor gets
-    lists (dask's needs their lengths)."""
+    """[fn(*row) for row in zip(*columns)], on ``executor`` when given (results in order;
+    a dask client runs them on its ``get_executor()``)."""
     if executor is None:
         return [fn(*row) for row in zip(*columns)]
+    client = dask_client(executor)
+    if client is not None:
+        executor = client.get_executor()
     return list(executor.map(fn, *[list(c) for c in columns]))

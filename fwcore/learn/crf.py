@@ -16,8 +16,9 @@ a MAP oracle as `CRFDecoder`, the TRW entropy (`TRWEntropy`, edge weights by
 (`fw_marginals`). `CRF` is the family as a learner's ``model`` takes it.
 """
 import numbers
+import threading
 from collections.abc import Sized
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 import numpy as np
@@ -32,7 +33,7 @@ from ..loop import TimeUp
 from .base import BlockEntropy, LearnerModel, ModelFamily, VertexDecoder, run_tasks
 
 __all__ = ["CRF", "CRFExample", "CRFFeatures", "CRFModel", "CRFDecoder", "TRWEntropy",
-           "fw_marginals", "check_examples", "check_labels", "infer_n_labels"]
+           "fw_marginals", "check_examples", "check_labels", "infer_n_labels", "top_label"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,6 +54,20 @@ class _Prepared:
 
     def __init__(self, u, v, mrf, eidx):
         self.u, self.v, self.mrf, self.eidx = u, v, mrf, eidx
+
+
+#: structures kept in each cache (images of one size share one)
+CACHED = 16
+#: the structures (`_graph`) of the training examples prepared last in this process
+#: (`CRFModel.prepare`): a worker reading examples of one graph for each call builds it once
+GRAPHS: dict = {}
+_LOCK = threading.Lock()
+
+
+def _bounded(cache):
+    """Make room for one more entry in ``cache`` (the oldest goes)."""
+    while len(cache) >= CACHED:
+        cache.pop(next(iter(cache)), None)
 
 
 def _graph(n, edges, n_labels):
@@ -104,12 +119,15 @@ def check_nonempty(X):
         raise ValueError("X must be a non-empty list of examples (CRFExample or tuples)")
 
 
-def check_examples(X, n_labels, dims=None):
+def check_examples(X, n_labels, dims=None, first=0, graphs=None):
     """Validate inputs once: a non-empty sequence of examples sharing F and G (or ``dims``
-    = (F, G) when given). Returns (list of `_Prepared`, (F, G))."""
+    = (F, G) when given); errors name them X[first], X[first + 1], ... ``graphs``: a
+    mapping that keeps the structures built (`_graph`) for later calls. Returns (list of
+    `_Prepared`, (F, G))."""
     check_nonempty(X)
-    out, graphs = [], {}  # one structure per distinct graph: images of a size share one
-    for k, x in enumerate(X):
+    out = []
+    graphs = {} if graphs is None else graphs  # one structure per distinct graph
+    for k, x in enumerate(X, first):
         u, edges, v = _as_example(x, k)
         u = _finite_matrix(u, f"X[{k}] node_features")
         if np.size(v) == 0 and np.ndim(v) != 2:
@@ -132,23 +150,28 @@ def check_examples(X, n_labels, dims=None):
             raise ValueError(f"X[{k}] has {u.shape[1]} node and {v.shape[1]} edge features; "
                              f"expected {dims[0]} and {dims[1]} (as in the training data)")
         e = e.astype(np.int64)
-        key = (u.shape[0], e.shape[0], e.tobytes())
-        if key not in graphs:
+        key = (n_labels, u.shape[0], e.shape[0], e.tobytes())
+        structure = graphs.get(key)
+        if structure is None:
             try:
-                graphs[key] = _graph(u.shape[0], e, n_labels)
+                structure = _graph(u.shape[0], e, n_labels)
             except ValueError as err:
                 raise ValueError(f"X[{k}]: {err}") from None
-        out.append(_Prepared(u, v, *graphs[key]))
+            with _LOCK:
+                _bounded(graphs)
+                graphs[key] = structure
+        out.append(_Prepared(u, v, *structure))
     return out, dims
 
 
-def check_labels(Y, examples, n_labels):
-    """Validate labellings: one int array of length n per example, values in 0..L-1."""
+def check_labels(Y, examples, n_labels, first=0):
+    """Validate labellings: one int array of length n per example, values in 0..L-1
+    (errors name them Y[first], ...)."""
     if not isinstance(Y, Sized) or len(Y) != len(examples):
         raise ValueError(f"Y must hold one label array per example ({len(examples)}); "
                          f"got {len(Y) if isinstance(Y, Sized) else type(Y).__name__}")
     out = []
-    for k, (y, ex) in enumerate(zip(Y, examples)):
+    for k, (y, ex) in enumerate(zip(Y, examples), first):
         y = np.asarray(y)
         if y.dtype.kind not in "iu":
             raise TypeError(f"Y[{k}] must be an integer array of labels; got dtype {y.dtype}")
@@ -162,17 +185,24 @@ def check_labels(Y, examples, n_labels):
     return out
 
 
+def top_label(Y):
+    """The largest label in the labellings Y (-1 when they hold none); TypeError for
+    labellings that are not integer arrays."""
+    top = -1
+    for k, y in enumerate(Y):
+        y = np.asarray(y)
+        if y.dtype.kind not in "iu":
+            raise TypeError(f"Y[{k}] must be an integer array of labels; got dtype {y.dtype}")
+        if y.size:
+            top = max(top, int(y.max()))
+    return top
+
+
 def infer_n_labels(Y, n_labels):
     """``n_labels`` if given (an int >= 2), else 1 + the largest label in Y (at least 2)."""
     n_labels = check_params({"n_labels": [Interval(2, integer=True), None]},
                             n_labels=n_labels)["n_labels"]
-    if n_labels is None:
-        try:
-            top = max(int(np.max(y)) for y in Y if np.size(y))
-        except (TypeError, ValueError):
-            raise ValueError("cannot infer n_labels from Y; pass n_labels") from None
-        return max(2, top + 1)
-    return n_labels
+    return max(2, top_label(Y) + 1) if n_labels is None else n_labels
 
 
 class CRFFeatures:
@@ -265,6 +295,8 @@ class TRWEntropy(BlockEntropy):
         return _kernels.trw_line_derivs(theta, tau, d, t, self.weight)
 
 
+
+
 def _node_marginals(decoder, theta, weight, tol):
     mu = fw_marginals(decoder.mrf, theta, weight, decoder, tol=tol)
     return mu[:decoder.mrf.node_off[-1]].reshape(decoder.mrf.n_vars, -1)
@@ -277,18 +309,49 @@ class CRFModel(CRFFeatures, LearnerModel):
     def __init__(self, n_labels, dims, oracle):
         super().__init__(n_labels, *dims)
         self.oracle = oracle
-        self._entropies = {}
+        self._caches()
+
+    def _caches(self):
+        """Per structure (the same for every example on one graph), kept for the
+        `CACHED` structures used last: the decoder's exactness and the entropies (the
+        structures themselves: `GRAPHS`)."""
+        self._exact, self._entropies = {}, {}
+
+    def __getstate__(self):  # the caches stay where they were built
+        state = dict(vars(self))
+        for name in ("_exact", "_entropies"):
+            del state[name]
+        return state
+
+    def __setstate__(self, state):
+        vars(self).update(state)
+        self._caches()
 
     @classmethod
     def from_data(cls, X, Y, n_labels, oracle):
         """(model, examples, labels) from training inputs and labellings, validated."""
         check_nonempty(X)
         n_labels = infer_n_labels(Y, n_labels)
-        examples, dims = check_examples(X, n_labels)
-        return cls(n_labels, dims, oracle), examples, check_labels(Y, examples, n_labels)
+        dims = check_examples(X[:1], n_labels)[1]
+        model = cls(n_labels, dims, oracle)
+        return (model, *model.prepare(X, Y))
 
     def check(self, X):
         return check_examples(X, self.n_labels, (self.n_node, self.n_edge))[0]
+
+    def prepare(self, X, Y, first=0):
+        examples = check_examples(X, self.n_labels, (self.n_node, self.n_edge), first,
+                                  GRAPHS)[0]
+        return examples, check_labels(Y, examples, self.n_labels, first)
+
+    def exact(self, ex):
+        key = id(ex.mrf)
+        if key not in self._exact:
+            exact = self.decoder(ex).exact
+            with _LOCK:
+                _bounded(self._exact)
+                self._exact[key] = ex.mrf, exact
+        return self._exact[key][1]
 
     def truth(self, ex, y):
         return ex.mrf.marginal_vector(y)
@@ -304,7 +367,10 @@ class CRFModel(CRFFeatures, LearnerModel):
         hashable = isinstance(rho, (str, numbers.Real))
         key = (id(ex.mrf), rho if hashable else id(rho))
         if key not in self._entropies:  # the structure is kept so that its id stays its own
-            self._entropies[key] = ex.mrf, TRWEntropy(ex.mrf, rho)
+            entropy = TRWEntropy(ex.mrf, rho)
+            with _LOCK:
+                _bounded(self._entropies)
+                self._entropies[key] = ex.mrf, entropy
         return self._entropies[key][1]
 
     def hamming(self, ex, y):
@@ -348,3 +414,13 @@ class CRF(ModelFamily):
 
     def build(self, X, Y):
         return CRFModel.from_data(X, Y, self.n_labels, self.oracle)
+
+    def summary(self, Y):
+        """The largest label in Y, when ``n_labels`` is to be inferred."""
+        return top_label(Y) if self.n_labels is None else None
+
+    def settled(self, summaries):
+        """This family with ``n_labels`` = 1 + the largest label (at least 2) when None."""
+        if self.n_labels is not None:
+            return self
+        return replace(self, n_labels=max(2, max(summaries) + 1))

@@ -23,17 +23,20 @@ import numpy as np
 
 from ..checks import (BOOL, CALLABLE, EXECUTOR, SEED, TIME, Interval, Kind, Options, bind_table,
                       check_params)
-from ..loop import Callbacks, Deadline, Guard, Stopping, run_loop
+from ..loop import Callbacks, Deadline, Guard, ProgressLog, Stopping, run_loop
+from ..marginals.batch import DASK_CLIENT
 from ..results import Record, Status, Trace, gap_text
 from .base import ModelFamily, run_tasks
 from .crf import CRF
+from .data import Dataset, as_dataset
 from .matching_model import Matching
+from .shards import placement
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = ["StructuredLearner", "DualSolver", "NotFittedError", "model_family", "MODELS",
-           "PARAMS", "Callback", "Family"]
+           "PARAMS", "Callback", "Family", "PassProgress"]
 
 #: the type of the learners' ``callback``: a `fwcore.results.Record` per pass; False stops
 Callback = Callable[[Record], Optional[bool]]
@@ -54,7 +57,8 @@ PARAMS = {
     "max_time": TIME,
     "averaging": BOOL,
     "seed": SEED,
-    "executor": [EXECUTOR, None],
+    "batch_size": Interval(1, integer=True),
+    "executor": [EXECUTOR, DASK_CLIENT, None],
     "callback": [CALLABLE, None],
     "verbose": BOOL,
 }
@@ -71,15 +75,33 @@ class DualSolver(abc.ABC):
     """A learner's Frank-Wolfe state over its dual, driven pass by pass by
     `StructuredLearner`: ``measure`` computes the duality gap fresh at the iterate, ``step``
     makes one pass, ``result`` gives the fitted attributes of the iterate. Both hand the
-    fit's `Deadline` to every per-example call (`TimeUp` ends the fit)."""
+    fit's `Deadline` to every per-example call (`TimeUp` ends the fit) and run it on the
+    fit's `fwcore.learn.shards.Placement` ``where`` (``where.n`` examples), in rounds of
+    `ROUND` examples (BCFW: of ``batch_size`` blocks), with progress lines between them
+    (`PassProgress`). ``exact``: every decoder is exact, so a measured gap is a proof
+    (else a small gap is STALLED)."""
 
-    #: every decoder is exact, so a measured gap is a proof (else a small gap is STALLED)
-    exact = True
     #: the stopping test is gap <= tol * tol_scale
     tol_scale = 1.0
+    #: examples per round of a gap pass (progress lines come between rounds)
+    ROUND = 64
 
-    def __init__(self):
+    def __init__(self, model, where, exact, p):
+        self.model, self.where, self.exact, self.p = model, where, exact, p
+        self.M = where.n
         self.n_oracle_calls = 0
+        self.progress = PassProgress(p["verbose"])
+
+    def rounds(self, indices, size):
+        """``indices`` in consecutive rounds of ``size``."""
+        for k in range(0, len(indices), size):
+            yield indices[k:k + size]
+
+    def submitted(self, fn, *args):
+        """[(round, `Pending` results of ``fn`` on it)] for every example in rounds of
+        `ROUND`, all submitted at once (the rounds of a gap pass are independent)."""
+        return [(rnd, self.where.submit(fn, rnd, *args))
+                for rnd in self.rounds(np.arange(self.M), self.ROUND)]
 
     @abc.abstractmethod
     def measure(self, deadline):
@@ -196,9 +218,11 @@ class StructuredLearner(abc.ABC):
         table = self._param_table
         return check_params(table, **{name: vars(self)[name] for name in table})
 
-    def fit(self, X: Sequence[Any], Y: Sequence[Any]) -> Self:
+    def fit(self, X: Sequence[Any] | Dataset, Y: Sequence[Any] | None = None) -> Self:
         """Learn ``coef_`` from inputs X and labellings Y (see `fwcore.learn.crf` and
-        `fwcore.learn.matching_model` for their forms)."""
+        `fwcore.learn.matching_model` for their forms), or from a
+        `fwcore.learn.data.Dataset` X alone, whose examples are loaded where they are used
+        (`fwcore.learn.shards`)."""
         t0 = time.perf_counter()
         p = self._check_params()
         deadline = Deadline(p["max_time"])
@@ -214,13 +238,22 @@ class StructuredLearner(abc.ABC):
         return self
 
     def _set_up(self, X, Y, p):
-        """(model, `DualSolver`) for the data and checked parameters ``p``."""
-        model, examples, labels = model_family(p["model"]).build(X, Y)
-        decoders = [model.decoder(ex) for ex in examples]
-        return model, self._solver(model, examples, labels, decoders, p)
+        """(model, `DualSolver`) for the data and checked parameters ``p``: the examples
+        placed (`fwcore.learn.shards.placement`), the family settled on their labellings,
+        its model built on the first example, every example validated where it lives."""
+        dataset = as_dataset(X, Y)
+        if p["method"] == "fw" and p["batch_size"] != 1:
+            raise ValueError(f"batch_size={p['batch_size']} is a BCFW option (method='bcfw'); "
+                             "method='fw' moves every block at once")
+        where = placement(dataset, p["executor"])
+        family = model_family(p["model"])
+        family = family.settled([s for shard in where.each("survey", family) for s in shard])
+        model = family.build(*dataset.load(0, 1))[0]
+        exact = all(where.each("prepare", model))
+        return model, self._solver(model, where, exact, p)
 
     @abc.abstractmethod
-    def _solver(self, model, examples, labels, decoders, p):
+    def _solver(self, model, where, exact, p):
         """The learner's `DualSolver` for checked parameters ``p``."""
 
     def _run(self, solver, p, t0, deadline):
@@ -244,6 +277,7 @@ class StructuredLearner(abc.ABC):
                                     deadline=deadline),
                            Callbacks(p["callback"], line=_progress_line(solver.exact),
                                      verbose=p["verbose"]), proof=solver.exact)
+        solver.where.close()
         self._set_fitted(fitted)
         last = outcome.last
         self.status_, self.trace_ = outcome.status, outcome.trace
@@ -286,12 +320,35 @@ class StructuredLearner(abc.ABC):
 
 def _progress_line(exact):
     """The progress line of a pass: the objective and the duality gap, proven when every
-    oracle call is ``exact``, else an estimate."""
+    oracle call is ``exact``, else an estimate, and the oracle calls per second so far."""
     def line(record):
         gaps = gap_text(record.gap if exact else None, None if exact else record.gap)
+        rate = record.n_oracle_calls / max(record.time, 1e-9)
         return (f"pass {record.iteration}  {record.time:.1f} s  "
-                f"objective {record.primal:.6g}  {gaps}")
+                f"objective {record.primal:.6g}  {gaps}  {rate:.3g} oracle calls/s")
     return line
+
+
+class PassProgress:
+    """Progress lines inside a pass (on the ``fwcore`` logger, `fwcore.loop.ProgressLog`:
+    at most one a second): the examples done of the pass, a running figure (``what``:
+    the gap so far, the dual objective) and the examples per second. ``start`` begins a
+    pass (or its gap pass), ``__call__`` reports after a round."""
+
+    def __init__(self, verbose):
+        self.verbose, self.log = verbose, None
+
+    def start(self, label, n, what):
+        self.label, self.n, self.what = label, n, what
+        self.t0, self.log = time.monotonic(), ProgressLog(self._line, self.verbose)
+
+    def __call__(self, done, value):
+        self.log((done, value, time.monotonic() - self.t0))
+
+    def _line(self, state):
+        done, value, seconds = state
+        return (f"{self.label}: {done}/{self.n} examples, {self.what} {value:.6g}, "
+                f"{done / max(seconds, 1e-9):.3g} examples/s")
 
 
 def _is_default(value, default):

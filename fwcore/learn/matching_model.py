@@ -70,7 +70,7 @@ class MatchingEntropy(BlockEntropy):
     is below δ, with g = <−∇, v − τ> the FW gap over M and g_u = <−∇, τ⁰ − τ> the uniform
     gap, which keeps the gap over M_δ (eq. 8: (1 − δ) g + δ g_u) at least g / 2 (Lemma D.2)
     and lets the iterates approach an optimum on the boundary of M. The gap reported is g,
-    over M itself."""
+    over M itself. ``delta`` is δ_init; each example's δ is in its state (`fw_vertex`)."""
 
     def __init__(self, rho, free, start, delta=DELTA):
         self.rho, self.free, self.start, self.delta = rho, free, start, delta
@@ -79,13 +79,14 @@ class MatchingEntropy(BlockEntropy):
         """(FW gap g over M, the uniform gap <−grad, τ⁰ − τ>) of Alg. 1's δ update."""
         return (*super().fw_gaps(vertex, grad, tau), float(grad @ tau) - float(grad @ self.start))
 
-    def fw_vertex(self, vertex, gaps):
-        """The contracted vertex (1 − δ) v + δ τ⁰ after Alg. 1's update of δ (None when the
-        vertex is not kept: the update only)."""
-        self.delta = adaptive_delta(self.delta, *gaps)
+    def fw_vertex(self, vertex, gaps, state):
+        """The contracted vertex (1 − δ) v + δ τ⁰ after Alg. 1's update of the example's δ
+        (``state["delta"]``, from δ_init; None when the vertex is not kept: the update
+        only)."""
+        delta = state["delta"] = adaptive_delta(state.get("delta", self.delta), *gaps)
         if vertex is None:
             return None
-        return (1.0 - self.delta) * vertex + self.delta * self.start
+        return (1.0 - delta) * vertex + delta * self.start
 
     def value_grad(self, theta, tau):
         h, gh = reweighted_entropy(tau[self.free], self.rho)
@@ -134,20 +135,25 @@ class MatchingModel(LearnerModel):
         _check_nonempty(X)
         first = np.asarray(_as_pair(X[0], 0)[0])
         model = cls(graph, first.shape[-1] if first.ndim == 3 else 0)
-        examples = model.check(X)
+        return (model, *model.prepare(X, Y))
+
+    def check(self, X, first=0):
+        """Validate inputs: feature arrays [n, n, F] with this model's F (symmetric for
+        'general'), optional boolean masks; returns the prepared examples (errors name
+        them X[first], ...)."""
+        _check_nonempty(X)
+        return [self._prepare(*_as_pair(x, k), k) for k, x in enumerate(X, first)]
+
+    def prepare(self, X, Y, first=0):
+        examples = self.check(X, first)
         if not isinstance(Y, Sized) or len(Y) != len(examples):
             raise ValueError(f"Y must hold one matching per example ({len(examples)}); got "
                              f"{len(Y) if isinstance(Y, Sized) else type(Y).__name__}")
-        labels = [model._check_label(y, ex, k) for k, (y, ex) in enumerate(zip(Y, examples))]
+        labels = [self._check_label(y, ex, k)
+                  for k, (y, ex) in enumerate(zip(Y, examples), first)]
         for ex in examples:
-            model._clamp(ex)
-        return model, examples, labels
-
-    def check(self, X):
-        """Validate inputs: feature arrays [n, n, F] with this model's F (symmetric for
-        'general'), optional boolean masks; returns the prepared examples."""
-        _check_nonempty(X)
-        return [self._prepare(*_as_pair(x, k), k) for k, x in enumerate(X)]
+            self._clamp(ex)
+        return examples, labels
 
     def _prepare(self, G, allowed, k):
         G = np.asarray(G)

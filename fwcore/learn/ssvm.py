@@ -16,55 +16,61 @@ from concurrent.futures import Executor
 
 import numpy as np
 
-from .base import run_tasks
 from .learner import Callback, DualSolver, Family, StructuredLearner
 
 __all__ = ["SSVM"]
 
 
-def _loss_augmented_vertex(decoder, scores, deadline):
-    return decoder.vertex(scores, deadline.left())
+def _corners(shard, local, w, deadline):
+    """(w_s, ℓ_s) of the loss-augmented vertex μ at w (Alg. 3, line 4) of each example:
+    w_s = (φ(y) − Φᵀμ) / (λM), ℓ_s = <a, μ> / M with a the example's Hamming loss
+    (kept: φ(y), the weights' size)."""
+    f, (lam, M) = shard.model, shard.settings["reg_M"]
+    out = []
+    for ex, y, state in shard.blocks(local):
+        if "phi" not in state:
+            state["phi"] = f.features(ex, f.truth(ex, y))
+        aug = f.hamming(ex, y)
+        mu = f.decoder(ex).vertex(f.scores(ex, w) + aug, deadline.left())
+        out.append(((state["phi"] - f.features(ex, mu)) / (lam * M), float(aug @ mu) / M))
+    return out
 
 
 class _Solver(DualSolver):
-    """FW variants review Alg. 2-3 over the product of simplices, kept as (w_m, ℓ_m)."""
+    """FW variants review Alg. 2-3 over the product of simplices, kept as (w_m, ℓ_m): the
+    weights' size per example, all the learner's process holds besides the weights."""
 
-    def __init__(self, model, examples, labels, decoders, p):
-        super().__init__()
-        f, M = model, len(examples)
-        self.f, self.examples, self.decoders, self.p = f, examples, decoders, p
-        self.exact = all(d.exact for d in decoders)
-        self.phi = [f.features(ex, f.truth(ex, y)) for ex, y in zip(examples, labels)]
-        self.aug = [f.hamming(ex, y) for ex, y in zip(examples, labels)]  # loss-augmentation
-        self.w_i, self.l_i = np.zeros((M, f.dim)), np.zeros(M)
-        self.w, self.l_sum = np.zeros(f.dim), 0.0
+    def __init__(self, model, where, exact, p):
+        super().__init__(model, where, exact, p)
+        where.each("configure", {"reg_M": (p["reg"], self.M)})
+        self.w_i, self.l_i = np.zeros((self.M, model.dim)), np.zeros(self.M)
+        self.w, self.l_sum = np.zeros(model.dim), 0.0
         self.w_avg, self.k = self.w.copy(), 0
         self.rng = np.random.default_rng(p["seed"])
-
-    def corner(self, m, mu):
-        """(w_s, ℓ_s) of the vertex μ for example m (Alg. 3, line 4)."""
-        lam_m = self.p["reg"] * len(self.examples)
-        return ((self.phi[m] - self.f.features(self.examples[m], mu)) / lam_m,
-                float(self.aug[m] @ mu) / len(self.examples))
 
     def dual_objective(self):
         return -0.5 * self.p["reg"] * float(self.w @ self.w) + self.l_sum
 
     def measure(self, deadline):
         """The gap Σ_m [λ <w_m − w_s, w> − ℓ_m + ℓ_s] = P(w) − D(w, ℓ); primal P(w)."""
-        lam, w = self.p["reg"], self.w
-        scores = [self.f.scores(ex, w) + a for ex, a in zip(self.examples, self.aug)]
-        vertices = run_tasks(self.p["executor"], _loss_augmented_vertex, self.decoders, scores,
-                             [deadline] * len(scores))
-        self.n_oracle_calls += len(self.examples)
-        self.corners = [self.corner(m, mu) for m, mu in enumerate(vertices)]
-        self.gap = float(sum(lam * float((self.w_i[m] - ws) @ w) - self.l_i[m] + ls
-                             for m, (ws, ls) in enumerate(self.corners)))
+        lam, w, gap = self.p["reg"], self.w, 0.0
+        self.progress.start("gap pass", self.M, "gap so far")
+        self.all = []  # batch FW's step takes every corner
+        self.n_oracle_calls += self.M
+        for rnd, pending in self.submitted(_corners, w, deadline):
+            corners = pending.result()
+            for m, (ws, ls) in zip(rnd, corners):
+                gap += lam * float((self.w_i[m] - ws) @ w) - self.l_i[m] + ls
+            if self.p["method"] == "fw":
+                self.all += corners
+            self.progress(rnd[-1] + 1, gap)
+        self.gap = float(gap)
         return self.dual_objective() + self.gap, self.gap
 
     def step(self, k, deadline):
-        lam, f, corners = self.p["reg"], self.f, self.corners
+        lam, M = self.p["reg"], self.M
         if self.p["method"] == "fw":  # Alg. 2: all blocks move with one step size
+            corners, self.all = self.all, None
             w_s = sum(c[0] for c in corners)
             l_s = sum(c[1] for c in corners)
             dw = self.w - w_s
@@ -74,25 +80,25 @@ class _Solver(DualSolver):
             self.w = (1 - gamma) * self.w + gamma * w_s
             self.l_sum = (1 - gamma) * self.l_sum + gamma * l_s
             return
-        w, w_i, l_i = self.w, self.w_i, self.l_i
-        for j, m in enumerate(self.rng.permutation(len(self.examples))):
-            if j == 0:  # the gap pass already decoded this block at this w
-                ws, ls = corners[m]
-            else:
-                mu = _loss_augmented_vertex(self.decoders[m],
-                                            f.scores(self.examples[m], w) + self.aug[m], deadline)
-                ws, ls = self.corner(m, mu)
-                self.n_oracle_calls += 1
-            dw = w_i[m] - ws
-            gamma = _clip(lam * float(dw @ w) - l_i[m] + ls, lam * float(dw @ dw))
-            new_w = (1 - gamma) * w_i[m] + gamma * ws
-            new_l = (1 - gamma) * l_i[m] + gamma * ls
-            w += new_w - w_i[m]
-            self.l_sum += new_l - l_i[m]
-            w_i[m], l_i[m] = new_w, new_l
-            self.k += 1
-            self.w_avg *= self.k / (self.k + 2.0)
-            self.w_avg += 2.0 / (self.k + 2.0) * w
+        w, w_i, l_i, done = self.w, self.w_i, self.l_i, 0
+        self.progress.start(f"pass {k}", M, "dual objective")
+        # Alg. 3 in minibatches: the oracle calls of a batch at the iterate it starts
+        # from, then each block's exact step at the current iterate, in the pass order
+        for batch in self.rounds(self.rng.permutation(M), self.p["batch_size"]):
+            self.n_oracle_calls += len(batch)
+            for m, (ws, ls) in zip(batch, self.where.map(_corners, batch, w, deadline)):
+                dw = w_i[m] - ws
+                gamma = _clip(lam * float(dw @ w) - l_i[m] + ls, lam * float(dw @ dw))
+                new_w = (1 - gamma) * w_i[m] + gamma * ws
+                new_l = (1 - gamma) * l_i[m] + gamma * ls
+                w += new_w - w_i[m]
+                self.l_sum += new_l - l_i[m]
+                w_i[m], l_i[m] = new_w, new_l
+                self.k += 1
+                self.w_avg *= self.k / (self.k + 2.0)
+                self.w_avg += 2.0 / (self.k + 2.0) * w
+            done += len(batch)
+            self.progress(done, self.dual_objective())
 
     def result(self):
         use_avg = self.p["averaging"] and self.p["method"] == "bcfw" and self.k > 0
@@ -106,8 +112,14 @@ class SSVM(StructuredLearner):
     Parameters: ``reg`` λ > 0; ``method`` 'bcfw' or 'fw'; ``tol`` on the duality gap,
     recomputed fresh (one oracle call per example) before every stopping test;
     ``max_iter`` passes; ``max_time``; ``averaging`` (bcfw: ``coef_`` is the weighted
-    average of the iterates, weights 2/(k+2)); ``seed``; ``executor`` for the per-example
-    oracle calls of the gap pass and of the batch step; ``callback``
+    average of the iterates, weights 2/(k+2)); ``seed``; ``batch_size`` (bcfw: the
+    oracle calls of ``batch_size`` blocks run together at the iterate their batch starts
+    from, in parallel on the executor, then each block takes its exact step at the
+    current iterate, in the pass order: 1 is BCFW itself, every step still raises the
+    dual objective); ``executor`` for the per-example oracle calls (None, any
+    `concurrent.futures.Executor`, or a ``distributed.Client``, which keeps the examples
+    on its workers: `fwcore.learn.shards`); X may be a `fwcore.learn.data.Dataset`;
+    ``callback``
     (``callback(record) -> bool``, False stops with INTERRUPTED); ``model`` the family and
     its oracle, as in `MLEStruct` (`fwcore.learn.CRF`, `fwcore.learn.Matching` or a string
     naming one); ``verbose`` a progress line per pass on stderr (the ``fwcore`` logger
@@ -121,16 +133,16 @@ class SSVM(StructuredLearner):
 
     def __init__(self, reg: float = 1.0, method: str = "bcfw", tol: float = 1e-3,
                  max_iter: int = 100, max_time: float | None = None, averaging: bool = True,
-                 seed: int | None = 0, executor: Executor | None = None,
+                 seed: int | None = 0, batch_size: int = 1, executor: Executor | None = None,
                  callback: Callback | None = None, model: Family = "crf",
                  verbose: bool = False) -> None:
         self.reg, self.method, self.tol, self.max_iter = reg, method, tol, max_iter
         self.max_time, self.averaging, self.seed = max_time, averaging, seed
-        self.executor, self.callback, self.model = executor, callback, model
-        self.verbose = verbose
+        self.batch_size, self.executor, self.callback = batch_size, executor, callback
+        self.model, self.verbose = model, verbose
 
-    def _solver(self, model, examples, labels, decoders, p):
-        return _Solver(model, examples, labels, decoders, p)
+    def _solver(self, model, where, exact, p):
+        return _Solver(model, where, exact, p)
 
 
 def _clip(num, den):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 from concurrent.futures import CancelledError
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -18,6 +19,7 @@ from ..loop import (Callbacks, Deadline, Guard, Stopping, TimeUp, budget_status,
                     run_loop)
 from ..model import PairwiseMRF
 from ..oracles.base import build_oracle
+from .batch import DASK_CLIENT, dask_client
 from ..results import Record, Result, Status, Trace
 from .registry import register_method
 from .result import MarginalResult
@@ -29,7 +31,7 @@ _PARAMS = {
     "inflation": Interval(1, integer=True),
     "marginals": [Options("condition", "samples"), None],
     "seed": SEED,
-    "executor": [EXECUTOR, None],
+    "executor": [EXECUTOR, DASK_CLIENT, None],
     "max_time": TIME,
 }
 
@@ -66,6 +68,8 @@ class PerturbResult(Result):
     gap: float | None = None
 
 
+#: tasks per core of this machine the estimates are split into on an executor
+TASKS_PER_CORE = 4
 #: the largest count model (`_Inflated`: its count vectors and tables) built, in entries
 MAX_INFLATED_ENTRIES = 2**26
 
@@ -263,8 +267,10 @@ def _perturb_and_map(model, oracle, n_samples, inflation, marginals, seed, execu
 
 def _run_all(args, executor, deadline):
     """`_estimate` on each argument tuple, serially (none starts past the ``deadline`` or
-    after an interrupted one) or on ``executor``; returns the `_Estimate`s (None for a task
-    that did not run) and whether Ctrl-C stopped the run."""
+    after an interrupted one) or on ``executor``, in tasks of several estimates (each task
+    carries the inflated model once; a dask client's workers get it once each); returns
+    the `_Estimate`s (None for a task that did not run) and whether Ctrl-C stopped the
+    run."""
     guard = Guard()
     if executor is None:
         runs = []
@@ -276,13 +282,31 @@ def _run_all(args, executor, deadline):
                 break
             runs.append(run)
         return runs + [None] * (len(args) - len(runs)), guard.interrupted
-    futures = [executor.submit(_estimate, *a) for a in args]
-    runs = guard(lambda: [f.result() for f in futures])
+    client = dask_client(executor)
+    if client is not None:
+        inflated = client.scatter(args[0][0], broadcast=True, hash=False)
+        args = [(inflated, *a[1:]) for a in args]
+        executor = client.get_executor()
+    size = math.ceil(len(args) / (TASKS_PER_CORE * (os.cpu_count() or 1)))
+    tasks = [args[k:k + size] for k in range(0, len(args), size)]
+    futures = [executor.submit(_estimates, task) for task in tasks]
+    runs = guard(lambda: [run for f in futures for run in f.result()])
     if guard.interrupted:
         for f in futures:
             f.cancel()
-        runs = [_finished(f) for f in futures]
+        runs = [run for f, task in zip(futures, tasks)
+                for run in (_finished(f) or [None] * len(task))]
     return runs, guard.interrupted
+
+
+def _estimates(task):
+    """`_estimate` of each argument tuple of ``task`` in turn (None after an interrupted
+    one)."""
+    runs = []
+    for a in task:
+        runs.append(None if runs and (runs[-1] is None or runs[-1].interrupted)
+                    else _estimate(*a))
+    return runs
 
 
 def _finished(future):
