@@ -174,5 +174,5 @@ def test_a_ctrl_c_turned_into_an_answer_ends_the_process_normally():
             "threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()\n"
             "print(*best_on_interrupt(lambda: exec('while True: pass'), lambda: 'kept'))")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                         timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT)
     assert (run.returncode, run.stdout.split()) == (0, ["kept", "True"]), run.stderr
