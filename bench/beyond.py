@@ -5,6 +5,7 @@
     python bench/beyond.py M.uai DIR --ibounds 5,10 --merlin-timeout 60 --max-time 30
     python bench/beyond.py --merlin PATH --no-cache --json rows.json
     python bench/beyond.py --pygms /tmp/pygms-venv/bin/python --seeds 20 --max-time 10
+    python bench/beyond.py --peers-only --merlin PATH --pygms PY   # the peers' rows alone
 
 On UAI models with official answers (MODEL.uai.MAR, MODEL.uai.PR) it runs, per model:
 Merlin WMB (task MAR: a certified upper bound on log Z and marginals) at each i-bound,
@@ -575,6 +576,8 @@ def parse_args(argv):
     p.add_argument("--pygms", help="the Python of pyGMs' virtual environment "
                                    "(default $PYGMS_PYTHON)")
     p.add_argument("--pygms-ibounds", default="10", help="pyGMs' i-bounds (default %(default)s)")
+    p.add_argument("--peers-only", action="store_true",
+                   help="only the peers' rows (Merlin, pyGMs): no fwcore row, no verdicts")
     p.add_argument("--seeds", type=int, default=0,
                    help="also run fwcore's answer with seeds 0..N-1 (the interval's coverage)")
     opts = p.parse_args(argv)
@@ -604,8 +607,12 @@ def main(argv=None):
     for path in with_answers(paths):
         case = load_case(path)
         rows = ((merlin_rows(binary, case, opts, cache) if binary else []) +
-                (pygms_rows(pygms, case, opts) if pygms else []) +
-                fwcore_rows(case, opts, ours))
+                (pygms_rows(pygms, case, opts) if pygms else []))
+        if opts.peers_only:
+            print(model_table(case, rows) + "\n", flush=True)
+            report.append({"model": case.name, "log_z": case.log_z, "rows": rows})
+            continue
+        rows += fwcore_rows(case, opts, ours)
         seed_rows = [fwcore_row(*ours_solver(opts.method, opts.max_time, seed), case)
                      for seed in range(opts.seeds)]
         print(model_table(case, rows) + "\n", flush=True)
@@ -616,12 +623,14 @@ def main(argv=None):
         report.append({"model": case.name, "log_z": case.log_z, "rows": rows,
                        "seed_rows": seed_rows, "verdicts": verdicts(case, rows),
                        "interval_verdicts": interval_verdicts(case, rows, seed_rows)})
+    if opts.json:
+        Path(opts.json).write_text(json.dumps(report, indent=1))
+    if opts.peers_only:
+        return
     print("## Summary (fwcore's answer against issue 29's targets)\n")
     print(summary_table([r["verdicts"] for r in report]))
     print("\n## Summary (the interval against issue 36's targets)\n")
     print(summary_table([r["interval_verdicts"] for r in report]))
-    if opts.json:
-        Path(opts.json).write_text(json.dumps(report, indent=1))
 
 
 if __name__ == "__main__":

@@ -171,8 +171,8 @@ def run_merlin(path, seconds, merlin, algorithm, ibound, model):
     score = score_of(model, x)
     bound = float(upper[-1]) if upper else None
     return {"score": score, "bound": bound, "seconds": wall, "to_best": wall,
-            "proven": bound is not None and np.isfinite(score) and
-            bound - score <= 1e-6 * max(1.0, abs(score)),
+            "proven": bool(bound is not None and np.isfinite(score) and
+                           bound - score <= 1e-6 * max(1.0, abs(score))),
             "detail": f"i={ibound}"}
 
 
@@ -234,6 +234,10 @@ def main(argv=None):
     ap.add_argument("--budgets", default="10,60", help="seconds, comma-separated")
     ap.add_argument("--check", type=float, default=20.0,
                     help="the budget of issue 37's checks (added to --budgets)")
+    ap.add_argument("--proof", type=float, default=None,
+                    help="also run toulbar2 alone for this many seconds where it did not "
+                         "prove optimality within --check (the proof check's budget, "
+                         "instead of running every solver at 60 s)")
     ap.add_argument("--fwcore", default="auto", help="fwcore methods, comma-separated")
     ap.add_argument("--toulbar2-python", default=os.environ.get("TOULBAR2_PYTHON"))
     ap.add_argument("--merlin", default=os.environ.get("MERLIN"))
@@ -265,6 +269,13 @@ def main(argv=None):
                     row = run_merlin(path, budget, args.merlin, what, args.ibound, model)
                 rows.append({"model": name, "budget": budget, "solver": solver, **row})
                 print(f"{name} {budget:g}s {solver}: {row}", file=sys.stderr, flush=True)
+        if args.proof and args.toulbar2_python:
+            row = next(r for r in rows if r["model"] == name and r["solver"] == "toulbar2"
+                       and r["budget"] == args.check)
+            if not row["proven"]:
+                row = run_toulbar2(model, args.proof, args.toulbar2_python)
+            rows.append({**row, "model": name, "budget": args.proof, "solver": "toulbar2"})
+            print(f"{name} {args.proof:g}s toulbar2: {row}", file=sys.stderr, flush=True)
     for budget in budgets:
         print(f"\n### {budget:g} s\n")
         print(table(rows, budget, solvers))
