@@ -100,25 +100,36 @@ class _Flat:
         self.node_sum, self.n_inf = np.empty(n_node), np.empty(n_node, dtype=np.int32)
         self.work = np.empty((n_jobs, 2 * kmax))
         self.mu = np.empty(model.dim)
-        self.mu.fill(0.0)  # its pages mapped now, not in the beliefs after Ctrl-C
         self.node_value, self.edge_value = np.empty(chunks[0]), np.empty(chunks[1])
         self.value = None  # the TRW value of mu
         if self.binary:
             self.table = np.empty(8 * model.n_edges)
             self.sender = np.concatenate([model.edges[:, 0], model.edges[:, 1]]).astype(np.int32)
         self.neg_log = -np.log(np.arange(1, kmax + 1, dtype=np.float64))
-        initial_messages(model.theta, model.graph, self.msg_off, self.neg_log, self.logm)
         self.believed = False  # mu holds the beliefs of logm at some rho
         self.sweep_time = None  # seconds of one sweep, once one has been timed
         self.out_of_time = False  # the last run's sweeps stopped on the clock
         self.finish_time = None  # seconds of the end of a run, once one has been timed
+
+    def touch(self):
+        """Map the pages of ``mu`` and the messages (writing them): done inside the run's
+        Ctrl-C handling, before the sweeps, so that the beliefs after Ctrl-C write to
+        memory already mapped (a fresh GB took 1-10 s on a loaded 2-core VM)."""
+        self.mu.fill(0.0)
+        self.new.fill(0.0)
+        self.uniform_messages()
+
+    def uniform_messages(self):
+        """The messages of no sweep into ``logm`` (`fwcore._bp.initial_messages`)."""
+        initial_messages(self.model.theta, self.model.graph, self.msg_off, self.neg_log,
+                         self.logm)
 
     def run(self, rho, damping, max_iter, tol, deadline, guard):
         """BP at ``rho`` from uniform messages: (sweeps, converged, last change). The
         sweeps stop at the deadline less the time the beliefs will take (then
         ``out_of_time`` is True)."""
         model = self.model
-        initial_messages(model.theta, model.graph, self.msg_off, self.neg_log, self.logm)
+        self.uniform_messages()
         if self.binary:
             pair = model.theta[model.node_off[-1]:].reshape(-1, 2, 2) / rho[:, None, None]
             table = self.table.reshape(2, -1, 2, 2)
@@ -356,12 +367,13 @@ def _bp_loop(model, rho, entropy, rho_updates, damping, max_iter, tol, deadline,
     """The rho loop of `trbp` on `fwcore.loop.run_loop`: BP at each rho is measured, the
     steps are the rho updates, the last BP run decides convergence. The arrays come
     first (a model they do not fit is refused at once), then, inside the run's Ctrl-C
-    handling, the feasibility check and ρ (`fwcore.marginals.rho.initial_rho` of
-    ``rho`` and ``entropy``; if Ctrl-C comes first, the beliefs of the uniform messages
-    at the "uniform" ρ)."""
+    handling, their pages (`_Flat.touch`), the feasibility check and ρ
+    (`fwcore.marginals.rho.initial_rho` of ``rho`` and ``entropy``; if Ctrl-C comes
+    first, the beliefs of the uniform messages at the "uniform" ρ)."""
     run = _RhoLoop(model, rho_updates, damping, max_iter, tol, deadline, n_jobs)
 
     def start():
+        run.flat.touch()
         check_feasible(model)
         run.rho = run.mu_rho = initial_rho(model, rho, entropy)
 
@@ -371,6 +383,7 @@ def _bp_loop(model, rho, entropy, rho_updates, damping, max_iter, tol, deadline,
         run.rho = run.mu_rho = initial_rho(model, RHO_RULES[2] if entropy == "trw" else None,
                                            entropy)
     if not run.flat.believed:  # Ctrl-C before the first run's sweeps: its messages
+        run.flat.uniform_messages()
         run.mu = run.flat.beliefs(np.maximum(run.mu_rho, _RHO_MIN), run.mu_rho)
     primal = run.flat.value  # TRW(mu; mu_rho)
     mu = run.mu
