@@ -2,7 +2,7 @@
 same i-bound and elimination order, and `fwcore.infer` on generated grids of 10^4 to 10^6
 variables. Every figure of a table comes from one run (ratios side by side).
 
-    python bench/wmb_scale.py merlin [--merlin PATH] [--ibound 10] [--passes 8]
+    python bench/wmb_scale.py merlin [--merlin PATH] [--ibound 10] [--passes 8] [--models ...]
     python bench/wmb_scale.py infer [--sizes 100,300,1000] [--kinds 1,3,potts] [--max-time 60]
 
 ``merlin``: on linkage_12, Promedus_17, Grids_15 (the shared UAI instances, evidence
@@ -14,10 +14,14 @@ fwcore conditions on, first) through ``$MERLIN_ORDER_FILE``, which a
 local patch of ``wmb::init`` reads (in a copy of Merlin's sources outside the repository,
 ``m_order = m_gmo.order2(...)`` becomes: when ``getenv("MERLIN_ORDER_FILE")`` is set,
 read the order's indices from that file into ``m_order``; then build as
-bench/peers/build_merlin.sh does). Columns: seconds to the first
-certified bound (the end of the first pass, from the call / Merlin's start), the median
-seconds of a pass after the first (fwcore's trace, Merlin's printed clock), peak RSS of
-the process, the bound after P passes. Merlin needs its binary (--merlin or $MERLIN).
+bench/peers/build_merlin.sh does), and once more on Merlin's own (min-fill) order. fwcore's
+run ends after its P passes (its callback), as Merlin's does: the phases after the passes
+(sampling, loopy BP, the lower bounds) are not part of these figures. Columns: seconds to
+the first certified bound (the end of the first pass, from the call / Merlin's start;
+fwcore's includes its order search, compared with Merlin on its own order), the median
+seconds of a pass after the first (fwcore's trace, Merlin's printed clock, same order),
+peak RSS of the process, the bound after P passes. Merlin needs its binary (--merlin or
+$MERLIN).
 
 ``infer``: `fwcore.infer(model, max_time=T)` on `random_grid(h, coupling=c)` (c = 1, 3)
 and `potts_grid(h, n_labels=8)`, in a child process each: wall seconds, the trace's time
@@ -88,7 +92,11 @@ def fwcore_side(name, ibound, passes, cache):
     flat, fixed = flat_factors(model), fixed_states(model)
     order = wmb._elimination_order(model, flat, fixed, Deadline())
     started = time.perf_counter()
-    res = wmb.weighted_mini_bucket(model, ibound=ibound, max_iter=passes, tol=0.0)
+    # the passes only, as Merlin's run: the callback ends the run after the last pass's
+    # record (status interrupted), before the phases after the passes (sampling, loopy BP,
+    # the lower bounds), which Merlin does not have
+    res = wmb.weighted_mini_bucket(model, ibound=ibound, max_iter=passes + 1, tol=0.0,
+                                   callback=lambda record: record.iteration < passes)
     seconds = time.perf_counter() - started
     times = res.trace.columns()["time"]
     _, evidence, _ = model_of(name, cache)
@@ -104,7 +112,8 @@ def fwcore_side(name, ibound, passes, cache):
 
 
 def merlin_side(binary, name, ibound, passes, order, cache):
-    """Merlin's WMB at ``ibound`` on fwcore's ``order``: printed clock, bound, peak RSS."""
+    """Merlin's WMB at ``ibound`` on fwcore's ``order`` (None: its own min-fill order):
+    printed clock, bound, peak RSS."""
     from fwcore.io.uai import write_evid, write_uai
     model, evidence, path = model_of(name, cache)
     with tempfile.TemporaryDirectory(prefix="merlin-") as tmp:
@@ -117,8 +126,10 @@ def merlin_side(binary, name, ibound, passes, order, cache):
         if evidence:
             write_evid(Path(tmp, "e.evid"), evidence)
             cmd[3:3] = ["--evidence-file", str(Path(tmp, "e.evid"))]
-        Path(tmp, "order").write_text(" ".join(map(str, order)))
-        env = dict(os.environ, MERLIN_ORDER_FILE=str(Path(tmp, "order")))
+        env = dict(os.environ)
+        if order is not None:
+            Path(tmp, "order").write_text(" ".join(map(str, order)))
+            env["MERLIN_ORDER_FILE"] = str(Path(tmp, "order"))
         before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
         rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
@@ -169,11 +180,12 @@ def merlin_table(opts):
     if not binary:
         sys.exit("no Merlin binary: --merlin PATH or $MERLIN (a copy patched as the "
                  "module docstring says)")
-    names = [m for m in UAI_MODELS if (INSTANCES / f"{m}.uai").exists()] + ["grid100_1"]
-    print("| model | i | fwcore first s | Merlin first s | ratio | fwcore s/pass | Merlin "
-          "s/pass | ratio | fwcore RSS MB | Merlin RSS MB | ratio | fwcore bound | Merlin "
-          "bound |")
-    print("|" + "---|" * 14)
+    names = [m for m in opts.models.split(",")
+             if m.startswith("grid") or (INSTANCES / f"{m}.uai").exists()]
+    print("| model | i | fwcore first s | Merlin first s (its order) | ratio | Merlin first s "
+          "(fwcore's order) | fwcore s/pass | Merlin s/pass | ratio | fwcore RSS MB | "
+          "Merlin RSS MB | ratio | fwcore bound | Merlin bound (its order) | Merlin bound |")
+    print("|" + "---|" * 15)
     for name in names:
         ours = child("fwcore_side", name, opts.ibound, opts.passes, opts.cache)
         if "error" in ours:
@@ -181,14 +193,19 @@ def merlin_table(opts):
             continue
         theirs = child("merlin_side", binary, name, opts.ibound, opts.passes, ours["order"],
                        opts.cache)
+        own = child("merlin_side", binary, name, opts.ibound, opts.passes, None, opts.cache)
 
-        def ratio(key):
-            a, b = ours.get(key), theirs.get(key)
+        def ratio(key, other=theirs):
+            a, b = ours.get(key), other.get(key)
             return f"{a / b:.2f}" if a and b else "-"
-        print(f"| {name} | {opts.ibound} | {ours['first']:.3f} | {theirs.get('first')} | "
-              f"{ratio('first')} | {ours['pass']} | {theirs.get('pass')} | {ratio('pass')} | "
-              f"{ours['rss'] / 2**20:.0f} | {theirs.get('rss', 0) / 2**20:.0f} | "
-              f"{ratio('rss')} | {ours['bound']:.3f} | {theirs.get('bound')} |")
+
+        def num(x):
+            return "-" if x is None else f"{x:.4g}"
+        print(f"| {name} | {opts.ibound} | {num(ours['first'])} | {num(own.get('first'))} | "
+              f"{ratio('first', own)} | {num(theirs.get('first'))} | {num(ours['pass'])} | "
+              f"{num(theirs.get('pass'))} | {ratio('pass')} | {ours['rss'] / 2**20:.0f} | "
+              f"{theirs.get('rss', 0) / 2**20:.0f} | {ratio('rss')} | {ours['bound']:.3f} | "
+              f"{num(own.get('bound'))} | {num(theirs.get('bound'))} |", flush=True)
 
 
 def infer_table(opts):
@@ -212,6 +229,9 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("table", choices=("merlin", "infer"))
     p.add_argument("--merlin")
+    p.add_argument("--models", default=",".join(UAI_MODELS + ("grid100_1",)),
+                   help="merlin: shared instances and generated grids (gridH_C), "
+                        "comma-separated")
     p.add_argument("--ibound", type=int, default=10)
     p.add_argument("--passes", type=int, default=8)
     p.add_argument("--sizes", default="100,300,1000")

@@ -7,7 +7,6 @@ from hypothesis import strategies as st
 from scipy.sparse import csr_matrix
 
 from fwcore import _kernels
-from fwcore._bp import trw_value
 from fwcore.marginals.bp import _Flat, loopy_bp, trbp, trbp_beliefs
 from fwcore.marginals.trw import TRWObjective
 from fwcore.exact import exact_inference
@@ -148,15 +147,20 @@ def test_kernel_equals_numpy_twin(model, damping, uniform, n_sweeps, seed):
     np.testing.assert_allclose(flat.logm[fin], twin[fin], rtol=0, atol=1e-10)
     np.testing.assert_allclose(mu, numpy_beliefs(model, rho, twin, flat.msg_off),
                                rtol=0, atol=1e-10)
-    flat.logm[:] = twin   # the beliefs kernel on the twin's messages
+    flat.logm[:] = twin   # the beliefs kernels on the twin's messages
     np.testing.assert_allclose(flat.beliefs(rho), numpy_beliefs(model, rho, twin, flat.msg_off),
                                rtol=0, atol=1e-10)
     assert not np.isnan(mu).any()
     # every block of the pseudo-marginals is a distribution, zero on impossible states
     assert np.all(mu[np.isneginf(model.theta)] == 0)
-    # the TRW value kernel against the objective's (its weights as a flat array)
-    np.testing.assert_allclose(trw_value(model.theta, mu, model.graph, rho),
-                               TRWObjective(model, rho).trw(mu), rtol=1e-12, atol=1e-12)
+    # their TRW value against the objective's (its weights as a flat array), at rho and at
+    # other weights
+    np.testing.assert_allclose(flat.value, TRWObjective(model, rho).trw(flat.mu), rtol=1e-12,
+                               atol=1e-12)
+    weight = rng.uniform(0.0, 1.0, model.n_edges)
+    flat.beliefs(rho, weight)
+    np.testing.assert_allclose(flat.value, TRWObjective(model, weight).trw(flat.mu),
+                               rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -250,7 +254,7 @@ def test_a_sweep_cut_by_the_clock_leaves_the_messages_of_the_last_whole_one(mode
                                           flat.logm, flat.new, flat.node_sum, 1e-9, True)
     else:
         got = _kernels.trbp_sweeps(model.theta, model.graph, flat.msg_off, rho, 0.5, -1.0, 5,
-                                   flat.logm, flat.new, flat.node_sum, flat.work, flat.n_inf,
+                                   flat.logm, flat.new, flat.node_sum, flat.work[0], flat.n_inf,
                                    1e-9, True)
     assert got[0] == 0 and got[2] == _kernels.BP_TIME
     np.testing.assert_array_equal(flat.logm, before)

@@ -22,7 +22,7 @@ from functools import partial
 
 import numpy as np
 
-from .._bp import beliefs, initial_messages, trw_value
+from .._bp import BELIEF_CHUNK, edge_beliefs, initial_messages, node_beliefs
 from ..auto import TIME_SHARES
 from .._kernels import (BP_BLOCK, BP_TIME, binary_messages, binary_node_sums,
                         trbp_binary_sweeps, trbp_sweeps)
@@ -80,7 +80,8 @@ class _Flat:
     model they do not fit is refused at once: no work is lost to an allocation at the
     end): the 2E log-messages and their next sweep (message e of edge e = (i, j) is
     i -> j over x_j, message E + e is j -> i over x_i, at ``msg_off``), the node sums, the
-    binary path's tables, and ``mu``, which receives the beliefs."""
+    binary path's tables, and ``mu``, which receives the beliefs (and ``value``, their
+    TRW value)."""
 
     def __init__(self, model, n_jobs=1):
         self.model, self.n_jobs = model, n_jobs
@@ -91,28 +92,44 @@ class _Flat:
         self.binary = bool((card == 2).all()) and bool(np.isfinite(model.theta).all())
         n_msg, n_node = int(self.msg_off[-1]), int(model.node_off[-1])
         kmax = int(card.max()) if model.n_vars else 1
-        _refuse_unless_fits(model, 8 * (model.dim + 2 * n_msg + n_node + 2 * kmax) + 4 * n_node
+        chunks = [-(-count // BELIEF_CHUNK) for count in (model.n_vars, model.n_edges)]
+        _refuse_unless_fits(model, 8 * (model.dim + 2 * n_msg + n_node + 2 * kmax * n_jobs
+                                        + sum(chunks)) + 4 * n_node
                             + (36 * model.n_edges if self.binary else 0))
         self.logm, self.new = np.empty(n_msg), np.empty(n_msg)
         self.node_sum, self.n_inf = np.empty(n_node), np.empty(n_node, dtype=np.int32)
-        self.work = np.empty(2 * kmax)
+        self.work = np.empty((n_jobs, 2 * kmax))
         self.mu = np.empty(model.dim)
+        self.node_value, self.edge_value = np.empty(chunks[0]), np.empty(chunks[1])
+        self.value = None  # the TRW value of mu
         if self.binary:
             self.table = np.empty(8 * model.n_edges)
             self.sender = np.concatenate([model.edges[:, 0], model.edges[:, 1]]).astype(np.int32)
         self.neg_log = -np.log(np.arange(1, kmax + 1, dtype=np.float64))
-        initial_messages(model.theta, model.graph, self.msg_off, self.neg_log, self.logm)
         self.believed = False  # mu holds the beliefs of logm at some rho
         self.sweep_time = None  # seconds of one sweep, once one has been timed
         self.out_of_time = False  # the last run's sweeps stopped on the clock
         self.finish_time = None  # seconds of the end of a run, once one has been timed
+
+    def touch(self):
+        """Map the pages of ``mu`` and the messages (writing them): done inside the run's
+        Ctrl-C handling, before the sweeps, so that the beliefs after Ctrl-C write to
+        memory already mapped (a fresh GB took 1-10 s on a loaded 2-core VM)."""
+        self.mu.fill(0.0)
+        self.new.fill(0.0)
+        self.uniform_messages()
+
+    def uniform_messages(self):
+        """The messages of no sweep into ``logm`` (`fwcore._bp.initial_messages`)."""
+        initial_messages(self.model.theta, self.model.graph, self.msg_off, self.neg_log,
+                         self.logm)
 
     def run(self, rho, damping, max_iter, tol, deadline, guard):
         """BP at ``rho`` from uniform messages: (sweeps, converged, last change). The
         sweeps stop at the deadline less the time the beliefs will take (then
         ``out_of_time`` is True)."""
         model = self.model
-        initial_messages(model.theta, model.graph, self.msg_off, self.neg_log, self.logm)
+        self.uniform_messages()
         if self.binary:
             pair = model.theta[model.node_off[-1]:].reshape(-1, 2, 2) / rho[:, None, None]
             table = self.table.reshape(2, -1, 2, 2)
@@ -128,7 +145,7 @@ class _Flat:
         else:
             pool = None
             kernel = partial(trbp_sweeps, model.theta, model.graph, self.msg_off, rho)
-            scratch = (self.logm, self.new, self.node_sum, self.work, self.n_inf)
+            scratch = (self.logm, self.new, self.node_sum, self.work[0], self.n_inf)
         it, change, converged = 0, math.inf, False
         self.out_of_time = False
         sweeps = kernel if guard is None else partial(guard, kernel)
@@ -169,12 +186,36 @@ class _Flat:
                  _SECONDS_PER_ENTRY * (self.model.dim + self.msg_off[-1]))
         return left - _FINISH_SWEEPS[self.binary] * sweep
 
-    def beliefs(self, rho):
-        """The beliefs of the messages into ``mu`` (`fwcore._bp.beliefs`); returns it."""
-        beliefs(self.model.theta, self.model.graph, self.msg_off, rho, self.logm, self.mu,
-                self.node_sum, self.n_inf, self.work)
+    def beliefs(self, rho, weight=None):
+        """The beliefs of the messages at ``rho`` into ``mu`` and their TRW value at
+        ``weight`` (None: ``rho``; the unfloored rho of a run) into ``value``
+        (`fwcore._bp.node_beliefs`, then `fwcore._bp.edge_beliefs`, each on ``n_jobs``
+        threads: the same numbers as one thread); returns ``mu``."""
+        model = self.model
+        weight = rho if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
+        self.node_value.fill(0.0)
+        self.edge_value.fill(0.0)
+        common = (model.theta, model.graph, self.msg_off, rho, weight, self.logm, self.mu)
+        nodes = [partial(node_beliefs, *common, self.node_sum, self.n_inf, self.node_value,
+                         lo, hi) for lo, hi in _chunked(model.n_vars, self.n_jobs)]
+        edges = [partial(edge_beliefs, *common, self.node_sum, self.n_inf, work,
+                         self.edge_value, lo, hi)
+                 for work, (lo, hi) in zip(self.work, _chunked(model.n_edges, self.n_jobs))]
+        with (ThreadPoolExecutor(self.n_jobs - 1) if self.n_jobs > 1 else nullcontext()) as pool:
+            _on_threads(pool, nodes)
+            _on_threads(pool, edges)
+        self.value = float(self.node_value.sum() + self.edge_value.sum())
         self.believed = True
         return self.mu
+
+
+def _chunked(count, parts):
+    """(lo, hi) ranges splitting range(count) into at most ``parts`` (at least one) at
+    multiples of `fwcore._bp.BELIEF_CHUNK`."""
+    chunks = -(-count // BELIEF_CHUNK)
+    cuts = np.minimum(np.linspace(0, chunks, max(1, min(parts, chunks)) + 1).astype(np.int64)
+                      * BELIEF_CHUNK, count).tolist()
+    return list(zip(cuts[:-1], cuts[1:]))
 
 
 def _threaded_binary_sweeps(pool, n_jobs, graph, node_theta, table, sender, rho, damping, tol,
@@ -209,8 +250,8 @@ def _threaded_binary_sweeps(pool, n_jobs, graph, node_theta, table, sender, rho,
 
 def _on_threads(pool, calls):
     """The values of ``calls``: the first on this thread, the others on ``pool``'s (all
-    of them finished, also when the first raises)."""
-    futures = [pool.submit(call) for call in calls[1:]]
+    of them finished, also when the first raises; no pool: one call)."""
+    futures = [pool.submit(call) for call in calls[1:]] if pool else []
     try:
         first = calls[0]()
     finally:
@@ -326,12 +367,13 @@ def _bp_loop(model, rho, entropy, rho_updates, damping, max_iter, tol, deadline,
     """The rho loop of `trbp` on `fwcore.loop.run_loop`: BP at each rho is measured, the
     steps are the rho updates, the last BP run decides convergence. The arrays come
     first (a model they do not fit is refused at once), then, inside the run's Ctrl-C
-    handling, the feasibility check and ρ (`fwcore.marginals.rho.initial_rho` of
-    ``rho`` and ``entropy``; if Ctrl-C comes first, the beliefs of the uniform messages
-    at the "uniform" ρ)."""
+    handling, their pages (`_Flat.touch`), the feasibility check and ρ
+    (`fwcore.marginals.rho.initial_rho` of ``rho`` and ``entropy``; if Ctrl-C comes
+    first, the beliefs of the uniform messages at the "uniform" ρ)."""
     run = _RhoLoop(model, rho_updates, damping, max_iter, tol, deadline, n_jobs)
 
     def start():
+        run.flat.touch()
         check_feasible(model)
         run.rho = run.mu_rho = initial_rho(model, rho, entropy)
 
@@ -341,8 +383,9 @@ def _bp_loop(model, rho, entropy, rho_updates, damping, max_iter, tol, deadline,
         run.rho = run.mu_rho = initial_rho(model, RHO_RULES[2] if entropy == "trw" else None,
                                            entropy)
     if not run.flat.believed:  # Ctrl-C before the first run's sweeps: its messages
-        run.mu = run.flat.beliefs(np.maximum(run.mu_rho, _RHO_MIN))
-    primal = run.primal()
+        run.flat.uniform_messages()
+        run.mu = run.flat.beliefs(np.maximum(run.mu_rho, _RHO_MIN), run.mu_rho)
+    primal = run.flat.value  # TRW(mu; mu_rho)
     mu = run.mu
     mu.flags.writeable = False  # the result's: its blocks are views of it
     # sweeps stopped to leave time for the beliefs: the deadline, though not yet passed
@@ -369,7 +412,6 @@ class _RhoLoop:
         self.guard = Guard()
         self.rho = self.mu_rho = None  # set by the run's start
         self.mu, self.n_iter = self.flat.mu, 0
-        self.value = None       # (rho, TRW value of mu at it), once measured
         self.run_time = 0.0     # seconds of the last BP run and its beliefs
 
     def measure(self, i):
@@ -381,23 +423,15 @@ class _RhoLoop:
                                       self.deadline, self.guard)
         self.mu_rho = self.rho
         end = time.monotonic()
-        self.mu = self.flat.beliefs(rho)
+        self.mu = self.flat.beliefs(rho, self.rho)
         self.n_iter += it
-        self.value = None
         if self.guard.interrupted:
             return None, math.inf
-        primal = self.primal()
+        primal = self.flat.value
         self.run_time = time.monotonic() - start
         self.flat.finish_time = time.monotonic() - end
         record = Record(iteration=it, time=self.deadline.elapsed(), primal=primal, outer=i)
         return record, change if i == self.rho_updates else math.inf
-
-    def primal(self):
-        """TRW(mu; mu_rho), computed once (`fwcore._bp.trw_value`)."""
-        if self.value is None or self.value[0] is not self.mu_rho:
-            self.value = (self.mu_rho, trw_value(self.model.theta, self.mu, self.model.graph,
-                                                 np.ascontiguousarray(self.mu_rho, np.float64)))
-        return self.value[1]
 
     def step(self, i):
         """Barrier FW Alg. 2 l. 21: a FW step on rho towards the maximum spanning forest;
