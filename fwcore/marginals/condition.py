@@ -318,11 +318,15 @@ class _Level:
         return 0.0 if self.done == self.m or self.interrupted else math.inf
 
     def step(self, k):
-        """Bound branch ``done`` (`_bound_branch`), its lower bound raised by mean field."""
-        a = self.done
+        """Bound branch ``done``; ``done`` moves on once it is recorded (Ctrl-C before
+        that leaves it to `_unreached`)."""
+        self._branch(self.done)
+        self.done += 1
+
+    def _branch(self, a):
+        """Bound branch ``a`` (`_bound_branch`), its lower bound raised by mean field."""
         smaller, kept, constant = clamp(self.model, dict(zip(self.variables,
                                                              self.states[a].tolist())))
-        self.done += 1
         if constant == -np.inf:
             return
         if smaller.card.shape[0] == 0:  # everything clamped: the branch is exact
