@@ -503,23 +503,30 @@ def _add_map(sub):
 def _add_sample(sub):
     from .sampling import sample
     sa = sub.add_parser(
-        "sample", help="exact samples (forward for Bayesian networks, else through the "
-                       "elimination tree)",
-        description="Exact samples of the model given the evidence: forward (ancestral) "
-                    "sampling of a Bayesian network without evidence, else backward "
-                    "sampling through the clique tree of variable elimination (models "
-                    "whose elimination fits --memory-limit).",
+        "sample", help="samples: exact (forward for Bayesian networks, else through the "
+                       "elimination tree), else weighted (importance samples)",
+        description="Samples of the model given the evidence: exact where elimination fits "
+                    "--memory-limit (forward sampling of a Bayesian network without "
+                    "evidence, else backward sampling through the clique tree of variable "
+                    "elimination), else importance samples from weighted mini-bucket's "
+                    "proposal with their weights (mean 1), a certified interval on log Z "
+                    "and the samples' estimate of it.",
         epilog=_examples("fwcore sample model.uai -n 1000 --seed 0 --out samples",
-                         "fwcore sample model.uai --evid model.uai.evid -n 5 --out -"),
+                         "fwcore sample model.uai --evid model.uai.evid -n 5 --out -",
+                         "fwcore sample big.uai -n 100000 --method wmb --max-time 30 --out s"),
         formatter_class=_Formatter)
     _common(sa)
     sa.add_argument("-n", "--n", type=int, default=1000, metavar="N",
                     help="how many samples (default 1000)")
+    sa.add_argument("--method", choices=("auto", "exact", "wmb"), default="auto",
+                    help="auto (default): exact where elimination fits, else wmb; exact "
+                         "(refused past exact reach); wmb: importance samples")
     sa.add_argument("--seed", type=int, help="seed of the generator (the same samples "
                                              "every run)")
+    _max_time(sa, " (weighted samples: fewer than N then)")
     _memory_limit(sa, sample)
     _out(sa, "PREFIX.csv: a header of variable names, then a sample a line (states by "
-             "index)")
+             "index), and a last column 'weight' for weighted samples")
     sa.set_defaults(run=_cmd_sample)
 
 
@@ -533,17 +540,28 @@ def _cmd_sample(args):
     from .io.uai import STDIO
     from .sampling import sample
     model = _load(args)
-    res = sample(model, args.n, seed=args.seed, memory_limit=int(args.memory_limit * 2**20))
+    res = sample(model, args.n, seed=args.seed, method=args.method, max_time=args.max_time,
+                 memory_limit=int(args.memory_limit * 2**20))
     if args.out:
-        names = model.names or [f"x{i}" for i in range(model.n_vars)]
+        names = [str(v) for v in (model.names or [f"x{i}" for i in range(model.n_vars)])]
         target = sys.stdout if args.out == STDIO else f"{args.out}.csv"
-        np.savetxt(target, res.samples, fmt="%d", delimiter=",",
-                   header=",".join(map(str, names)), comments="")
+        table, fmt = res.samples, "%d"
+        if res.estimated:
+            table = np.column_stack([res.samples, res.weights])
+            fmt = ["%d"] * model.n_vars + ["%.10g"]
+            names.append("weight")
+        np.savetxt(target, table, fmt=fmt, delimiter=",", header=",".join(names),
+                   comments="")
     out = _summary_stream(args)
     print(f"{args.model}: {_describe(model)}", file=out)
-    print(f"{args.n} samples by {res.method} sampling in {res.time:.3f} s", file=out)
-    print("sample frequencies of x_i = 0, 1, ...:", file=out)
-    freq = [np.bincount(res.samples[:, v], minlength=int(c)) / args.n
+    k = len(res.samples)
+    print(f"{k} samples by {res.method} sampling in {res.time:.3f} s", file=out)
+    if res.estimated:
+        print(res.message, file=out)
+    print(f"sample frequencies of x_i = 0, 1, ...{' (weighted)' if res.estimated else ''}:",
+          file=out)
+    total = max(float(res.weights.sum()), 1e-300)
+    freq = [np.bincount(res.samples[:, v], weights=res.weights, minlength=int(c)) / total
             for v, c in enumerate(model.card)]
     _print_marginals(freq, _SHOWN, out)
     if args.out:
@@ -558,8 +576,10 @@ def _add_mmap(sub):
                      "others summed out",
         description="Marginal MAP (Merlin's -t MMAP --query-file): the most likely joint "
                     "state of the query variables given the evidence, the other variables "
-                    "summed out; exact by constrained variable elimination (models whose "
-                    "elimination with the query variables last fits --memory-limit).",
+                    "summed out; exact by constrained variable elimination where its "
+                    "elimination with the query variables last fits --memory-limit, else "
+                    "(or past half of --max-time) anytime branch and bound over the query "
+                    "variables with a certified upper bound.",
         epilog=_examples("fwcore mmap model.uai --query-file model.uai.query",
                          "fwcore mmap model.uai --query-file model.uai.query --evid "
                          "model.uai.evid --out -"),
@@ -568,8 +588,11 @@ def _add_mmap(sub):
     mm.add_argument("--query-file", required=True, metavar="FILE",
                     help="the query variables: their number, then their indices (as "
                          "Merlin reads them)")
-    _max_time(mm, " (an exact answer has no partial form: an elimination still running "
-                  "then is an error)")
+    mm.add_argument("--method", choices=("auto", "exact", "search"), default="auto",
+                    help="auto (default): exact where the elimination fits, else search; "
+                         "exact (refused past exact reach); search: branch and bound")
+    mm.add_argument("--seed", type=int, help="seed of the search's samples")
+    _max_time(mm, " (the best answer so far, with its certified bound)")
     _memory_limit(mm, infer_mmap)
     _out(mm, "PREFIX.MMAP: the query variables' states in ascending variable order, as "
              "Merlin writes them")
@@ -580,17 +603,28 @@ def _cmd_mmap(args):
     from .io.uai import STDIO, read_query, write_map
     from .mmap import infer_mmap
     model = _load(args)
-    res = infer_mmap(model, read_query(args.query_file), max_time=args.max_time,
+    res = infer_mmap(model, read_query(args.query_file), method=args.method,
+                     max_time=args.max_time, seed=args.seed,
                      memory_limit=int(args.memory_limit * 2**20))
     if args.out:
         write_map(STDIO if args.out == STDIO else f"{args.out}.MMAP", res.assignment,
                   header="MMAP")
     out = _summary_stream(args)
     print(f"{args.model}: {_describe(model)}", file=out)
-    print(f"marginal MAP of {len(res.variables)} variables by exact constrained elimination "
-          f"in {res.time:.3f} s (induced width {res.info['induced_width']})", file=out)
-    print(f"log mass of the answer = {res.score:.10g}, P(answer | evidence) = "
-          f"{res.probability:.6g}", file=out)
+    if res.method == "exact":
+        print(f"marginal MAP of {len(res.variables)} variables by exact constrained "
+              f"elimination in {res.time:.3f} s (induced width {res.info['induced_width']})",
+              file=out)
+        print(f"log mass of the answer = {res.score:.10g}, P(answer | evidence) = "
+              f"{res.probability:.6g}", file=out)
+    else:
+        print(f"marginal MAP of {len(res.variables)} variables by branch and bound in "
+              f"{res.time:.3f} s ({res.info['nodes']} nodes, {res.info['exact_nodes']} "
+              f"exact): {res.message}", file=out)
+        estimate = res.info["score_estimate"]
+        print(f"log mass of the answer >= {res.score:.10g} (certified)"
+              + ("" if estimate is None else f", ~ {estimate:.10g} (sampled)")
+              + f"; the best answer's <= {res.upper_bound:.10g} (certified)", file=out)
     if args.out:
         print(f"wrote {_named(args.out, '.MMAP')}", file=out)
     else:
