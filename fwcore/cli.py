@@ -11,6 +11,7 @@ import math
 import os
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -42,8 +43,13 @@ on stderr (infer, map; --quiet for none; a bar of the time spent with the 'progr
 else a line a second). With --out PREFIX, in the UAI competition's formats (--out alone:
 PREFIX is the model file's name; --out -: to stdout, the summary then on stderr):
   PREFIX.MAR  node marginals (exact, infer)
-  PREFIX.PR   log10 of Z (exact) or of the upper bound on Z (infer); not written when
-              Ctrl-C came before any bound was measured
+  PREFIX.PR   log10 of Z (exact) or of the upper bound on Z (infer: certified, except
+              for the methods that give none, as loopy BP); not written when Ctrl-C came
+              before any bound was measured
+  PREFIX.BOUNDS  beside it, what is known of log Z, a line each (name, ln, log10, what):
+              log_z_lower and log_z_upper (certified), log_z_estimate and its sampled
+              interval log_z_estimate_lower / _upper (with their probability) where the
+              method samples; log_z alone when exact
   PREFIX.MAP  the assignment found (map)
 
 exit status:
@@ -120,30 +126,38 @@ def _cmd_exact(args):
     res = exact_inference(model, memory_limit=int(args.memory_limit * 2**20))
     seconds = time.perf_counter() - t0
     _report(args, model, [f"exact inference ({res.method}) in {seconds:.3f} s",
-                          f"log Z = {res.log_z:.10g}"], res.node_marginals, res.log_z)
+                          f"log Z = {res.log_z:.10g}"], res)
     return 0
 
 
-def _report(args, model, lines, node_marginals, log_z):
-    """With --out write PREFIX.MAR and PREFIX.PR (first: a reader of stdout that goes away,
-    as ``| head`` does, cannot stop them; --out -: both to stdout), then print a summary
-    and the marginals."""
+def _report(args, model, lines, res):
+    """With --out write PREFIX.MAR, PREFIX.PR and PREFIX.BOUNDS (`_bounds_text`; first: a
+    reader of stdout that goes away, as ``| head`` does, cannot stop them; --out -: all to
+    stdout), then print a summary and the marginals of the result ``res``."""
     from .io.uai import STDIO, write_mar, write_pr
     wrote = None
     if args.out:
         to = STDIO if args.out == STDIO else args.out
-        write_mar(to if to == STDIO else f"{to}.MAR", node_marginals)
-        if log_z == math.inf:  # interrupted before any bound was measured
+        write_mar(to if to == STDIO else f"{to}.MAR", res.node_marginals)
+        if res.log_z_upper == math.inf:  # interrupted before any bound was measured
             wrote = f"wrote {_named(to, '.MAR')} (no bound on log Z yet: no {_named(to, '.PR')})"
         else:
-            write_pr(to if to == STDIO else f"{to}.PR", log_z)
-            wrote = f"wrote {_named(to, '.MAR')} and {_named(to, '.PR')}"
+            write_pr(to if to == STDIO else f"{to}.PR", res.log_z_upper)
+            text = _bounds_text(args.model, res)
+            if to == STDIO:
+                sys.stdout.write(text)
+            else:
+                Path(f"{to}.BOUNDS").write_text(text)
+            what = ("Z" if res.log_z_upper == res.log_z_lower else
+                    "the upper bound on Z" if res.certified else "an estimate of Z")
+            wrote = (f"wrote {_named(to, '.MAR')}, {_named(to, '.PR')} (log10 of {what}) "
+                     f"and {_named(to, '.BOUNDS')}")
     out = _summary_stream(args)
     print(f"{args.model}: {_describe(model)}", file=out)
     for line in lines:
         print(line, file=out)
     print("node marginals P(x_i = 0), P(x_i = 1), ...:", file=out)
-    _print_marginals(node_marginals, None if args.all else _SHOWN, out)
+    _print_marginals(res.node_marginals, None if args.all else _SHOWN, out)
     if wrote:
         print(wrote, file=out)
 
@@ -220,8 +234,29 @@ def _cmd_infer(args):
                     seed=args.seed, callback=progress, verbose=progress.verbose, **options)
     finally:
         progress.close()
-    _report(args, model, _infer_summary(res), res.node_marginals, res.log_z_upper)
+    _report(args, model, _infer_summary(res), res)
     return _exit_code(res.status)
+
+
+def _bounds_text(model, res):
+    """PREFIX.BOUNDS: what is known of log Z, a line each: name, natural log, log10, and
+    what it is (exact, certified, an estimate; sampled with its probability); the .PR file
+    holds the log10 of ``log_z_upper``."""
+    rows = [("log_z_lower", res.log_z_lower, "certified lower bound"),
+            ("log_z_upper", res.log_z_upper, "certified upper bound (the .PR value)"
+             if res.certified else "an estimate, not a bound (the .PR value)")]
+    if res.log_z_upper == res.log_z_lower and res.certified:
+        rows = [("log_z", res.log_z_upper, "exact (the .PR value)")]
+    estimate = getattr(res, "log_z_estimate", None)
+    if estimate is not None and len(rows) > 1:
+        chance = f"sampled, holds with probability {res.confidence:g}"
+        rows += [("log_z_estimate", estimate, "sampled estimate"),
+                 ("log_z_estimate_lower", res.log_z_estimate_lower, chance),
+                 ("log_z_estimate_upper", res.log_z_estimate_upper, chance)]
+    lines = [f"# log Z of {model} by {res.method} ({res.status.value}): name, ln, log10, what"]
+    lines += [f"{name} {value:.17g} {value / math.log(10):.17g} {what}"
+              for name, value, what in rows if value is not None]
+    return "\n".join(lines) + "\n"
 
 
 def _infer_summary(res):
@@ -337,7 +372,8 @@ def _quiet(sub):
 
 
 def _marginal_outputs(sub):
-    _out(sub, "PREFIX.MAR and PREFIX.PR")
+    _out(sub, "PREFIX.MAR, PREFIX.PR (log10 of Z, or of the upper bound on Z) and "
+              "PREFIX.BOUNDS (log Z's bounds and sampled estimate)")
     sub.add_argument("--all", action="store_true",
                      help=f"print every marginal, not the first {_SHOWN}")
 
