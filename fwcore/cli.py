@@ -49,7 +49,7 @@ PREFIX is the model file's name; --out -: to stdout, the summary then on stderr)
   PREFIX.BOUNDS  beside it, what is known of log Z, a line each (name, ln, log10, what):
               log_z_lower and log_z_upper (certified), log_z_estimate and its sampled
               interval log_z_estimate_lower / _upper (with their probability) where the
-              method samples; log_z alone when exact
+              method samples; log_z alone when exact (not written with --out -)
   PREFIX.MAP  the assignment found (map)
 
 exit status:
@@ -132,8 +132,8 @@ def _cmd_exact(args):
 
 def _report(args, model, lines, res):
     """With --out write PREFIX.MAR, PREFIX.PR and PREFIX.BOUNDS (`_bounds_text`; first: a
-    reader of stdout that goes away, as ``| head`` does, cannot stop them; --out -: all to
-    stdout), then print a summary and the marginals of the result ``res``."""
+    reader of stdout that goes away, as ``| head`` does, cannot stop them; --out -: the
+    first two to stdout), then print a summary and the marginals of the result ``res``."""
     from .io.uai import STDIO, write_mar, write_pr
     wrote = None
     if args.out:
@@ -143,15 +143,12 @@ def _report(args, model, lines, res):
             wrote = f"wrote {_named(to, '.MAR')} (no bound on log Z yet: no {_named(to, '.PR')})"
         else:
             write_pr(to if to == STDIO else f"{to}.PR", res.log_z_upper)
-            text = _bounds_text(args.model, res)
-            if to == STDIO:
-                sys.stdout.write(text)
-            else:
-                Path(f"{to}.BOUNDS").write_text(text)
             what = ("Z" if res.log_z_upper == res.log_z_lower else
                     "the upper bound on Z" if res.certified else "an estimate of Z")
-            wrote = (f"wrote {_named(to, '.MAR')}, {_named(to, '.PR')} (log10 of {what}) "
-                     f"and {_named(to, '.BOUNDS')}")
+            wrote = f"wrote {_named(to, '.MAR')} and {_named(to, '.PR')} (log10 of {what})"
+            if to != STDIO:
+                Path(f"{to}.BOUNDS").write_text(_bounds_text(args.model, res))
+                wrote = wrote.replace(" and ", ", ") + f" and {_named(to, '.BOUNDS')}"
     out = _summary_stream(args)
     print(f"{args.model}: {_describe(model)}", file=out)
     for line in lines:
@@ -549,7 +546,7 @@ def _add_sample(sub):
                     "and the samples' estimate of it.",
         epilog=_examples("fwcore sample model.uai -n 1000 --seed 0 --out samples",
                          "fwcore sample model.uai --evid model.uai.evid -n 5 --out -",
-                         "fwcore sample big.uai -n 100000 --method wmb --max-time 30 --out s"),
+                         "fwcore sample model.uai -n 10000 --method wmb --max-time 2 --out s"),
         formatter_class=_Formatter)
     _common(sa)
     sa.add_argument("-n", "--n", type=int, default=1000, metavar="N",
