@@ -653,11 +653,8 @@ def _cmd_mmap(args):
     else:
         print(f"marginal MAP of {len(res.variables)} variables by branch and bound in "
               f"{res.time:.3f} s ({res.info['nodes']} nodes, {res.info['exact_nodes']} "
-              f"exact): {res.message}", file=out)
-        estimate = res.info["score_estimate"]
-        print(f"log mass of the answer >= {res.score:.10g} (certified)"
-              + ("" if estimate is None else f", ~ {estimate:.10g} (sampled)")
-              + f"; the best answer's <= {res.upper_bound:.10g} (certified)", file=out)
+              f"exact)", file=out)
+        print(f"status {res.message}", file=out)
     if args.out:
         print(f"wrote {_named(args.out, '.MMAP')}", file=out)
     else:

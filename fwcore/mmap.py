@@ -45,12 +45,13 @@ import numpy as np
 from .checks import INFEASIBLE, MEMORY, SEED, TIME, Interval, Options, validate_params
 from .factor_graph import FactorGraph
 from .io.uai import apply_evidence
+from .labelling import feasible_labelling, node_argmax
 from .loop import Deadline
 from .marginals.condition import clamp
 from .marginals.wmb import weighted_mini_bucket
 from .model import PairwiseMRF
 from .queries import MEMORY_LIMIT, MessageTree, PastReach, pairwise_form, variables_of
-from .results import MapResult, Record, Status, Trace
+from .results import MapResult, Record, Result, Status, Trace
 from .views import fixed_by_evidence
 
 __all__ = ["MMAPResult", "infer_mmap"]
@@ -70,6 +71,18 @@ class MMAPResult(MapResult):
     log_z: float | None = None
     names: tuple | None = None
     states: tuple | None = None
+
+    @property
+    def message(self):
+        """How it ended; past exact reach, what is certified (the answer's log-mass at
+        least ``score``, the best one's at most ``upper_bound``) and what is sampled."""
+        text = Result.message.fget(self)
+        if self.method == "exact":
+            return text
+        estimate = self.info.get("score_estimate")
+        return (f"{text}; the answer's log-mass >= {self.score:.10g} (certified)"
+                + ("" if estimate is None else f", ~ {estimate:.10g} (sampled)")
+                + f"; the best answer's <= {self.upper_bound:.10g} (certified)")
 
     @property
     def probability(self):
@@ -156,13 +169,16 @@ def infer_mmap(model: PairwiseMRF | FactorGraph, variables, evidence=None, *,
                                     bound=float(score), score=float(score))]))
     search = _Search(model, q, deadline, memory_limit, tol, seed, t0)
     status = search.run()
-    best = search.best
-    if best is None:
+    best, upper = search.best, search.upper()
+    if upper == -math.inf:
         raise ValueError(INFEASIBLE)
+    if best is None:                    # Ctrl-C before the first labelling
+        raise KeyboardInterrupt
     seconds = time.perf_counter() - t0
     return MMAPResult(
         assignment=np.asarray(best.states, dtype=np.int64), score=best.lower,
-        upper_bound=search.upper(), status=status, time=seconds, method="search",
+        upper_bound=None if upper == math.inf else upper, status=status, time=seconds,
+        method="search",
         n_iter=search.n_nodes, n_oracle_calls=0, variables=q, names=names, states=states,
         info=dict(score_estimate=best.estimate, nodes=search.n_nodes,
                   exact_nodes=search.n_exact),
@@ -209,20 +225,32 @@ class _Search:
         self.best, self.best_lower = None, -math.inf
         self.n_nodes = self.n_exact = 0
         self.records, self.ticket, self.guess = [], itertools.count(), None
+        self.rooted, self.cut = False, None         # the root bounded; a node Ctrl-C cut
 
     def upper(self):
         """The certified bound on the best log-mass: the largest still open, closed or
-        found."""
+        found (inf before the root is bounded)."""
+        if not self.rooted:
+            return math.inf
         top = -self.open[0][0] if self.open else -math.inf
         return max(top, self.closed_upper, self.best_lower)
 
     def run(self):
-        """The search until it converges, the deadline or Ctrl-C; returns the status."""
+        """The search until it converges, the deadline or Ctrl-C; returns the status. A
+        first answer before any bound: each variable at its best unary state, repaired to
+        a feasible labelling (`fwcore.labelling.feasible_labelling`), whose score is a
+        certified lower bound on its query states' log-mass."""
         try:
+            pm = pairwise_form(self.model)
+            x = feasible_labelling(pm, pm.theta, node_argmax(pm, pm.theta))
+            self.offer(_Node(math.inf, len(self.free), tuple(int(x[self.q[k]])
+                                                             for k in self.free),
+                             float(pm.score(x))))
             left = self.deadline.seconds_left()
             root = self.evaluate((), None if left is None else
                                  max(MIN_NODE_TIME, ROOT_SHARE * left))
             self.push(root)
+            self.rooted = True
             if self.best is None and root.upper > -math.inf:
                 self.dive(root)
             while self.open:
@@ -238,6 +266,9 @@ class _Search:
                     continue
                 self.expand(node)
         except KeyboardInterrupt:
+            if self.cut is not None:               # the bounds of a node Ctrl-C cut short
+                self.push(self.cut)
+                self.rooted = self.rooted or self.cut.states == ()
             return Status.INTERRUPTED
         return Status.CONVERGED if self.gap_closed() else Status.STALLED
 
@@ -304,9 +335,12 @@ class _Search:
         if self.best is None or (key is not None and (self.best.key is None or
                                                       key > self.best.key)):
             self.best = leaf._replace(states=self.full(leaf.states))
-        self.records.append(Record(iteration=self.n_nodes, time=time.perf_counter() - self.t0,
-                                   primal=self.best.lower, gap=self.upper() - self.best.lower,
-                                   bound=self.upper(), score=self.best.lower))
+        if self.rooted:
+            self.records.append(Record(iteration=self.n_nodes,
+                                       time=time.perf_counter() - self.t0,
+                                       primal=self.best.lower,
+                                       gap=self.upper() - self.best.lower,
+                                       bound=self.upper(), score=self.best.lower))
 
     def full(self, states):
         """The states of all of Q (in its order) from those of the free ones."""
@@ -364,9 +398,10 @@ class _Search:
             if INFEASIBLE not in str(err):
                 raise
             return _Node(-math.inf, len(states), states)
-        if res.status is Status.INTERRUPTED:
-            raise KeyboardInterrupt
         upper = constant + res.log_z_upper
+        if res.status is Status.INTERRUPTED:      # its bound holds: kept by `run`
+            self.cut = _Node(upper, len(states), states)
+            raise KeyboardInterrupt
         if len(states) < len(self.free):
             if states == ():
                 where = {int(v): k for k, v in enumerate(kept)}
