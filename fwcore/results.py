@@ -141,6 +141,10 @@ class Result(Protocol):
         if self.status is Status.CONVERGED:
             why = "exact" if proven == 0.0 else f"{gaps} within the tolerance"
             return f"converged: {why}"
+        return self.stop_text() + (f"; {gaps}" if gaps else "")
+
+    def stop_text(self):
+        """Why a run that did not converge stopped: 'max_time: stopped at ...'."""
         why = {Status.STALLED: "the solver stopped improving, but nothing proves its answer "
                                "optimal",
                Status.MAX_ITER: f"stopped after {self.n_iter} iterations before converging: "
@@ -149,17 +153,20 @@ class Result(Protocol):
                                 "answer so far",
                Status.INTERRUPTED: "Ctrl-C, or the callback returned False: the best answer "
                                    "so far"}[self.status]
-        why = f"{self.status.value}: {why}"
-        return why + (f"; {gaps}" if gaps else "")
+        return f"{self.status.value}: {why}"
+
+    def summary_rows(self):
+        """(name, text) of each row of the repr."""
+        rows = [("status", self.status.value), ("success", self.success),
+                ("message", self.message)]
+        return rows + [(f.name, f"{self.time:.3g} s" if f.name == "time" else
+                        _summary(getattr(self, f.name)))
+                       for f in dataclasses.fields(self) if f.name != "status"]
 
     def __repr__(self):
         """A short summary, as scipy's ``OptimizeResult`` prints: one line per field,
         arrays by dtype and shape, lists by length, the trace by its number of records."""
-        rows = [("status", self.status.value), ("success", self.success),
-                ("message", self.message)]
-        rows += [(f.name, f"{self.time:.3g} s" if f.name == "time" else
-                  _summary(getattr(self, f.name)))
-                 for f in dataclasses.fields(self) if f.name != "status"]
+        rows = self.summary_rows()
         width = max(len(name) for name, _ in rows)
         return "\n".join([type(self).__name__] +
                          [f"{name.rjust(width + 1)}: {value}" for name, value in rows])

@@ -281,5 +281,12 @@ def test_every_result_type_has_a_short_repr_on_a_100x100_grid():
         text = repr(res)
         assert len(text.encode()) < 1024, text
         assert text.startswith(type(res).__name__) and "message: " in text
-        for f in dataclasses.fields(res):  # every field summarised on its own line
-            assert f" {f.name}: " in text
+        folded = ("log_z_estimate_lower", "log_z_estimate_upper", "confidence")
+        for f in dataclasses.fields(res):  # every field summarised on its own line ...
+            if f.name in folded:  # ... but the estimate's interval, on the estimate's
+                assert " log_z_estimate: " in text and f" {f.name}: " not in text
+            else:
+                assert f" {f.name}: " in text
+    sampled = next(r for r in results if getattr(r, "log_z_estimate", None) is not None)
+    assert (f"log_z_estimate: {sampled.log_z_estimate:.10g}, in "
+            f"[{sampled.log_z_estimate_lower:.10g}, ") in repr(sampled)

@@ -67,8 +67,23 @@ class MarginalResult(Result):
         interval (its width is what a user reads as "how far off"), else the estimate; then
         the sampled estimate and its probabilistic interval, when there is one."""
         estimate = self.estimate_text()
-        return (f"{Result.message.fget(self)}; {self.interval_text()}" +
-                (f"; {estimate}" if estimate else ""))
+        interval = self.interval_text()
+        # a certified interval's width is the proven gap: said once
+        bounded = (self.status is not Status.CONVERGED and self.certified and
+                   self.log_z_lower is not None and math.isfinite(self.log_z_lower))
+        how = self.stop_text() if bounded else Result.message.fget(self)
+        return f"{how}; {interval}" + (f"; {estimate}" if estimate else "")
+
+    def summary_rows(self):
+        """The repr's rows, the sampled estimate and its interval on one."""
+        folded = ("log_z_estimate_lower", "log_z_estimate_upper", "confidence")
+        rows = [(name, text) for name, text in super().summary_rows() if name not in folded]
+        if self.log_z_estimate is None:
+            return rows
+        interval = (f", in [{self.log_z_estimate_lower:.10g}, {self.log_z_estimate_upper:.10g}]"
+                    f" with probability {self.confidence:g}")
+        return [(name, text + interval if name == "log_z_estimate" else text)
+                for name, text in rows]
 
     def estimate_text(self):
         """'log Z ~ E, in [L, U] with probability P (sampled)', or '' without samples."""
