@@ -300,14 +300,32 @@ class Answer(Result):
                 object.__setattr__(self, bound, self.log_z)
 
     @property
+    def log_z_estimate(self):
+        """The sampled estimate of log Z (``log_z`` when ``estimated``; else None), as
+        `fwcore.MarginalResult` names it."""
+        return self.log_z if self.estimated else None
+
+    def summary_rows(self):
+        """The repr's rows, the sampled estimate and its interval on one, after log_z's."""
+        folded = ("log_z_estimate_lower", "log_z_estimate_upper", "confidence")
+        rows = [(name, text) for name, text in super().summary_rows() if name not in folded]
+        estimate = "None"
+        if self.log_z_estimate_lower is not None and self.log_z is not None:
+            estimate = (f"{self.log_z:.10g}, in [{self.log_z_estimate_lower:.10g}, "
+                        f"{self.log_z_estimate_upper:.10g}] with probability "
+                        f"{self.confidence:g}")
+        at = [name for name, _ in rows].index("log_z") + 1
+        return rows[:at] + [("log_z_estimate", estimate)] + rows[at:]
+
+    @property
     def message(self):
         """How it ended; for an ``estimated`` answer, what is certified (the interval on
         log Z) and what is estimated (log Ẑ, its sampled interval, the samples or table)."""
         if not self.estimated:
             return Result.message.fget(self)
         why = {Status.MAX_TIME: "the samples ran to the time limit",
-               Status.INTERRUPTED: "interrupted: the samples drawn so far"}.get(
-                   self.status, "the samples asked for")
+               Status.INTERRUPTED: "Ctrl-C: the samples drawn so far"}.get(
+                   self.status, "the bounds stopped tightening; every sample asked for drawn")
         certified = (f"{self.log_z_lower:.10g} <= log Z <= {self.log_z_upper:.10g} "
                      f"(certified, width {self.log_z_upper - self.log_z_lower:.3g})")
         n = self.info.get("n_samples", 0)
