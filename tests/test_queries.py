@@ -349,6 +349,20 @@ def test_marginal_map_search_equals_brute_force(make, q, evidence, memory):
     assert res.upper_bound == pytest.approx(res.score, abs=1e-6)
 
 
+def test_marginal_map_search_on_a_network_with_an_observed_query_variable():
+    """Zeros in the CPTs, evidence by name, one query variable observed: the search keeps
+    it at its observed state and equals brute force."""
+    net = random_network(14, 3, max_card=3)
+    evidence = evidence_cases(net, 0)[0]
+    q = [v for v in net.names if v not in evidence][:3] + [next(iter(evidence))]
+    truth = mmap_truth(net, q, evidence)
+    res = fwcore.infer_mmap(net, q, evidence, memory_limit=2**6, method="search", seed=0)
+    assert res.status is Status.CONVERGED and res.info["nodes"] > 1
+    assert res.score == pytest.approx(truth.max(), abs=1e-9)
+    assert res.named() == fwcore.infer_mmap(net, q, evidence).named()
+    assert res.named()[q[-1]] == evidence[q[-1]]
+
+
 def test_marginal_map_bound_holds_past_exact_reach():
     """Weighted mini-bucket's nodes: the bound holds the brute-force maximum, the score is
     a certified lower bound on the answer's log-mass, the best answer comes first."""
