@@ -123,7 +123,8 @@ def test_3_the_pr_file_is_documented_and_the_bounds_written_beside_it(grid, exac
 def test_4_a_budget_stopped_certified_run_is_a_success(budget_run, grid):
     assert budget_run.status is Status.MAX_TIME and budget_run.certified
     assert budget_run.success and "stopped at the time limit" in budget_run.message
-    mmap = fwcore.infer_mmap(grid, [0, 195], memory_limit=MEMORY, max_time=1.0, seed=0)
+    mmap = fwcore.infer_mmap(grid, [0, 17, 100, 195], memory_limit=MEMORY, max_time=1.0,
+                             seed=0)
     assert mmap.status is Status.MAX_TIME and mmap.certified and mmap.success
     sampled = fwcore.sample(grid, 5000, seed=0, memory_limit=MEMORY, max_time=0.5)
     assert sampled.status is Status.MAX_TIME and sampled.success
