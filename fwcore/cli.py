@@ -11,6 +11,7 @@ import math
 import os
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -42,8 +43,13 @@ on stderr (infer, map; --quiet for none; a bar of the time spent with the 'progr
 else a line a second). With --out PREFIX, in the UAI competition's formats (--out alone:
 PREFIX is the model file's name; --out -: to stdout, the summary then on stderr):
   PREFIX.MAR  node marginals (exact, infer)
-  PREFIX.PR   log10 of Z (exact) or of the upper bound on Z (infer); not written when
-              Ctrl-C came before any bound was measured
+  PREFIX.PR   log10 of Z (exact) or of the upper bound on Z (infer: certified, except
+              for the methods that give none, as loopy BP); not written when Ctrl-C came
+              before any bound was measured
+  PREFIX.BOUNDS  beside it, what is known of log Z, a line each (name, ln, log10, what):
+              log_z_lower and log_z_upper (certified), log_z_estimate and its sampled
+              interval log_z_estimate_lower / _upper (with their probability) where the
+              method samples; log_z alone when exact (not written with --out -)
   PREFIX.MAP  the assignment found (map)
 
 exit status:
@@ -120,30 +126,35 @@ def _cmd_exact(args):
     res = exact_inference(model, memory_limit=int(args.memory_limit * 2**20))
     seconds = time.perf_counter() - t0
     _report(args, model, [f"exact inference ({res.method}) in {seconds:.3f} s",
-                          f"log Z = {res.log_z:.10g}"], res.node_marginals, res.log_z)
+                          f"log Z = {res.log_z:.10g}"], res)
     return 0
 
 
-def _report(args, model, lines, node_marginals, log_z):
-    """With --out write PREFIX.MAR and PREFIX.PR (first: a reader of stdout that goes away,
-    as ``| head`` does, cannot stop them; --out -: both to stdout), then print a summary
-    and the marginals."""
+def _report(args, model, lines, res):
+    """With --out write PREFIX.MAR, PREFIX.PR and PREFIX.BOUNDS (`_bounds_text`; first: a
+    reader of stdout that goes away, as ``| head`` does, cannot stop them; --out -: the
+    first two to stdout), then print a summary and the marginals of the result ``res``."""
     from .io.uai import STDIO, write_mar, write_pr
     wrote = None
     if args.out:
         to = STDIO if args.out == STDIO else args.out
-        write_mar(to if to == STDIO else f"{to}.MAR", node_marginals)
-        if log_z == math.inf:  # interrupted before any bound was measured
+        write_mar(to if to == STDIO else f"{to}.MAR", res.node_marginals)
+        if res.log_z_upper == math.inf:  # interrupted before any bound was measured
             wrote = f"wrote {_named(to, '.MAR')} (no bound on log Z yet: no {_named(to, '.PR')})"
         else:
-            write_pr(to if to == STDIO else f"{to}.PR", log_z)
-            wrote = f"wrote {_named(to, '.MAR')} and {_named(to, '.PR')}"
+            write_pr(to if to == STDIO else f"{to}.PR", res.log_z_upper)
+            what = ("Z" if res.log_z_upper == res.log_z_lower else
+                    "the upper bound on Z" if res.certified else "an estimate of Z")
+            wrote = f"wrote {_named(to, '.MAR')} and {_named(to, '.PR')} (log10 of {what})"
+            if to != STDIO:
+                Path(f"{to}.BOUNDS").write_text(_bounds_text(args.model, res))
+                wrote = wrote.replace(" and ", ", ") + f" and {_named(to, '.BOUNDS')}"
     out = _summary_stream(args)
     print(f"{args.model}: {_describe(model)}", file=out)
     for line in lines:
         print(line, file=out)
     print("node marginals P(x_i = 0), P(x_i = 1), ...:", file=out)
-    _print_marginals(node_marginals, None if args.all else _SHOWN, out)
+    _print_marginals(res.node_marginals, None if args.all else _SHOWN, out)
     if wrote:
         print(wrote, file=out)
 
@@ -220,8 +231,29 @@ def _cmd_infer(args):
                     seed=args.seed, callback=progress, verbose=progress.verbose, **options)
     finally:
         progress.close()
-    _report(args, model, _infer_summary(res), res.node_marginals, res.log_z_upper)
+    _report(args, model, _infer_summary(res), res)
     return _exit_code(res.status)
+
+
+def _bounds_text(model, res):
+    """PREFIX.BOUNDS: what is known of log Z, a line each: name, natural log, log10, and
+    what it is (exact, certified, an estimate; sampled with its probability); the .PR file
+    holds the log10 of ``log_z_upper``."""
+    rows = [("log_z_lower", res.log_z_lower, "certified lower bound"),
+            ("log_z_upper", res.log_z_upper, "certified upper bound (the .PR value)"
+             if res.certified else "an estimate, not a bound (the .PR value)")]
+    if res.log_z_upper == res.log_z_lower and res.certified:
+        rows = [("log_z", res.log_z_upper, "exact (the .PR value)")]
+    estimate = getattr(res, "log_z_estimate", None)
+    if estimate is not None and len(rows) > 1:
+        chance = f"sampled, holds with probability {res.confidence:g}"
+        rows += [("log_z_estimate", estimate, "sampled estimate"),
+                 ("log_z_estimate_lower", res.log_z_estimate_lower, chance),
+                 ("log_z_estimate_upper", res.log_z_estimate_upper, chance)]
+    lines = [f"# log Z of {model} by {res.method} ({res.status.value}): name, ln, log10, what"]
+    lines += [f"{name} {value:.17g} {value / math.log(10):.17g} {what}"
+              for name, value, what in rows if value is not None]
+    return "\n".join(lines) + "\n"
 
 
 def _infer_summary(res):
@@ -337,7 +369,8 @@ def _quiet(sub):
 
 
 def _marginal_outputs(sub):
-    _out(sub, "PREFIX.MAR and PREFIX.PR")
+    _out(sub, "PREFIX.MAR, PREFIX.PR (log10 of Z, or of the upper bound on Z) and "
+              "PREFIX.BOUNDS (log Z's bounds and sampled estimate)")
     sub.add_argument("--all", action="store_true",
                      help=f"print every marginal, not the first {_SHOWN}")
 
@@ -503,23 +536,30 @@ def _add_map(sub):
 def _add_sample(sub):
     from .sampling import sample
     sa = sub.add_parser(
-        "sample", help="exact samples (forward for Bayesian networks, else through the "
-                       "elimination tree)",
-        description="Exact samples of the model given the evidence: forward (ancestral) "
-                    "sampling of a Bayesian network without evidence, else backward "
-                    "sampling through the clique tree of variable elimination (models "
-                    "whose elimination fits --memory-limit).",
+        "sample", help="samples: exact (forward for Bayesian networks, else through the "
+                       "elimination tree), else weighted (importance samples)",
+        description="Samples of the model given the evidence: exact where elimination fits "
+                    "--memory-limit (forward sampling of a Bayesian network without "
+                    "evidence, else backward sampling through the clique tree of variable "
+                    "elimination), else importance samples from weighted mini-bucket's "
+                    "proposal with their weights (mean 1), a certified interval on log Z "
+                    "and the samples' estimate of it.",
         epilog=_examples("fwcore sample model.uai -n 1000 --seed 0 --out samples",
-                         "fwcore sample model.uai --evid model.uai.evid -n 5 --out -"),
+                         "fwcore sample model.uai --evid model.uai.evid -n 5 --out -",
+                         "fwcore sample model.uai -n 10000 --method wmb --max-time 2 --out s"),
         formatter_class=_Formatter)
     _common(sa)
     sa.add_argument("-n", "--n", type=int, default=1000, metavar="N",
                     help="how many samples (default 1000)")
+    sa.add_argument("--method", choices=("auto", "exact", "wmb"), default="auto",
+                    help="auto (default): exact where elimination fits, else wmb; exact "
+                         "(refused past exact reach); wmb: importance samples")
     sa.add_argument("--seed", type=int, help="seed of the generator (the same samples "
                                              "every run)")
+    _max_time(sa, " (weighted samples: fewer than N then)")
     _memory_limit(sa, sample)
     _out(sa, "PREFIX.csv: a header of variable names, then a sample a line (states by "
-             "index)")
+             "index), and a last column 'weight' for weighted samples")
     sa.set_defaults(run=_cmd_sample)
 
 
@@ -533,17 +573,28 @@ def _cmd_sample(args):
     from .io.uai import STDIO
     from .sampling import sample
     model = _load(args)
-    res = sample(model, args.n, seed=args.seed, memory_limit=int(args.memory_limit * 2**20))
+    res = sample(model, args.n, seed=args.seed, method=args.method, max_time=args.max_time,
+                 memory_limit=int(args.memory_limit * 2**20))
     if args.out:
-        names = model.names or [f"x{i}" for i in range(model.n_vars)]
+        names = [str(v) for v in (model.names or [f"x{i}" for i in range(model.n_vars)])]
         target = sys.stdout if args.out == STDIO else f"{args.out}.csv"
-        np.savetxt(target, res.samples, fmt="%d", delimiter=",",
-                   header=",".join(map(str, names)), comments="")
+        table, fmt = res.samples, "%d"
+        if res.estimated:
+            table = np.column_stack([res.samples, res.weights])
+            fmt = ["%d"] * model.n_vars + ["%.10g"]
+            names.append("weight")
+        np.savetxt(target, table, fmt=fmt, delimiter=",", header=",".join(names),
+                   comments="")
     out = _summary_stream(args)
     print(f"{args.model}: {_describe(model)}", file=out)
-    print(f"{args.n} samples by {res.method} sampling in {res.time:.3f} s", file=out)
-    print("sample frequencies of x_i = 0, 1, ...:", file=out)
-    freq = [np.bincount(res.samples[:, v], minlength=int(c)) / args.n
+    k = len(res.samples)
+    print(f"{k} samples by {res.method} sampling in {res.time:.3f} s", file=out)
+    if res.estimated:
+        print(res.message, file=out)
+    print(f"sample frequencies of x_i = 0, 1, ...{' (weighted)' if res.estimated else ''}:",
+          file=out)
+    total = max(float(res.weights.sum()), 1e-300)
+    freq = [np.bincount(res.samples[:, v], weights=res.weights, minlength=int(c)) / total
             for v, c in enumerate(model.card)]
     _print_marginals(freq, _SHOWN, out)
     if args.out:
@@ -558,8 +609,10 @@ def _add_mmap(sub):
                      "others summed out",
         description="Marginal MAP (Merlin's -t MMAP --query-file): the most likely joint "
                     "state of the query variables given the evidence, the other variables "
-                    "summed out; exact by constrained variable elimination (models whose "
-                    "elimination with the query variables last fits --memory-limit).",
+                    "summed out; exact by constrained variable elimination where its "
+                    "elimination with the query variables last fits --memory-limit, else "
+                    "(or past half of --max-time) anytime branch and bound over the query "
+                    "variables with a certified upper bound.",
         epilog=_examples("fwcore mmap model.uai --query-file model.uai.query",
                          "fwcore mmap model.uai --query-file model.uai.query --evid "
                          "model.uai.evid --out -"),
@@ -568,8 +621,11 @@ def _add_mmap(sub):
     mm.add_argument("--query-file", required=True, metavar="FILE",
                     help="the query variables: their number, then their indices (as "
                          "Merlin reads them)")
-    _max_time(mm, " (an exact answer has no partial form: an elimination still running "
-                  "then is an error)")
+    mm.add_argument("--method", choices=("auto", "exact", "search"), default="auto",
+                    help="auto (default): exact where the elimination fits, else search; "
+                         "exact (refused past exact reach); search: branch and bound")
+    mm.add_argument("--seed", type=int, help="seed of the search's samples")
+    _max_time(mm, " (the best answer so far, with its certified bound)")
     _memory_limit(mm, infer_mmap)
     _out(mm, "PREFIX.MMAP: the query variables' states in ascending variable order, as "
              "Merlin writes them")
@@ -580,17 +636,25 @@ def _cmd_mmap(args):
     from .io.uai import STDIO, read_query, write_map
     from .mmap import infer_mmap
     model = _load(args)
-    res = infer_mmap(model, read_query(args.query_file), max_time=args.max_time,
+    res = infer_mmap(model, read_query(args.query_file), method=args.method,
+                     max_time=args.max_time, seed=args.seed,
                      memory_limit=int(args.memory_limit * 2**20))
     if args.out:
         write_map(STDIO if args.out == STDIO else f"{args.out}.MMAP", res.assignment,
                   header="MMAP")
     out = _summary_stream(args)
     print(f"{args.model}: {_describe(model)}", file=out)
-    print(f"marginal MAP of {len(res.variables)} variables by exact constrained elimination "
-          f"in {res.time:.3f} s (induced width {res.info['induced_width']})", file=out)
-    print(f"log mass of the answer = {res.score:.10g}, P(answer | evidence) = "
-          f"{res.probability:.6g}", file=out)
+    if res.method == "exact":
+        print(f"marginal MAP of {len(res.variables)} variables by exact constrained "
+              f"elimination in {res.time:.3f} s (induced width {res.info['induced_width']})",
+              file=out)
+        print(f"log mass of the answer = {res.score:.10g}, P(answer | evidence) = "
+              f"{res.probability:.6g}", file=out)
+    else:
+        print(f"marginal MAP of {len(res.variables)} variables by branch and bound in "
+              f"{res.time:.3f} s ({res.info['nodes']} nodes, {res.info['exact_nodes']} "
+              f"exact)", file=out)
+        print(f"status {res.message}", file=out)
     if args.out:
         print(f"wrote {_named(args.out, '.MMAP')}", file=out)
     else:

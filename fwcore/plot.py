@@ -41,7 +41,8 @@ def plot_trace(result, ax=None) -> matplotlib.axes.Axes:
     value, ...) against seconds, with the certified upper and lower bounds proven so far
     (a bound holds from when it is proven: the least upper and greatest lower bound up to
     each time), for any result with a ``trace``. Where no bound is certified, value + gap
-    is drawn as an estimate of one."""
+    is drawn as an estimate of one. A sampled estimate of log Z (``log_z_estimate``) is a
+    point at the end with its probabilistic interval."""
     t = _trace(result)
     ax = _axes(ax)
     ax.plot(t["time"], t["primal"], label="value")
@@ -60,6 +61,12 @@ def plot_trace(result, ax=None) -> matplotlib.axes.Axes:
                 label="value + gap (an estimate, not a bound)")
     if np.isfinite(below).any():
         ax.step(times, np.fmax.accumulate(below), where="post", label="certified lower bound")
+    estimate = getattr(result, "log_z_estimate", None)
+    if estimate is not None:
+        ax.errorbar([end[0]], [estimate], fmt="o",
+                    yerr=[[estimate - result.log_z_estimate_lower],
+                          [result.log_z_estimate_upper - estimate]],
+                    label=f"sampled estimate ({result.confidence:g} interval)")
     ax.set_xlabel("seconds")
     ax.set_ylabel("objective (nats)")
     ax.legend()

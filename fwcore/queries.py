@@ -1,5 +1,6 @@
-"""Exact queries: the joint distribution of a few variables given evidence, P(Q | e),
-hard and soft evidence alike (`fwcore.apply_evidence`).
+"""Queries: the joint distribution of a few variables given evidence, P(Q | e), hard and
+soft evidence alike (`fwcore.apply_evidence`); exact where elimination fits, estimated
+from weighted mini-bucket's importance samples past it.
 
 The engine shared with `fwcore.sampling` and `fwcore.mmap` is `MessageTree`: variable
 elimination on the clique tree of an order whose last variables are given (constrained
@@ -7,9 +8,16 @@ elimination: the query variables after all others), every message kept in one fl
 (`fwcore._query.up_pass`). The order is `fwcore.elimination.EliminationPlan`'s, its
 variables of ``last`` moved to the end, or a greedy min-fill over the other variables
 when that is better (`_constrained_order`); its memory (the messages, and the plan's own
-check) is checked before anything is allocated. Past exact reach every entry point
-raises a ValueError naming the model's size and saying that no approximate method is
-available yet: the ``method`` argument is where such methods will plug in.
+check) is checked before anything is allocated; past it the tree raises `PastReach`,
+naming the model's size.
+
+Past exact reach (``method`` "auto" or "wmb"), `query` and `fwcore.sample` draw importance
+samples from weighted mini-bucket's proposal (`importance_answer`; Liu, Fisher & Ihler
+2015): what is certified is the interval on log Z with the evidence (log P(e) for a
+Bayesian network) from weighted mini-bucket's bounds; what is estimated is the joint
+table (the self-normalised weighted frequencies of Q), log Ẑ, and its interval that holds
+with probability ``confidence`` (`fwcore.marginals.estimate`). Such answers say
+``estimated``.
 
 P(Q | e) is read off the messages: after the up pass over an order ending with Q, the
 log-table over Q is Σ_{v ∈ Q} (θ_v, v's owned edges, the messages of v's children outside
@@ -28,16 +36,21 @@ from typing import Any
 import numpy as np
 
 from . import _query
-from .checks import INFEASIBLE, MEMORY, Options, check_model, validate_params
+from .checks import (INFEASIBLE, MEMORY, SEED, TIME, Interval, Options, check_model,
+                     validate_params)
 from .elimination import EliminationPlan, separators_along, functional_vars
 from .factor_graph import FactorGraph
 from .io.uai import apply_evidence
+from .marginals.estimate import Tally
+from .marginals.wmb import importance_samples
 from .model import PairwiseMRF
 from .results import Record, Result, Status, Trace
 
-__all__ = ["QueryResult", "query", "MessageTree", "ExactAnswer", "variables_of"]
+__all__ = ["QueryResult", "query", "MessageTree", "Answer", "PastReach", "variables_of"]
 
 MEMORY_LIMIT = 2**31
+#: the constraint on a sampled interval's ``confidence``
+CONFIDENCE_LEVEL = Interval(0.0, 1.0, lo_open=True, hi_open=True)
 
 
 class MessageTree:
@@ -217,12 +230,17 @@ def _csr(rows, values, n):
     return start, np.ascontiguousarray(values, dtype=np.int32)
 
 
+class PastReach(ValueError):
+    """Exact elimination does not fit the model within ``memory_limit`` (the ``auto``
+    methods then sample)."""
+
+
 def _past_reach(model, what, why):
-    return ValueError(
+    return PastReach(
         f"{what} needs exact elimination, which does not fit this model ({model.n_vars} "
-        f"variables, {model.n_edges} edges in its pairwise form): {why}. No approximate "
-        "method is available yet for it; a larger memory_limit helps if the machine has "
-        "the memory")
+        f"variables, {model.n_edges} edges in its pairwise form): {why}. method='auto' "
+        "answers it from weighted mini-bucket's importance samples; a larger memory_limit "
+        "helps if the machine has the memory")
 
 
 def pairwise_form(model):
@@ -248,36 +266,92 @@ def variables_of(model, variables, name="variables"):
 
 
 @dataclass(frozen=True, repr=False)
-class ExactAnswer(Result):
-    """The shared part of an exact answer (a frozen dataclass to subclass): ``log_z``,
-    ``method``, ``time``, ``trace``; status converged, gap 0, certified, one pass, no
-    oracle calls, ``log_z_upper`` = ``log_z_lower`` = ``log_z``."""
+class Answer(Result):
+    """The shared part of a query's or a sampler's answer (a frozen dataclass to
+    subclass): ``log_z``, ``method``, ``time``, ``trace``. Exact by default: status
+    converged, gap 0, certified, one pass, no oracle calls, ``log_z_upper`` =
+    ``log_z_lower`` = ``log_z``. An answer from importance samples (``estimated``) has
+    ``log_z`` the samples' estimate, ``log_z_lower`` ≤ log Z ≤ ``log_z_upper`` certified
+    (weighted mini-bucket's bounds; ``gap`` their difference), the sampled interval
+    ``log_z_estimate_lower`` to ``log_z_estimate_upper`` that holds with probability at
+    least ``confidence`` (`fwcore.marginals.estimate`), and the status of the
+    bounds' passes (``max_time`` when the time cut the samples short)."""
 
     log_z: float
     method: str
     time: float
     trace: Trace
-    status = Status.CONVERGED
-    gap = 0.0
-    certified = True
-    n_iter = 1
+    status: Status = field(default=Status.CONVERGED, kw_only=True)
+    gap: float = field(default=0.0, kw_only=True)
+    certified: bool = field(default=True, kw_only=True)
+    n_iter: int = field(default=1, kw_only=True)
+    estimated: bool = field(default=False, kw_only=True)
+    log_z_upper: float = field(default=None, kw_only=True)
+    log_z_lower: float = field(default=None, kw_only=True)
+    log_z_estimate_lower: float | None = field(default=None, kw_only=True)
+    log_z_estimate_upper: float | None = field(default=None, kw_only=True)
+    confidence: float | None = field(default=None, kw_only=True)
+    info: dict = field(default_factory=dict, kw_only=True)
     n_oracle_calls = 0
-    log_z_upper = property(lambda self: self.log_z)
-    log_z_lower = log_z_upper
+
+    def __post_init__(self):
+        for bound in ("log_z_upper", "log_z_lower"):
+            if getattr(self, bound) is None:
+                object.__setattr__(self, bound, self.log_z)
+
+    @property
+    def log_z_estimate(self):
+        """The sampled estimate of log Z (``log_z`` when ``estimated``; else None), as
+        `fwcore.MarginalResult` names it."""
+        return self.log_z if self.estimated else None
+
+    def summary_rows(self):
+        """The repr's rows, the sampled estimate and its interval on one, after log_z's."""
+        folded = ("log_z_estimate_lower", "log_z_estimate_upper", "confidence")
+        rows = [(name, text) for name, text in super().summary_rows() if name not in folded]
+        estimate = "None"
+        if self.log_z_estimate_lower is not None and self.log_z is not None:
+            estimate = (f"{self.log_z:.10g}, in [{self.log_z_estimate_lower:.10g}, "
+                        f"{self.log_z_estimate_upper:.10g}] with probability "
+                        f"{self.confidence:g}")
+        at = [name for name, _ in rows].index("log_z") + 1
+        return rows[:at] + [("log_z_estimate", estimate)] + rows[at:]
+
+    @property
+    def message(self):
+        """How it ended; for an ``estimated`` answer, what is certified (the interval on
+        log Z) and what is estimated (log Ẑ, its sampled interval, the samples or table)."""
+        if not self.estimated:
+            return Result.message.fget(self)
+        why = {Status.MAX_TIME: "the samples ran to the time limit",
+               Status.INTERRUPTED: "Ctrl-C: the samples drawn so far"}.get(
+                   self.status, "the bounds stopped tightening; every sample asked for drawn")
+        certified = (f"{self.log_z_lower:.10g} <= log Z <= {self.log_z_upper:.10g} "
+                     f"(certified, width {self.log_z_upper - self.log_z_lower:.3g})")
+        n = self.info.get("n_samples", 0)
+        if self.log_z is None:
+            return f"{self.status.value}: no sample drawn; {certified}"
+        return (f"{self.status.value}: {why}; {certified}; estimated from {n} importance "
+                f"samples (effective {self.info.get('ess', 0):.3g}): log Z ~ "
+                f"{self.log_z:.10g}, in [{self.log_z_estimate_lower:.10g}, "
+                f"{self.log_z_estimate_upper:.10g}] with probability {self.confidence:g} "
+                "(sampled)")
 
 
 @dataclass(frozen=True, repr=False)  # Result.__repr__: a short summary
-class QueryResult(ExactAnswer):
+class QueryResult(Answer):
     """The joint distribution of ``variables`` (indices) given the evidence:
-    ``table[x_1, ..., x_k]`` = P(x_Q | e), axes in the order of ``variables``; their
+    ``table[x_1, ..., x_k]`` = P(x_Q | e), axes in the order of ``variables`` (an
+    estimate when ``estimated``: the weighted samples' frequencies; None when no sample
+    was drawn within max_time); their
     ``names`` and ``states`` when the model has them; ``log_z``: log of the evidence's
-    mass, log Σ_x p̃(x) λ(x) (a Bayesian network's log P(e)). Exact (`ExactAnswer`)."""
+    mass, log Σ_x p̃(x) λ(x) (a Bayesian network's log P(e)). Exact, or estimated from
+    weighted samples (`Answer`)."""
 
     table: np.ndarray
     variables: tuple
     names: tuple | None = None
     states: tuple | None = None
-    info: dict = field(default_factory=dict)
 
     def p(self, **assignment: Any) -> float:
         """P(the query variables at these states | e), each variable by name (its state
@@ -294,16 +368,30 @@ class QueryResult(ExactAnswer):
         return float(self.table[tuple(index)])
 
 
-@validate_params({"method": Options("exact"), "memory_limit": MEMORY},
+#: samples of a query past exact reach without max_time
+N_SAMPLES = 2**14
+
+
+@validate_params({"method": Options("auto", "exact", "wmb"), "memory_limit": MEMORY,
+                  "max_time": TIME, "n_samples": [Interval(1, integer=True), None],
+                  "seed": SEED, "confidence": CONFIDENCE_LEVEL},
                  unchecked=("model", "variables", "evidence"))
 def query(model: PairwiseMRF | FactorGraph, variables, evidence=None, *,
-          method: str = "exact", memory_limit: float = MEMORY_LIMIT) -> QueryResult:
+          method: str = "auto", max_time: float | None = None,
+          memory_limit: float = MEMORY_LIMIT, n_samples: int | None = None,
+          seed: int | None = None, confidence: float = 0.95) -> QueryResult:
     """The joint distribution P(Q | e) of the query ``variables`` (names or indices) given
     ``evidence`` (`fwcore.apply_evidence`: hard states, or likelihood vectors for soft
-    evidence, by name or index), by constrained variable elimination (the module
-    docstring). ``method``: "exact" (the one method so far; past exact reach a
-    ValueError names the model's size). ``memory_limit`` (bytes) bounds the elimination
-    and the joint table."""
+    evidence, by name or index). ``method``: "exact" (constrained variable elimination,
+    the module docstring; past exact reach a ValueError names the model's size), "wmb"
+    (estimated from weighted mini-bucket's importance samples: the table is the
+    self-normalised weighted frequencies of Q, ``estimated``; log P(e) has certified
+    bounds ``log_z_lower`` / ``log_z_upper``, the samples' estimate ``log_z`` and its
+    interval at ``confidence``), "auto" (exact where elimination fits ``memory_limit``,
+    else "wmb"). ``n_samples`` (None: `N_SAMPLES`, or as many as ``max_time`` allows)
+    and ``seed`` (NumPy's generator) are the sampler's; ``max_time`` (seconds) bounds it
+    (exact elimination runs to the end). ``memory_limit`` (bytes) bounds the elimination
+    (or weighted mini-bucket's stages) and the joint table."""
     t0 = time.perf_counter()
     if evidence:
         model = apply_evidence(model, evidence)
@@ -314,7 +402,17 @@ def query(model: PairwiseMRF | FactorGraph, variables, evidence=None, *,
         raise ValueError(f"the joint table of the {len(q)} query variables has "
                          f"{math.prod(card)} entries, over memory_limit={memory_limit:.0f} "
                          "bytes: ask for fewer variables at once")
-    tree = MessageTree(pm, q, memory_limit=memory_limit, what="a joint query")
+    names = tuple(model.names[v] for v in q) if model.names else None
+    states = tuple(model.states[v] for v in q) if model.states else None
+    try:
+        if method == "wmb":
+            raise PastReach("weighted samples asked for")
+        tree = MessageTree(pm, q, memory_limit=memory_limit, what="a joint query")
+    except PastReach:
+        if method == "exact":
+            raise
+        return _estimated_query(model, q, card, names, states, t0, max_time, memory_limit,
+                                n_samples, seed, confidence)
     log_z = tree.up()
     if log_z == -np.inf:
         raise ValueError(INFEASIBLE if not evidence else
@@ -324,12 +422,68 @@ def query(model: PairwiseMRF | FactorGraph, variables, evidence=None, *,
     table = np.exp(log_p - top)
     table /= table.sum()
     seconds = time.perf_counter() - t0
-    names = tuple(model.names[v] for v in q) if model.names else None
-    states = tuple(model.states[v] for v in q) if model.states else None
     return QueryResult(table=table, variables=q, log_z=float(log_z), method="exact",
                        time=seconds, names=names, states=states, info=tree.info,
                        trace=Trace([Record(iteration=1, time=seconds, primal=float(log_z),
                                            gap=0.0, bound=float(log_z))]))
+
+
+def _estimated_query(model, q, card, names, states, t0, max_time, memory_limit, n_samples,
+                     seed, confidence):
+    """`query`'s answer from importance samples (`importance_answer`): the weighted
+    frequencies of the query's joint states, normalised (None when no sample was drawn
+    within ``max_time``)."""
+    if n_samples is None and max_time is None:
+        n_samples = N_SAMPLES
+    x, weights, fields = importance_answer(model, n_samples, seed, max_time, memory_limit,
+                                           confidence, keep=list(q))
+    table = None
+    if len(weights):
+        flat = np.ravel_multi_index(tuple(x.T), card)
+        table = np.bincount(flat, weights=weights, minlength=math.prod(card)).reshape(card)
+        table /= table.sum()
+    log_z = fields.pop("log_z")
+    seconds = time.perf_counter() - t0
+    record = Record(iteration=1, time=seconds,
+                    primal=fields["log_z_upper"] if log_z is None else log_z,
+                    gap=fields["gap"], bound=fields["log_z_upper"], score=fields["log_z_lower"])
+    return QueryResult(table=table, variables=q, log_z=log_z, method="wmb/importance",
+                       time=seconds, names=names, states=states, trace=Trace([record]),
+                       **fields)
+
+
+def importance_answer(model, n, seed, max_time, memory_limit, confidence, keep=None):
+    """Weighted mini-bucket's importance samples of ``model`` (evidence applied;
+    `fwcore.marginals.wmb.importance_samples`; ``n`` None: until ``max_time``):
+    (labellings int32[k, n_vars] on the user's variables, or of the variables ``keep``,
+    weights W_k / Ẑ (mean 1: E_p g ≈ mean(weights · g(x))), the `Answer` fields:
+    ``log_z`` = log Ẑ (None with no sample), the certified bounds, the sampled interval,
+    ``estimated``, the status, ``info``)."""
+    draws = importance_samples(model, n, max_time=max_time, memory_limit=memory_limit,
+                               seed=seed, keep=keep)
+    k = len(draws.log_w)
+    status = draws.status
+    if (n is None or k < n) and not draws.exact:      # the draws ran to the deadline
+        status = Status.INTERRUPTED if status is Status.INTERRUPTED else Status.MAX_TIME
+    elif status is Status.CONVERGED and not draws.exact:
+        status = Status.STALLED      # the passes stopped tightening: nothing proves log Z
+    fields = dict(status=status, gap=draws.log_z_upper - draws.log_z_lower,
+                  log_z_upper=draws.log_z_upper, log_z_lower=draws.log_z_lower,
+                  estimated=not draws.exact, confidence=confidence,
+                  info=dict(n_samples=k, log_z_proposal=draws.log_z_proposal))
+    if draws.exact:
+        fields.update(gap=0.0, log_z=draws.log_z_upper)
+    if k == 0:
+        return draws.x.astype(np.int32), np.zeros(0), dict(fields, log_z=fields.get("log_z"))
+    tally = Tally(draws.log_z_proposal)
+    tally.add(draws.log_w)
+    lower, upper = tally.interval(confidence, draws.log_z_lower, draws.log_z_upper)
+    log_z = min(max(tally.log_mean, draws.log_z_lower), draws.log_z_upper)
+    fields.setdefault("log_z", log_z)
+    fields.update(log_z_estimate_lower=lower, log_z_estimate_upper=upper)
+    fields["info"]["ess"] = tally.ess
+    weights = np.exp(draws.log_w - tally.log_mean)
+    return draws.x.astype(np.int32), weights, fields
 
 
 def joint_log_table(tree: MessageTree, q) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""Exact samples of a model, given evidence: `sample`.
+"""Samples of a model, given evidence: `sample`, exact where elimination fits, else
+weighted.
 
 Two exact samplers (Koller & Friedman 2009, 12.1 and 9.x):
 
@@ -13,24 +14,31 @@ Two exact samplers (Koller & Friedman 2009, 12.1 and 9.x):
   whose elimination fits ``memory_limit``.
 
 Both draw from NumPy's generator seeded by ``seed`` (uniforms handed to the kernels), so
-a seed gives the same samples everywhere. Exact samples all have weight 1; past exact
-reach `sample` raises a ValueError naming the model's size (no approximate sampler yet:
-``method`` is where one will plug in).
+a seed gives the same samples everywhere. Exact samples all have weight 1.
+
+Past exact reach (``method`` "auto" or "wmb"): importance samples from weighted
+mini-bucket's proposal (Liu, Fisher & Ihler 2015; `fwcore.queries.importance_answer`),
+each with its weight W = p̃(x) / q(x), normalised to mean 1, so that E_p g(x) ≈ mean(W g(x))
+/ mean(W); the answer is ``estimated``, its certified interval on log Z is weighted
+mini-bucket's and its ``log_z`` the samples' estimate (`fwcore.queries.Answer`). Where
+weighted mini-bucket's buckets are whole, its proposal is the model's distribution and
+the samples are exact (weights 1).
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from . import _query
 from .bayes import BayesForm, bayes_form
-from .checks import INFEASIBLE, MEMORY, SEED, Interval, Options, validate_params
+from .checks import INFEASIBLE, MEMORY, SEED, TIME, Interval, Options, validate_params
 from .factor_graph import FactorGraph
 from .io.uai import apply_evidence
 from .model import PairwiseMRF
-from .queries import MEMORY_LIMIT, ExactAnswer, MessageTree, pairwise_form
+from .queries import (CONFIDENCE_LEVEL, MEMORY_LIMIT, Answer, MessageTree, PastReach,
+                      importance_answer, pairwise_form)
 from .results import Record, Trace
 
 __all__ = ["SampleResult", "sample"]
@@ -40,33 +48,48 @@ _CHUNK_ENTRIES = 2**22
 
 
 @dataclass(frozen=True, repr=False)  # Result.__repr__: a short summary
-class SampleResult(ExactAnswer):
+class SampleResult(Answer):
     """Samples of a model: ``samples`` (int32, one row per sample, one column per
-    variable, states by index), their importance ``weights`` (all 1 for exact samples),
-    ``log_z`` (log of the model's mass with the evidence, a Bayesian network's log P(e):
-    from the elimination; 0 for a network sampled forward, its CPT rows summing to 1
-    within 1e-9), the sampler (``method``: "exact/forward" or "exact/elimination"), the
+    variable, states by index), their importance ``weights`` (all 1 for exact samples;
+    mean 1 for weighted ones), ``log_z`` (log of the model's mass with the evidence, a
+    Bayesian network's log P(e): from the elimination; 0 for a network sampled forward,
+    its CPT rows summing to 1 within 1e-9; the samples' estimate when ``estimated``), the
+    sampler (``method``: "exact/forward", "exact/elimination" or "wmb/importance"), the
     model's ``names`` and ``states`` when it has them, wall ``time``. Exact: status
     converged, gap 0, certified (the samples are draws from the model's distribution
-    itself; ``log_z_upper`` = ``log_z_lower`` = log_z)."""
+    itself; ``log_z_upper`` = ``log_z_lower`` = log_z). Weighted: `fwcore.queries.Answer`
+    (``info``: ``n_samples``, ``ess``, ``log_z_proposal``)."""
 
     samples: np.ndarray
     weights: np.ndarray
     names: tuple | None = None
     states: tuple | None = None
-    info: dict = field(default_factory=dict)
 
 
-@validate_params({"n": Interval(1, integer=True), "seed": SEED, "method": Options("exact"),
-                  "memory_limit": MEMORY}, unchecked=("model", "evidence"))
+#: the confidence of the sampled interval on log Z
+CONFIDENCE = 0.95
+
+
+@validate_params({"n": Interval(1, integer=True), "seed": SEED,
+                  "method": Options("auto", "exact", "wmb"), "max_time": TIME,
+                  "memory_limit": MEMORY, "confidence": CONFIDENCE_LEVEL},
+                 unchecked=("model", "evidence"))
 def sample(model: PairwiseMRF | FactorGraph, n: int, evidence=None, *, seed: int | None = None,
-           method: str = "exact", memory_limit: float = MEMORY_LIMIT) -> SampleResult:
-    """``n`` exact samples of ``model`` given ``evidence`` (`fwcore.apply_evidence`: hard
-    states or soft likelihood vectors, by name or index): forward sampling for a Bayesian
-    network without evidence, else backward sampling through the elimination clique tree
-    (the module docstring). ``seed``: NumPy's generator seed (reproducible). ``method``:
-    "exact" (past exact reach a ValueError names the model's size). ``memory_limit``
-    (bytes) bounds the elimination's messages and the samples (4 bytes per state)."""
+           method: str = "auto", max_time: float | None = None,
+           memory_limit: float = MEMORY_LIMIT, confidence: float = CONFIDENCE) -> SampleResult:
+    """``n`` samples of ``model`` given ``evidence`` (`fwcore.apply_evidence`: hard
+    states or soft likelihood vectors, by name or index). ``method``: "exact" (forward
+    sampling for a Bayesian network without evidence, else backward sampling through the
+    elimination clique tree: the module docstring; past exact reach a ValueError names the
+    model's size), "wmb" (importance samples from weighted mini-bucket's proposal with
+    their weights, `fwcore.marginals.wmb.importance_samples`: ``estimated``, ``log_z``
+    the samples' estimate of log Z within the certified bounds, its interval at
+    ``confidence``), "auto" (exact where elimination fits ``memory_limit``, else "wmb").
+    ``seed``: NumPy's generator seed (reproducible). ``max_time`` (seconds) bounds the
+    weighted sampler (its passes take half, the draws the rest: fewer than ``n``
+    samples then, status ``max_time``); exact samplers run to the end.
+    ``memory_limit`` (bytes) bounds the elimination's messages (or weighted mini-bucket's
+    stages) and the samples (4 bytes per state)."""
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     if evidence:
@@ -74,19 +97,31 @@ def sample(model: PairwiseMRF | FactorGraph, n: int, evidence=None, *, seed: int
     if 4 * n * model.n_vars > memory_limit:
         raise ValueError(f"{n} samples of {model.n_vars} variables take {4 * n * model.n_vars} "
                          f"bytes, over memory_limit={memory_limit:.0f}: draw them in batches")
-    form = None if evidence else bayes_form(model)
-    info, log_z = {}, 0.0
+    form = None if evidence or method == "wmb" else bayes_form(model)
+    info, log_z, fields = {}, 0.0, {}
     if form is not None:
-        samples, how = _forward(model, form, n, rng), "forward"
+        samples, how = _forward(model, form, n, rng), "exact/forward"
+        weights = np.ones(n)
     else:
-        samples, log_z, info = _backward(model, n, rng, memory_limit)
-        how = "elimination"
+        try:
+            if method == "wmb":
+                raise PastReach("weighted samples asked for")
+            samples, log_z, info = _backward(model, n, rng, memory_limit)
+            how, weights = "exact/elimination", np.ones(n)
+        except PastReach:
+            if method == "exact":
+                raise
+            samples, weights, fields = importance_answer(model, n, seed, max_time,
+                                                         memory_limit, confidence)
+            how, log_z, info = "wmb/importance", fields.pop("log_z"), fields.pop("info")
     seconds = time.perf_counter() - t0
-    return SampleResult(samples=samples, weights=np.ones(n), log_z=log_z,
-                        method=f"exact/{how}", time=seconds, names=model.names,
-                        states=model.states, info=info,
-                        trace=Trace([Record(iteration=1, time=seconds, primal=log_z,
-                                            gap=0.0, bound=log_z)]))
+    upper = fields.get("log_z_upper", log_z)
+    record = Record(iteration=1, time=seconds, primal=upper if log_z is None else log_z,
+                    gap=fields.get("gap", 0.0), bound=upper,
+                    score=fields.get("log_z_lower", log_z))
+    return SampleResult(samples=samples, weights=weights, log_z=log_z, method=how,
+                        time=seconds, names=model.names, states=model.states, info=info,
+                        trace=Trace([record]), **fields)
 
 
 def _chunks(n, n_vars):

@@ -112,3 +112,26 @@ def test_sigint_to_infer_map_keeps_the_best_labelling_of_every_method(method, op
     status, score, unary = line.split()
     assert status == Status.INTERRUPTED.value and latency < 2.0, (line, latency, err)
     assert float(score) > float(unary), line
+
+
+def test_sigint_to_marginal_map_search_returns_its_best_answer():
+    """Issue 38: the branch and bound past exact reach stops within 2 s of SIGINT with
+    its best answer and its certified bound."""
+    setup = "m = fwcore.random_grid(14, 14, coupling=1.0, seed=2)"
+    call = ("r = fwcore.infer_mmap(m, [0, 17, 100, 195], memory_limit=2**22, max_time=60, "
+            "seed=0)\n    print(r.status.value, r.score, r.upper_bound, flush=True)")
+    latency, line, _, err = _sigint(setup, call, 4.0)
+    status, score, upper = line.split()
+    assert status == Status.INTERRUPTED.value and latency < 2.0, (line, latency, err)
+    assert -float("inf") < float(score) <= float(upper), line
+
+
+def test_sigint_to_weighted_sampling_returns_the_samples_drawn():
+    setup = "m = fwcore.random_grid(60, 60, coupling=1.0, seed=0)"
+    call = ("r = fwcore.sample(m, 10**4, seed=0, max_time=60, memory_limit=2**30)\n"
+            "    print(r.status.value, len(r.samples), r.log_z_lower <= r.log_z_upper, "
+            "flush=True)")
+    latency, line, _, err = _sigint(setup, call, 4.0)
+    status, n, ordered = line.split()
+    assert status == Status.INTERRUPTED.value and latency < 2.0, (line, latency, err)
+    assert ordered == "True", line

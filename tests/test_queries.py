@@ -14,7 +14,8 @@ import fwcore
 from fwcore.results import Status
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # --import-mode=importlib
-from networks import brute_joint, random_factor_graph, random_network  # noqa: E402
+from networks import (brute_joint, evidence_cases, random_factor_graph,  # noqa: E402
+                      random_network)
 
 DATA = Path(__file__).parent / "data"
 ASIA, SPRINKLER = DATA / "asia.bif", DATA / "sprinkler.xml"
@@ -90,8 +91,9 @@ def test_query_refusals():
                                          "entries, over memory_limit"):
         fwcore.query(grid, list(range(9)), memory_limit=1000)
     with pytest.raises(ValueError, match=r"a joint query needs exact elimination.*2500 "
-                                         r"variables.*No approximate method"):
-        fwcore.query(fwcore.random_grid(50, 50, seed=0), [0, 2499], memory_limit=2**22)
+                                         r"variables.*method='auto' answers it"):
+        fwcore.query(fwcore.random_grid(50, 50, seed=0), [0, 2499], method="exact",
+                     memory_limit=2**22)
     with pytest.raises(ValueError, match="evidence has probability zero"):
         fwcore.query(fwcore.PairwiseMRF([2, 2], None, [(0, 1)],
                                         [np.where(np.eye(2) > 0, 0.0, -np.inf)]),
@@ -136,9 +138,57 @@ def test_marginal_map_by_name_and_its_result():
     best = np.unravel_index(np.argmax(table), table.shape)
     assert res.named() == {v: ("yes", "no")[k] for v, k in zip(["lung", "tub", "bronc"], best)}
     assert res.score == res.upper_bound and res.certified and res.method == "exact"
-    with pytest.raises(ValueError, match=r"marginal MAP needs exact elimination.*No "
-                                         r"approximate method"):
-        fwcore.infer_mmap(fwcore.random_grid(50, 50, seed=0), [0, 1], memory_limit=2**22)
+    with pytest.raises(ValueError, match=r"marginal MAP needs exact elimination.*"
+                                         r"method='auto' answers it"):
+        fwcore.infer_mmap(fwcore.random_grid(50, 50, seed=0), [0, 1], method="exact",
+                          memory_limit=2**22)
+
+
+# -- past exact reach: estimated from weighted samples, log P(e) certified ---------------
+
+def check_estimated(res, exact):
+    """An estimated joint table against the exact one, and what is certified about log Z."""
+    assert res.estimated and res.method == "wmb/importance" and res.certified
+    assert res.log_z_lower <= exact.log_z <= res.log_z_upper          # certified
+    assert res.log_z_estimate_lower <= exact.log_z <= res.log_z_estimate_upper  # 95%
+    assert abs(res.log_z - exact.log_z) < 0.05
+    assert res.table.shape == exact.table.shape and res.table.sum() == pytest.approx(1.0)
+    assert (res.table[exact.table == 0] == 0).all()
+    assert np.abs(res.table - exact.table).max() < 4 / np.sqrt(res.info["ess"])
+    assert "certified, width" in res.message and "estimated from" in res.message
+
+
+def test_joint_query_of_a_bayesian_network_past_exact_reach():
+    """log P(e) of a network with evidence (zeros in its CPTs) bounded by weighted
+    mini-bucket, estimated by its samples; P(Q | e) from their weights."""
+    net = random_network(100, 0)
+    evidence = evidence_cases(net, 0)[0]
+    q = [net.names[0], net.names[1]]
+    res = fwcore.query(net, q, evidence, memory_limit=2**18, seed=0)
+    exact = fwcore.query(net, q, evidence)
+    assert exact.method == "exact" and not exact.estimated
+    check_estimated(res, exact)
+    assert res.names == exact.names and res.p(**{q[0]: 1, q[1]: 1}) == res.table[1, 1]
+
+
+def test_soft_evidence_query_on_a_grid_past_exact_reach():
+    grid = fwcore.random_grid(14, 14, coupling=1.0, seed=5)
+    evidence = {5: 1, 100: 0, 150: [0.3, 0.7], 60: [0.9, 0.1]}
+    res = fwcore.query(grid, [0, 17, 195], evidence, memory_limit=2**22, seed=0)
+    check_estimated(res, fwcore.query(grid, [0, 17, 195], evidence))
+    again = fwcore.query(grid, [0, 17, 195], evidence, memory_limit=2**22, seed=0)
+    np.testing.assert_array_equal(res.table, again.table)
+    assert res.status is Status.STALLED and res.success
+
+
+def test_query_past_exact_reach_under_max_time():
+    big = fwcore.random_grid(60, 60, coupling=1.0, seed=0)
+    t0 = time.perf_counter()
+    res = fwcore.query(big, [0, 1799], {5: 1}, max_time=1.0)
+    assert time.perf_counter() - t0 < 3.0
+    assert res.status is Status.MAX_TIME and res.success and res.estimated
+    assert res.info["n_samples"] > 0 and res.table.shape == (2, 2)
+    assert res.log_z_lower <= res.log_z <= res.log_z_upper
 
 
 # -- peers ---------------------------------------------------------------------------------
@@ -235,12 +285,114 @@ def test_the_sample_command_writes_csv(tmp_path, capsys):
     assert "50 samples by exact/forward sampling" in capsys.readouterr().out
 
 
-def test_marginal_map_past_its_max_time_raises_timeout_error():
+def test_the_commands_past_exact_reach(tmp_path, capsys):
+    """`fwcore sample` writes weighted samples with their weights; `fwcore mmap` answers
+    by the search, stating what is certified and what is sampled."""
+    from fwcore.cli import main
+    model = fwcore.random_grid(14, 14, coupling=1.0, seed=0)
+    fwcore.write_uai(model, tmp_path / "g.uai")
+    assert main(["sample", str(tmp_path / "g.uai"), "-n", "200", "--seed", "0",
+                 "--memory-limit", "4", "--out", str(tmp_path / "s")]) == 0
+    lines = (tmp_path / "s.csv").read_text().splitlines()
+    assert lines[0].endswith(",x195,weight") and len(lines) == 201
+    got = np.loadtxt(tmp_path / "s.csv", delimiter=",", skiprows=1)
+    expected = fwcore.sample(model, 200, seed=0, memory_limit=4 * 2**20)
+    np.testing.assert_array_equal(got[:, :-1], expected.samples)
+    np.testing.assert_allclose(got[:, -1], expected.weights, rtol=1e-9)
+    out = capsys.readouterr().out
+    assert "200 samples by wmb/importance sampling" in out and "(certified, width" in out
+    (tmp_path / "g.query").write_text("2\n0 195\n")
+    assert main(["mmap", str(tmp_path / "g.uai"), "--query-file", str(tmp_path / "g.query"),
+                 "--memory-limit", "4", "--max-time", "2", "--out", str(tmp_path / "a")]) == 0
+    out = capsys.readouterr().out
+    assert "by branch and bound" in out and "max_time: stopped at the time limit" in out
+    assert "(certified), ~" in out and fwcore.read_map(tmp_path / "a.MMAP").shape == (2,)
+
+
+def test_marginal_map_past_its_max_time_returns_its_best_answer():
+    """An exact elimination cut by max_time goes on as the search: the best answer so
+    far, with its certified bound, never a TimeoutError."""
     grid = fwcore.random_grid(16, 16, coupling=1.0, seed=0)
     q = list(range(0, 256, 17))
     t0 = time.perf_counter()
-    with pytest.raises(TimeoutError, match="did not finish within max_time=0.001 s.*no "
-                                           "partial form"):
-        fwcore.infer_mmap(grid, q, max_time=0.001)
-    assert time.perf_counter() - t0 < 5.0
+    res = fwcore.infer_mmap(grid, q, max_time=1.0, seed=0)
+    assert time.perf_counter() - t0 < 3.0
+    assert res.status is Status.MAX_TIME and res.success and res.method == "search"
+    assert res.assignment.shape == (len(q),) and res.upper_bound >= res.score > -np.inf
     assert fwcore.infer_mmap(grid, q[:3], max_time=60).optimal
+
+
+def mmap_truth(model, q, evidence=None):
+    """log Σ_r exp score(q, r) for every joint state of q (an exact joint query)."""
+    table = fwcore.query(model, q, evidence, method="exact")
+    with np.errstate(divide="ignore"):
+        return table.log_z + np.log(table.table)
+
+
+@pytest.mark.parametrize("make, q, evidence, memory", [
+    (lambda: fwcore.random_grid(7, 7, coupling=1.0, seed=1), [0, 6, 24, 42, 48, 10, 38], None,
+     2**13),
+    (lambda: fwcore.potts_grid(6, 6, n_labels=3, seed=2), [0, 5, 30, 35, 14], {20: 1}, 2**13),
+    (lambda: random_factor_graph(9, scale=2.0), [0, 3, 6], {1: 0}, 2**6),
+], ids=["grid", "potts-evidence", "factor-graph"])
+def test_marginal_map_search_equals_brute_force(make, q, evidence, memory):
+    """Past the constrained elimination's reach (a small memory_limit), branch and bound
+    over the query variables, nodes solved exactly once enough is conditioned on:
+    converged, its score the brute-force maximum, its bound equal to it."""
+    model = make()
+    truth = mmap_truth(model, q, evidence)
+    res = fwcore.infer_mmap(model, q, evidence, memory_limit=memory, seed=0, method="search")
+    assert res.method == "search" and res.status is Status.CONVERGED and res.optimal
+    assert res.info["nodes"] > res.info["exact_nodes"] > 1      # a search, not one node
+    assert res.score == pytest.approx(truth.max(), abs=1e-9)
+    assert truth[tuple(res.assignment)] == pytest.approx(truth.max(), abs=1e-9)
+    assert res.upper_bound == pytest.approx(res.score, abs=1e-6)
+
+
+def test_marginal_map_search_on_a_network_with_an_observed_query_variable():
+    """Zeros in the CPTs, evidence by name, one query variable observed: the search keeps
+    it at its observed state and equals brute force."""
+    net = random_network(14, 3, max_card=3)
+    evidence = evidence_cases(net, 0)[0]
+    q = [v for v in net.names if v not in evidence][:3] + [next(iter(evidence))]
+    truth = mmap_truth(net, q, evidence)
+    res = fwcore.infer_mmap(net, q, evidence, memory_limit=2**6, method="search", seed=0)
+    assert res.status is Status.CONVERGED and res.info["nodes"] > 1
+    assert res.score == pytest.approx(truth.max(), abs=1e-9)
+    assert res.named() == fwcore.infer_mmap(net, q, evidence).named()
+    assert res.named()[q[-1]] == evidence[q[-1]]
+
+
+def test_marginal_map_bound_holds_past_exact_reach():
+    """Weighted mini-bucket's nodes: the bound holds the brute-force maximum, the score is
+    a certified lower bound on the answer's log-mass, the best answer comes first."""
+    grid = fwcore.random_grid(14, 14, coupling=1.0, seed=2)
+    q = [0, 17, 100, 195]
+    truth = mmap_truth(grid, q)
+    res = fwcore.infer_mmap(grid, q, memory_limit=2**22, max_time=4.0, seed=0)
+    assert res.method == "search" and res.status is Status.MAX_TIME and res.success
+    assert res.upper_bound >= truth.max() >= truth[tuple(res.assignment)] >= res.score
+    # time-sliced, so only loose figures of quality (unloaded: the best answer, gap 0.6,
+    # its estimate within 0.01 of its log-mass; the root's product bound is 40 nats off)
+    assert truth[tuple(res.assignment)] > truth.max() - 1.0
+    assert res.upper_bound - res.score < 5.0
+    assert "proven gap" in res.message
+
+
+@pytest.mark.parametrize("name", ["Promedus_17", "linkage_12"])
+def test_marginal_map_bound_holds_on_shared_models(instances, name):
+    """Shared models past exact reach, a query set of four variables: Σ_q P(q, e) = P(e),
+    so the maximum is between log P(e) − log |Q| and log P(e) (the reference log Z):
+    the bound must reach the first, the answer's certified score stay under the second."""
+    folder = instances / "uai2014-beyond"
+    model = fwcore.read_model(folder / f"{name}.uai")
+    evidence = fwcore.read_evid(folder / f"{name}.uai.evid")
+    log_z = fwcore.read_pr(folder / f"{name}.uai.PR")
+    free = [v for v in range(model.n_vars) if v not in evidence]
+    q = sorted(np.random.default_rng(0).choice(free, 4, replace=False).tolist())
+    t0 = time.perf_counter()
+    res = fwcore.infer_mmap(model, q, evidence, max_time=8.0, seed=0)
+    assert time.perf_counter() - t0 < 12.0
+    assert res.method == "search" and res.certified and res.success
+    assert res.upper_bound >= log_z - math.log(np.prod(model.card[q])) - 1e-6
+    assert res.score <= log_z + 1e-6

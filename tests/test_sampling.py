@@ -3,6 +3,7 @@ tables by chi-square tests at a fixed seed, on Bayesian networks (forward sampli
 evidence, backward sampling through the clique tree) and Markov networks with hard and
 soft evidence; reproducibility, results and refusals."""
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -100,13 +101,13 @@ def test_samples_are_reproducible():
 def test_refusals():
     big = fwcore.random_grid(40, 40, seed=0)
     with pytest.raises(ValueError, match=r"exact sampling needs exact elimination.*1600 "
-                                         r"variables.*No approximate method is available yet"):
-        fwcore.sample(big, 10, memory_limit=2**20)
+                                         r"variables.*method='auto' answers it"):
+        fwcore.sample(big, 10, method="exact", memory_limit=2**20)
     with pytest.raises(ValueError, match="samples of 9 variables take .* draw them in batches"):
         fwcore.sample(fwcore.random_grid(3, 3, seed=0), 10**6, memory_limit=2**20)
     with pytest.raises(ValueError, match="n must be an integer >= 1"):
         fwcore.sample(big, 0)
-    with pytest.raises(ValueError, match="method must be one of 'exact'"):
+    with pytest.raises(ValueError, match="method must be one of 'auto', 'exact', 'wmb'"):
         fwcore.sample(big, 5, method="gibbs")
     with pytest.raises(ValueError, match="soft evidence on variable 0 must be 2 finite"):
         fwcore.sample(fwcore.random_grid(2, 2, seed=0), 5, {0: [0.5, -1.0]})
@@ -114,3 +115,68 @@ def test_refusals():
                                     [np.where(np.eye(2) > 0, 0.0, -np.inf)])
     with pytest.raises(ValueError, match="no feasible assignment"):
         fwcore.sample(infeasible, 5, {0: 0, 1: 1})
+
+
+# -- past exact reach: importance samples from weighted mini-bucket's proposal -------------
+
+#: a 14x14 grid's elimination needs ~50 MB of messages: under this limit `sample` and
+#: `query` go past exact reach, and weighted mini-bucket's stages are split
+SMALL_MEMORY = 2**22
+N_WEIGHTED = 4000
+
+
+def weighted_frequencies(samples, weights, v, card):
+    return np.bincount(samples[:, v], weights=weights, minlength=card) / weights.sum()
+
+
+@pytest.mark.parametrize("evidence", [None, {3: 1, 40: [0.2, 0.9], 177: 0}])
+def test_weighted_samples_past_exact_reach_estimate_the_marginals(evidence):
+    grid = fwcore.random_grid(14, 14, coupling=1.0, seed=11)
+    res = fwcore.sample(grid, N_WEIGHTED, evidence, seed=4, memory_limit=SMALL_MEMORY)
+    assert res.method == "wmb/importance" and res.estimated
+    assert res.samples.shape == (N_WEIGHTED, 196) and res.weights.mean() == pytest.approx(1.0)
+    clamped = fwcore.apply_evidence(grid, evidence) if evidence else grid
+    exact = fwcore.exact_inference(clamped)
+    # the bounds are certified; the sampled interval holds log Z here (95%, seeded)
+    assert res.log_z_lower <= exact.log_z <= res.log_z_upper
+    assert res.log_z_upper - res.log_z_lower > 1.0       # the proposal is not exact
+    assert res.log_z_estimate_lower <= exact.log_z <= res.log_z_estimate_upper
+    assert abs(res.log_z - exact.log_z) < 0.05
+    assert res.success and res.certified and res.status is Status.STALLED
+    assert "certified, width" in res.message and "importance samples" in res.message
+    # self-normalised frequencies: within a few standard errors of 1/sqrt(ESS)
+    err = max(np.abs(weighted_frequencies(res.samples, res.weights, v, 2) -
+                     exact.node_marginals[v]).max() for v in range(196))
+    assert err < 5 / np.sqrt(res.info["ess"])
+    if evidence:
+        assert (res.samples[:, 3] == 1).all() and (res.samples[:, 177] == 0).all()
+
+
+def test_weighted_samples_are_seeded_and_honour_max_time():
+    grid = fwcore.random_grid(14, 14, coupling=1.0, seed=11)
+    a = fwcore.sample(grid, 500, seed=1, method="wmb", memory_limit=SMALL_MEMORY)
+    b = fwcore.sample(grid, 500, seed=1, method="wmb", memory_limit=SMALL_MEMORY)
+    np.testing.assert_array_equal(a.samples, b.samples)
+    np.testing.assert_array_equal(a.weights, b.weights)
+    c = fwcore.sample(grid, 500, seed=2, method="wmb", memory_limit=SMALL_MEMORY)
+    assert (a.samples != c.samples).any()
+    big = fwcore.random_grid(60, 60, coupling=1.0, seed=0)
+    t0 = time.perf_counter()
+    res = fwcore.sample(big, 10**4, seed=0, max_time=1.0, memory_limit=2**28)
+    assert time.perf_counter() - t0 < 3.0
+    assert res.estimated and res.status is Status.MAX_TIME and res.success
+    assert 0 < len(res.samples) < 10**4 and len(res.weights) == len(res.samples)
+    assert res.log_z_lower <= res.log_z <= res.log_z_upper
+
+
+def test_weighted_samples_of_an_exact_proposal_are_exact():
+    """Where weighted mini-bucket's buckets are whole its proposal is the model's
+    distribution: every weight 1, not estimated, converged."""
+    grid = fwcore.random_grid(4, 4, coupling=1.0, seed=3)
+    res = fwcore.sample(grid, 4000, {0: 1}, seed=0, method="wmb")
+    assert not res.estimated and res.status is Status.CONVERGED and res.gap == 0.0
+    np.testing.assert_allclose(res.weights, 1.0)
+    exact = fwcore.exact_inference(fwcore.apply_evidence(grid, {0: 1}))
+    assert res.log_z == pytest.approx(exact.log_z)
+    for v in range(16):
+        assert_fits(np.bincount(res.samples[:, v], minlength=2), exact.node_marginals[v])
