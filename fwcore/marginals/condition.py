@@ -504,7 +504,8 @@ def conditioned_anytime(model: PairwiseMRF | FactorGraph, bound, max_time: float
     level, ``interrupted`` after Ctrl-C, else the best level's. ``bound`` is called as
     ``bound(branch, max_time=seconds)``."""
     deadline = Deadline(max_time)
-    order, levels, found, records, ended = [], [0], [], [], []
+    order, levels, found, ended = [], [0], [], []
+    records: list[Record] = []
 
     def start():  # the order, within the run's Ctrl-C handling
         order.extend(choose_conditioning(model, min(max_vars, model.card.shape[0])).tolist())

@@ -217,7 +217,7 @@ def perturb_and_map(model: PairwiseMRF | FactorGraph, *, oracle="exact", n_sampl
     """
     deadline = Deadline(max_time)
     graph = model if isinstance(model, FactorGraph) else None
-    checked = check_model(model if graph is None else model.reduced)
+    checked = check_model(model if graph is None else graph.reduced)
     result = _perturb_and_map(checked, oracle, n_samples, inflation, marginals, seed,
                               executor, deadline, model.n_vars)
     return result if graph is None else graph.restrict(result)
