@@ -32,11 +32,6 @@ KNOWN = {
     **{(e, "converged"): "issue 41 case 3" for e in (
         "infer approximate", "infer wmb", "weighted_mini_bucket", "conditioned bound=*",
         "conditioned_anytime bound=*")},
-    # perturb.py: max_time before the first sample gives NaN log Z and marginals, and the
-    # sampling runs past max_time (reported to the lead for perturb.py's owner)
-    **{(e, k): "perturb.py" for e in ("perturb_and_map", "perturb_and_map oracle=*",
-                                       "infer perturb-and-map")
-       for k in ("nan", "marginals", "overrun")},
 }
 
 

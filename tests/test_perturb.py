@@ -140,7 +140,22 @@ def test_ctrl_c_returns_the_samples_so_far():
 
     res = perturb_and_map(model, oracle=oracle, inflation=1, n_samples=10, seed=0)
     assert res.status is Status.INTERRUPTED and res.samples.size == 3
-    assert np.isnan(res.node_marginals[0]).all()  # its conditioned estimates never ran
+    assert res.node_marginals is None  # the conditioned estimates never ran: absent, not NaN
+    assert res.log_z_stderr is not None and np.isfinite(res.log_z)
+
+
+@pytest.mark.parametrize("max_time", [1e-6, 0.002])
+def test_max_time_before_the_samples_gives_no_estimate_rather_than_nan(max_time):
+    """The certified sweep's model 0 (issue 41: a NaN log Z and NaN marginals when the time
+    ran out before the first sample or the clamped estimates): absent values instead."""
+    model = fwcore.random_grid(3, seed=0)
+    res = perturb_and_map(model, inflation=1, max_time=max_time, seed=0)
+    assert res.status is Status.MAX_TIME
+    assert res.node_marginals is None
+    for value in (res.log_z, res.log_z_stderr):
+        assert value is None or np.isfinite(value)
+    assert (res.log_z is None) == (res.samples.size == 0)
+    assert (res.log_z_stderr is None) == (res.samples.size < 2)
 
 
 @pytest.mark.parametrize("kwargs, error, words", [

@@ -41,19 +41,19 @@ class PerturbResult(Result):
     """A Perturb-and-MAP estimate (`perturb_and_map`).
 
     ``log_z`` = mean of the ``samples`` (perturbed MAP values of the inflated model, one
-    per MAP call; NaN when none finished), ``log_z_stderr`` their standard error (NaN
+    per MAP call; None when none finished), ``log_z_stderr`` their standard error (None
     below two samples), ``node_marginals`` / ``edge_marginals`` (lists as in
     `MarginalResult`; None when not asked for, edge marginals only with
-    ``marginals="samples"``; a variable whose conditioned estimates did not all finish
-    has NaN marginals), ``certified`` (always False: the value is a random estimate) and
+    ``marginals="samples"``; None too when the time or Ctrl-C stopped the run before the
+    samples, or every conditioned estimate, had one value), ``certified`` (always False: the value is a random estimate) and
     ``gap`` (None: no certificate), ``status`` (never ``converged``: ``max_iter`` when
     every sample was drawn, ``max_time`` or ``interrupted`` for the best so far),
     ``n_iter`` (the samples of the log Z estimate), ``n_oracle_calls`` (all MAP calls),
     ``inflation``, ``time`` (s), ``method`` and ``trace`` (one `Record` per sample of the
     log Z estimate; ``primal`` is the running mean)."""
 
-    log_z: float
-    log_z_stderr: float
+    log_z: float | None
+    log_z_stderr: float | None
     samples: np.ndarray
     node_marginals: list | None
     edge_marginals: list | None
@@ -247,8 +247,8 @@ def _perturb_and_map(model, oracle, n_samples, inflation, marginals, seed, execu
 
     values = runs[0].values if runs[0] is not None else np.zeros(0)
     n = values.size
-    log_z = float(values.mean()) if n else float("nan")
-    stderr = float(values.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
+    log_z = float(values.mean()) if n else None
+    stderr = float(values.std(ddof=1) / np.sqrt(n)) if n > 1 else None
     nodes = edges = None
     if marginals == "samples" and n:
         nodes, edges = model.split_marginals(runs[0].total / n)
@@ -387,15 +387,18 @@ class _Sampler:
 
 def _conditioned_marginals(card, clamps, runs):
     """μ_i(s) ∝ exp(mean of the clamped estimate of log Z_{i,s}) (App. G) for the
-    variables of ``card``; NaN for a variable with an estimate missing; [1] for a
-    single-state variable."""
-    logz = {c: (r.values.mean() if r is not None and r.values.size else np.nan)
-            for c, r in zip(clamps[1:], runs[1:])}
+    variables of ``card`` ([1] for a single-state variable); None when an estimate has no
+    value (stopped before its first sample) or a variable has no finite one (an
+    approximate oracle found no feasible labelling under any of its clamps)."""
+    if any(r is None or not r.values.size for r in runs[1:]):
+        return None
+    logz = {c: r.values.mean() for c, r in zip(clamps[1:], runs[1:])}
     nodes = []
     for i, c in enumerate(card):
         v = np.array([logz.get((i, s), 0.0) for s in range(c)])
-        with np.errstate(invalid="ignore"):
-            nodes.append(np.exp(v - np.logaddexp.reduce(v)))
+        if not np.isfinite(v).any():
+            return None
+        nodes.append(np.exp(v - np.logaddexp.reduce(v)))
     return nodes
 
 
