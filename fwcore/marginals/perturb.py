@@ -45,7 +45,8 @@ class PerturbResult(Result):
     below two samples), ``node_marginals`` / ``edge_marginals`` (lists as in
     `MarginalResult`; None when not asked for, edge marginals only with
     ``marginals="samples"``; None too when the time or Ctrl-C stopped the run before the
-    samples, or every conditioned estimate, had one value), ``certified`` (always False: the value is a random estimate) and
+    samples, or every conditioned estimate, had one value), ``certified`` (always False:
+    the value is a random estimate) and
     ``gap`` (None: no certificate), ``status`` (never ``converged``: ``max_iter`` when
     every sample was drawn, ``max_time`` or ``interrupted`` for the best so far),
     ``n_iter`` (the samples of the log Z estimate), ``n_oracle_calls`` (all MAP calls),
