@@ -7,6 +7,7 @@ import pytest
 
 import fwcore
 from fwcore import Status, perturb_and_map
+from fwcore.loop import Deadline
 from fwcore.marginals.perturb import _Inflated
 
 
@@ -40,7 +41,7 @@ def _inflated_max(model, m, noise, scores=None):
 def test_count_model_maximum_is_the_inflated_graphs(m):
     model = _model([2, 3, 2], [(0, 1), (1, 2), (0, 2)], seed=m, coupling=2.0)
     model = _impossible(model, model.edge_off[1])  # an impossible pair of states
-    inflated = _Inflated(model, m)
+    inflated = _Inflated(model, m, Deadline())
     rng = np.random.default_rng(0)
     for _ in range(3):
         noise = [rng.gumbel(size=(m, k)) for k in model.card]
@@ -189,7 +190,7 @@ def test_an_inflation_too_large_for_the_labels_is_refused_before_allocating():
 def test_binary_noise_terms_match_the_assignment_problem():
     from fwcore.marginals.perturb import _Inflated, _best_assignment
     model = fwcore.PairwiseMRF([2, 3, 2], None, [(0, 1), (1, 2)])
-    inflated = _Inflated(model, 4)
+    inflated = _Inflated(model, 4, Deadline())
     rng = np.random.default_rng(0)
     noise = [rng.gumbel(size=(4, int(k))) for k in model.card]
     noise[2] = None

@@ -1,9 +1,12 @@
 """Wrong answers the extended certified sweep found (issue 41's acceptance run,
 bench/certified_sweep.py), one reproducer each, deterministic."""
 import numpy as np
+import pytest
 
 import fwcore
+from fwcore.loop import Deadline, TimeUp
 from fwcore.marginals import wmb
+from fwcore.marginals.perturb import _Inflated
 from fwcore.views import flat_factors
 
 
@@ -18,3 +21,21 @@ def test_the_lower_weights_of_a_tree_without_clusters():
     w = wmb.WeightedMiniBucket(wmb.MiniBuckets(flat, fixed, order, 2**10))
     w.make_lower()
     assert w.forward(1.0) == np.log(6.0)
+
+
+def test_perturb_and_map_holds_max_time_while_it_builds_the_count_model():
+    """Sweep model 114 (seed 0): `infer(method="perturb-and-map", max_time=0.051)` took
+    0.77 s, building the inflated count model (`_Inflated`, on a three-variable factor's
+    reduction) and the noise terms of its count vectors (`_best_assignment`) without
+    reading the deadline; now both read it, and a call stopped there has no sample and
+    says so (the sweep's limit: max_time + 5% + 0.5 s)."""
+    rng = np.random.default_rng(0)
+    model = fwcore.FactorGraph([4, 4, 4, 4], [((1, 3, 0), rng.normal(size=(4, 4, 4))),
+                                              ((2,), rng.normal(size=4))])
+    pytest.importorskip("scipy.optimize")  # its first import (~1 s loaded) is no fwcore time
+    with pytest.raises(TimeUp):  # the count model (its 16-state auxiliary) takes 0.3-0.5 s
+        _Inflated(model.reduced, 5, Deadline(0.05))
+    for max_time in (0.02, 0.3, 1.0):  # a sample takes about 1 s (15,504 count vectors)
+        res = fwcore.perturb_and_map(model, oracle="tree", max_time=max_time, seed=0)
+        assert res.time < 1.05 * max_time + 0.5 and res.status is fwcore.Status.MAX_TIME
+        assert (res.log_z is None) == (res.n_iter == 0) and res.node_marginals is None

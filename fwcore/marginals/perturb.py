@@ -73,6 +73,10 @@ class PerturbResult(Result):
 TASKS_PER_CORE = 4
 #: the largest count model (`_Inflated`: its count vectors and tables) built, in entries
 MAX_INFLATED_ENTRIES = 2**26
+#: the entries (work) of a block of `_Inflated`'s tables between two reads of the deadline
+_BLOCK_ENTRIES = 2**20
+#: count vectors of `_best_assignment` between two reads of the deadline (about 20 ms)
+_ROWS_PER_READ = 256
 
 
 class _Inflated:
@@ -87,9 +91,11 @@ class _Inflated:
     best assignment of the copies' noise to the counts
     (`scipy.optimize.linear_sum_assignment`), and pairwise c_iᵀ θ_ij c_j / m².
     That model has n variables where the inflated one has n m with m² times the edges
-    (a clique at θ = 8, m = 5: toulbar2 took 47 s per call on the inflated graph)."""
+    (a clique at θ = 8, m = 5: toulbar2 took 47 s per call on the inflated graph).
+    Built in blocks of at most `_BLOCK_ENTRIES` table entries, each after reading the
+    ``deadline`` (`TimeUp` once it passed)."""
 
-    def __init__(self, model, m):
+    def __init__(self, model, m, deadline):
         self.model, self.m = model, m
         card, edges = model.card, model.edges
         states = {k: math.comb(m + k - 1, k - 1) for k in set(card.tolist())}
@@ -108,22 +114,25 @@ class _Inflated:
         off = np.concatenate([[0], np.cumsum(sizes.astype(np.int64))])
         theta = np.empty(int(off[-1]))
         for k, c in counts.items():  # the tables of every variable with k states at once
-            idx = np.flatnonzero(card == k)
-            rows = model.theta[model.node_off[idx][:, None] + np.arange(k)]
-            theta[off[idx][:, None] + np.arange(len(c))] = (
-                _pairs(c, rows[:, :, None], np.ones((1, 1)))[:, :, 0] / m)
+            for idx in _blocks(np.flatnonzero(card == k), len(c) * k, deadline):
+                rows = model.theta[model.node_off[idx][:, None] + np.arange(k)]
+                theta[off[idx][:, None] + np.arange(len(c))] = (
+                    _pairs(c, rows[:, :, None], np.ones((1, 1)))[:, :, 0] / m)
         pair_cards = np.stack([card[edges[:, 0]], card[edges[:, 1]]], axis=1)
         for a, b in np.unique(pair_cards, axis=0).tolist():
-            es = np.flatnonzero((pair_cards[:, 0] == a) & (pair_cards[:, 1] == b))
-            tables = model.theta[model.edge_off[es][:, None] + np.arange(a * b)]
-            values = _pairs(counts[a], tables.reshape(-1, a, b), counts[b]) / (m * m)
-            theta[off[model.n_vars + es][:, None] + np.arange(values[0].size)] = (
-                values.reshape(len(es), -1))
+            same = np.flatnonzero((pair_cards[:, 0] == a) & (pair_cards[:, 1] == b))
+            size = len(counts[a]) * len(counts[b])
+            for es in _blocks(same, size * (1 + a * b), deadline):
+                tables = model.theta[model.edge_off[es][:, None] + np.arange(a * b)]
+                values = _pairs(counts[a], tables.reshape(-1, a, b), counts[b]) / (m * m)
+                theta[off[model.n_vars + es][:, None] + np.arange(size)] = (
+                    values.reshape(len(es), -1))
         self.graph = PairwiseMRF.from_flat(n_states.astype(np.int64), edges, theta)
 
-    def perturbed(self, scores, noise):
+    def perturbed(self, scores, noise, deadline=None):
         """``scores`` (the graph's layout) plus the noise terms G_i(c)/m for ``noise``, a
-        list of (m, card_i) arrays (None: that variable is not perturbed)."""
+        list of (m, card_i) arrays (None: that variable is not perturbed), reading the
+        ``deadline`` (`_best_assignment`)."""
         out = scores.copy()
         g = self.graph
         noisy = [i for i, gamma in enumerate(noise) if gamma is not None]
@@ -137,7 +146,7 @@ class _Inflated:
             out[g.node_off[binary][:, None] + np.arange(ones.size)] += best / self.m
         for i in noisy:
             if self.model.card[i] != 2:
-                best = _best_assignment(noise[i], self.C[i])
+                best = _best_assignment(noise[i], self.C[i], deadline)
                 out[g.node_off[i]:g.node_off[i + 1]] += best / self.m
         return out
 
@@ -145,6 +154,15 @@ class _Inflated:
         """The point (q_i, q_i q_jᵀ) of the model's layout for counts ``x``."""
         q = [self.C[i][x[i]] / self.m for i in range(self.model.n_vars)]
         return np.concatenate([*q, *(np.outer(q[i], q[j]).ravel() for i, j in self.model.edges)])
+
+
+def _blocks(items, cost, deadline):
+    """``items`` in blocks of at most `_BLOCK_ENTRIES` / ``cost`` (at least one item), each
+    given once the ``deadline`` is read (`TimeUp` once it passed)."""
+    per = max(1, _BLOCK_ENTRIES // max(int(cost), 1))
+    for start in range(0, len(items), per):
+        deadline.left()
+        yield items[start:start + per]
 
 
 def _compositions(k, m):
@@ -162,12 +180,15 @@ def _pairs(ci, tables, cj):
     return np.where(forbidden > 0, -np.inf, value)
 
 
-def _best_assignment(gamma, counts):
+def _best_assignment(gamma, counts, deadline=None):
     """G(c) = max over assignments of the m copies to states with counts c of
-    Σ_k gamma[k, x_k], for each row c of ``counts``."""
+    Σ_k gamma[k, x_k], for each row c of ``counts`` (about 90 us a row), reading the
+    ``deadline`` every `_ROWS_PER_READ` rows (`TimeUp` once it passed; None: never)."""
     from scipy.optimize import linear_sum_assignment
     out = np.empty(len(counts))
     for r, c in enumerate(counts):
+        if deadline is not None and r % _ROWS_PER_READ == 0:
+            deadline.left()
         slots = gamma[:, np.repeat(np.arange(c.size), c.astype(int))]
         rows, cols = linear_sum_assignment(slots, maximize=True)
         out[r] = slots[rows, cols].sum()
@@ -234,7 +255,17 @@ def _perturb_and_map(model, oracle, n_samples, inflation, marginals, seed, execu
         raise ValueError(f"oracle must be a name or a (name, options) pair when inflation > 1 "
                          f"(the MAP calls are on the inflated model, {m} copies of each "
                          "variable); use inflation=1 for an oracle object or function")
-    inflated = _Inflated(model, m)
+    guard = Guard()  # building the count model counts against max_time and Ctrl-C too
+    try:
+        inflated = guard(_Inflated, model, m, deadline)
+    except TimeUp:
+        inflated = None
+    if inflated is None:  # stopped while it was built: no sample, no estimate
+        return PerturbResult(
+            log_z=None, log_z_stderr=None, samples=np.zeros(0), node_marginals=None,
+            edge_marginals=None, n_iter=0, n_oracle_calls=0, inflation=m,
+            status=Status.INTERRUPTED if guard.interrupted else Status.MAX_TIME,
+            time=deadline.elapsed(), method="perturb-and-map")
     first = build_oracle(oracle, inflated.graph)  # checks the spec; resolves "exact"
     spec = first.name if oracle in ("exact", "auto") else oracle
     clamps = [None]
@@ -368,7 +399,7 @@ class _Sampler:
         noise = [self.rng.gumbel(size=(inflated.m, c)) - np.euler_gamma if free else None
                  for c, free in zip(inflated.model.card, self.free)]
         left = self.deadline.left()
-        perturbed = inflated.perturbed(self.scores, noise)
+        perturbed = inflated.perturbed(self.scores, noise, self.deadline)
         x = self.oracle.argmax(perturbed, time_limit=left)
         self.calls += 1
         if self.oracle.status is Status.MAX_TIME:
