@@ -200,3 +200,21 @@ def test_binary_noise_terms_match_the_assignment_problem():
         np.testing.assert_allclose(out[g.node_off[i]:g.node_off[i + 1]],
                                    _best_assignment(noise[i], inflated.C[i]) / 4, rtol=1e-12)
     assert not out[g.node_off[2]:g.node_off[3]].any()
+
+
+@pytest.mark.parametrize("m, k", [(1, 3), (2, 2), (3, 4), (5, 16), (6, 3), (7, 3)])
+def test_the_noise_terms_are_their_assignment_problems(m, k):
+    """`_best_assignment` (every order of the copies at once for m <= 6, one assignment
+    problem per count vector above) against its twin: scipy's assignment per count vector,
+    the copies' noise spread over the slots of the counts' states."""
+    from scipy.optimize import linear_sum_assignment
+    from fwcore.marginals.perturb import _best_assignment, _compositions
+    rng = np.random.default_rng(m * 100 + k)
+    gamma = rng.gumbel(size=(m, k)) * rng.choice([1e-3, 1.0, 1e3])
+    counts = _compositions(k, m)
+    want = []
+    for c in counts:
+        sub = gamma[:, np.repeat(np.arange(k), c.astype(int))]
+        rows, cols = linear_sum_assignment(sub, maximize=True)
+        want.append(sub[rows, cols].sum())
+    np.testing.assert_allclose(_best_assignment(gamma, counts), want, rtol=1e-12)

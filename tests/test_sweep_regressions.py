@@ -35,7 +35,7 @@ def test_perturb_and_map_holds_max_time_while_it_builds_the_count_model():
     pytest.importorskip("scipy.optimize")  # its first import (~1 s loaded) is no fwcore time
     with pytest.raises(TimeUp):  # the count model (its 16-state auxiliary) takes 0.3-0.5 s
         _Inflated(model.reduced, 5, Deadline(0.05))
-    for max_time in (0.02, 0.3, 1.0):  # a sample takes about 1 s (15,504 count vectors)
+    for max_time in (0.02, 0.3, 1.0):  # a sample: the noise terms of 15,504 count vectors
         res = fwcore.perturb_and_map(model, oracle="tree", max_time=max_time, seed=0)
         assert res.time < 1.05 * max_time + 0.5 and res.status is fwcore.Status.MAX_TIME
         assert (res.log_z is None) == (res.n_iter == 0) and res.node_marginals is None

@@ -75,7 +75,9 @@ TASKS_PER_CORE = 4
 MAX_INFLATED_ENTRIES = 2**26
 #: the entries (work) of a block of `_Inflated`'s tables between two reads of the deadline
 _BLOCK_ENTRIES = 2**20
-#: count vectors of `_best_assignment` between two reads of the deadline (about 20 ms)
+#: `_best_assignment`: the most orders of the copies tried for every count vector at once
+#: (m <= 6), and the count vectors solved one by one between two reads of the deadline
+_MAX_ORDERS = 720
 _ROWS_PER_READ = 256
 
 
@@ -182,16 +184,32 @@ def _pairs(ci, tables, cj):
 
 def _best_assignment(gamma, counts, deadline=None):
     """G(c) = max over assignments of the m copies to states with counts c of
-    Σ_k gamma[k, x_k], for each row c of ``counts`` (about 90 us a row), reading the
-    ``deadline`` every `_ROWS_PER_READ` rows (`TimeUp` once it passed; None: never)."""
-    from scipy.optimize import linear_sum_assignment
+    Σ_k gamma[k, x_k], for each row c of ``counts``: the best of the m! orders of the
+    copies over each row's slots, vectorised in blocks of `_BLOCK_ENTRIES` when m! <=
+    `_MAX_ORDERS`, else one `scipy.optimize.linear_sum_assignment` per row (about 90 us);
+    the ``deadline`` (None: never) is read between blocks, or every `_ROWS_PER_READ` rows
+    (`TimeUp` once it passed)."""
+    m, k = gamma.shape
+    slots = np.repeat(np.tile(np.arange(k), len(counts)), counts.astype(np.int64).ravel())
+    slots = slots.reshape(len(counts), m)  # row r: the states of its m slots, in order
     out = np.empty(len(counts))
-    for r, c in enumerate(counts):
+    if math.factorial(m) <= _MAX_ORDERS:
+        orders = np.array(list(itertools.permutations(range(m))), dtype=np.int64)
+        per = max(1, _BLOCK_ENTRIES // orders.size)
+        for start in range(0, len(counts), per):
+            if deadline is not None:
+                deadline.left()
+            block = slots[start:start + per]
+            values = gamma[orders[None, :, :], block[:, None, :]].sum(axis=2)
+            out[start:start + per] = values.max(axis=1)
+        return out
+    from scipy.optimize import linear_sum_assignment
+    for r, row in enumerate(slots):
         if deadline is not None and r % _ROWS_PER_READ == 0:
             deadline.left()
-        slots = gamma[:, np.repeat(np.arange(c.size), c.astype(int))]
-        rows, cols = linear_sum_assignment(slots, maximize=True)
-        out[r] = slots[rows, cols].sum()
+        sub = gamma[:, row]
+        rows, cols = linear_sum_assignment(sub, maximize=True)
+        out[r] = sub[rows, cols].sum()
     return out
 
 
