@@ -218,3 +218,11 @@ def test_the_noise_terms_are_their_assignment_problems(m, k):
         rows, cols = linear_sum_assignment(sub, maximize=True)
         want.append(sub[rows, cols].sum())
     np.testing.assert_allclose(_best_assignment(gamma, counts), want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("k, m", [(1, 1), (1, 5), (2, 1), (2, 5), (3, 4), (7, 3), (24, 5)])
+def test_the_count_vectors_are_itertools_compositions_in_order(k, m):
+    from fwcore.marginals.perturb import _compositions
+    want = [np.bincount(c, minlength=k)
+            for c in itertools.combinations_with_replacement(range(k), m)]
+    np.testing.assert_array_equal(_compositions(k, m), want)

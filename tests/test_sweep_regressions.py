@@ -73,3 +73,14 @@ def test_ctrl_c_outside_a_branch_bound_leaves_the_branch_unreached(variables):
     assert np.all(res.branch_log_z_upper > -np.inf)  # every branch bounded, none dropped
     for p in res.node_marginals:
         assert np.all(p >= 0) and abs(p.sum() - 1.0) < 1e-9
+
+
+def test_perturb_and_map_lists_the_count_vectors_within_max_time():
+    """Sweep models 263 and 289 (seed 0): `perturb_and_map(max_time=0.029)` took 0.7 s
+    listing the 98,280 count vectors of a 24-state auxiliary variable (5 copies) one
+    Python bincount each; now vectorised (0.03 s instead of 0.37 s)."""
+    rng = np.random.default_rng(263)
+    model = fwcore.FactorGraph([4, 2, 3, 4], [((0, 1, 2, 3), rng.normal(size=(4, 2, 3, 4)))])
+    fwcore.perturb_and_map(model, max_time=0.001, seed=0)  # imports
+    res = fwcore.perturb_and_map(model, max_time=0.029, seed=0)
+    assert res.status is fwcore.Status.MAX_TIME and res.time < 1.05 * 0.029 + 0.2

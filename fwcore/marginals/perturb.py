@@ -17,7 +17,7 @@ from ..checks import (EXECUTOR, SEED, TIME, Interval, Options, check_feasible, c
 from ..factor_graph import FactorGraph
 from ..loop import (Callbacks, Deadline, Guard, Stopping, TimeUp, budget_status,
                     run_loop)
-from ..model import PairwiseMRF
+from ..model import PairwiseMRF, concat_ranges
 from ..oracles.base import build_oracle
 from .batch import DASK_CLIENT, dask_client
 from ..results import Record, Result, Status, Trace
@@ -168,9 +168,16 @@ def _blocks(items, cost, deadline):
 
 
 def _compositions(k, m):
-    """Every count vector of m copies over k states, shape (C(m+k-1, k-1), k)."""
-    return np.array([np.bincount(c, minlength=k)
-                     for c in itertools.combinations_with_replacement(range(k), m)], dtype=float)
+    """Every count vector of m copies over k states, shape (C(m+k-1, k-1), k), in the
+    order of ``itertools.combinations_with_replacement(range(k), m)`` (built a copy at a
+    time: each sorted tuple extended by every state from its last one on)."""
+    tuples = np.zeros((1, 0), dtype=np.int64)
+    for _ in range(m):
+        last = tuples[:, -1] if tuples.shape[1] else np.zeros(len(tuples), dtype=np.int64)
+        tuples = np.concatenate([np.repeat(tuples, k - last, axis=0),
+                                 concat_ranges(last, k - last)[:, None]], axis=1)
+    rows = np.repeat(np.arange(len(tuples)), m) * k + tuples.ravel()
+    return np.bincount(rows, minlength=len(tuples) * k).reshape(-1, k).astype(float)
 
 
 def _pairs(ci, tables, cj):
