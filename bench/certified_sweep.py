@@ -3,7 +3,7 @@ answers × every entry point the registries list, under tiny budgets.
 
     python bench/certified_sweep.py --quick                 # 60 models, a few minutes
     flock /work/heavy.lock python bench/certified_sweep.py --models 2000 --workers 2
-    python bench/certified_sweep.py [--models N] [--seed S] [--workers W]
+    python bench/certified_sweep.py [--models N] [--first I] [--seed S] [--workers W]
                                     [--entries NAME,...] [--examples K] [--list]
 
 The entry points are read from the registries when the sweep starts, so a method or
@@ -647,6 +647,8 @@ def _job(args):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", type=int, default=2000)
+    p.add_argument("--first", type=int, default=0,
+                   help="the first model's index (chunks of one sweep: --first 500 --models 500)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--entries", default=None, help="comma-separated entry points (default all)")
     p.add_argument("--workers", type=int, default=1)
@@ -667,25 +669,26 @@ def main(argv=None):
     t0 = time.monotonic()
     results = []
     with ProcessPoolExecutor(args.workers) as pool:
-        jobs = ((args.seed, i, names) for i in range(n_models))
+        jobs = ((args.seed, i, names) for i in range(args.first, args.first + n_models))
         for result in pool.map(_job, jobs, chunksize=2):
             results.append(result)
             if len(results) % 10 == 0:
                 print(f"{len(results)} models, {time.monotonic() - t0:.0f} s",
                       file=sys.stderr, flush=True)
-    return report(results, names, args.seed, time.monotonic() - t0, args.examples)
+    return report(results, names, args.seed, time.monotonic() - t0, args.examples, args.first)
 
 
-def report(results, names, seed, seconds, n_examples):
+def report(results, names, seed, seconds, n_examples, first=0):
     """Print the table, the examples and the refusals; 1 when anything was wrong."""
     kinds = Counter((kind, feasible) for kind, feasible, _ in results)
-    print(f"{len(results)} models (seed {seed}) in {seconds:.0f} s: "
+    print(f"{len(results)} models ({first}-{first + len(results) - 1}, seed {seed}) in "
+          f"{seconds:.0f} s: "
           + ", ".join(f"{k} {'feasible' if f else 'infeasible'} {c}"
                       for (k, f), c in sorted(kinds.items())))
     cases, refused, counts = Counter(), Counter(), defaultdict(Counter)
     examples, messages, spent = defaultdict(list), defaultdict(Counter), Counter()
     slowest = []
-    for i, (_, _, out) in enumerate(results):
+    for i, (_, _, out) in enumerate(results, first):
         for name, (wrong, refusal, seconds) in out.items():
             cases[name] += 1
             spent[name] += seconds

@@ -5,6 +5,9 @@ from typing import Any
 import numpy as np
 
 from ._graph import Graph
+BP_DONE: int
+BP_TIME: int
+BP_SIGNAL: int
 BP_BLOCK: int
 
 def score_assignments(theta: np.ndarray, graph: Graph, atoms: np.ndarray, out: np.ndarray) -> Any: ...

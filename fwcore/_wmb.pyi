@@ -5,6 +5,8 @@ from typing import Any
 import numpy as np
 
 MAX_AXES: Any
+PASS_DONE: Any
+PASS_TIMEUP: Any
 TREE_INT32: Any
 TREE_INT64: Any
 TREE_FLOAT: Any

@@ -70,10 +70,11 @@ def bayes_form(model: PairwiseMRF | FactorGraph, tol: float = 1e-9) -> BayesForm
     if any(not scope for scope, _ in factors):  # a constant
         return None
     # the normalisation of every axis, vectorised over the factors of each table shape
-    groups = {}
+    groups: dict[tuple[int, ...], list[int]] = {}
     for f, (_, theta) in enumerate(factors):
         groups.setdefault(theta.shape, []).append(f)
-    candidates, probs = [None] * len(factors), [None] * len(factors)
+    candidates: dict[int, list[int]] = {}  # factor -> the axes its table normalises over
+    probs: dict[int, np.ndarray] = {}
     for shape, fs in groups.items():
         p = np.exp(np.stack([factors[f][1] for f in fs]))
         axes = list(dict.fromkeys([len(shape) - 1, 0, *range(1, len(shape) - 1)]))
@@ -82,7 +83,7 @@ def bayes_form(model: PairwiseMRF | FactorGraph, tol: float = 1e-9) -> BayesForm
         for k, f in enumerate(fs):
             candidates[f] = [a for a, g in zip(axes, good) if g[k]]
             probs[f] = p[k]
-    if not all(candidates):
+    if not all(candidates.values()):
         return None
     child_of = [-1] * len(factors)
     owner = np.full(n, -1, dtype=np.int64)
@@ -95,7 +96,8 @@ def bayes_form(model: PairwiseMRF | FactorGraph, tol: float = 1e-9) -> BayesForm
         owner[scope[free[0]]] = f
     if (owner[card > 1] < 0).any():
         return None
-    parents, cpts = [()] * n, [np.ones(1)] * n
+    parents: list[tuple[int, ...]] = [()] * n
+    cpts = [np.ones(1)] * n
     for f, (scope, _) in enumerate(factors):
         a = child_of[f]
         v = scope[a]

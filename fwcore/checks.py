@@ -247,6 +247,7 @@ def validate_params(table: Mapping[str, object], unchecked: Iterable[str] = ()
         # ~20 us a call, a fifth of a Barrier FW correction on a 5x5 grid)
         by_name = all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in params)
         positional = [p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
+        call_checked: Callable[..., R] = entry  # called with the checked arguments, rebound
         defaults = {p.name: p.default for p in params if p.default is not p.empty}
         names = frozenset(signature.parameters)
         required = names - defaults.keys()
@@ -259,7 +260,7 @@ def validate_params(table: Mapping[str, object], unchecked: Iterable[str] = ()
                 arguments = {**defaults, **dict(zip(given, args)), **kwargs}
                 arguments.update(check_params(table, **{name: arguments[name]
                                                         for name in table}))
-                return entry(**arguments)
+                return call_checked(**arguments)
             try:  # Python's words for a call that does not fit; *args and **kwargs
                 call = signature.bind(*args, **kwargs)
             except TypeError as err:
@@ -267,7 +268,7 @@ def validate_params(table: Mapping[str, object], unchecked: Iterable[str] = ()
             call.apply_defaults()
             call.arguments.update(check_params(table, **{name: call.arguments[name]
                                                          for name in table}))
-            return entry(*call.args, **call.kwargs)
+            return call_checked(*call.args, **call.kwargs)
         checked.__fwcore_params__ = table  # type: ignore[attr-defined]
         return checked
     return bind
@@ -291,7 +292,7 @@ def bind_table(entry, table, unchecked=()):
     return signature
 
 
-def check_model(model, name="model"):
+def check_model(model: object, name: str = "model") -> PairwiseMRF:
     """The one model check: a `fwcore.PairwiseMRF` (TypeError naming the argument
     otherwise) whose finite log-potentials are at most `MAX_ABS_THETA` in absolute value
     (ValueError naming the first block that is not: larger ones overflow when summed)."""
@@ -312,7 +313,8 @@ def check_model(model, name="model"):
 
 
 #: `_once_per_model`'s results, dropped with their model
-_PER_MODEL = weakref.WeakKeyDictionary()
+_PER_MODEL: weakref.WeakKeyDictionary[PairwiseMRF, dict[str, object]] = (
+    weakref.WeakKeyDictionary())
 
 
 def _once_per_model(model, key, compute):
@@ -368,7 +370,7 @@ def finite_penalty(model, scores, margin):
     return np.where(bad, (lo - spread - margin)[block], scores)
 
 
-def check_feasible(model):
+def check_feasible(model: PairwiseMRF) -> PairwiseMRF:
     """Raise ValueError(`INFEASIBLE`) when arc consistency proves that ``model`` has no
     feasible assignment (one whose score is finite); return the model otherwise
     (`arc_consistent_states` says how)."""

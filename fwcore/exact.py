@@ -29,7 +29,9 @@ from .model import PairwiseMRF, concat_ranges
 __all__ = ["ExactResult", "exact_inference", "exact_map", "ForestLayout"]
 
 MAX_BRUTEFORCE_STATES = 2**40   # beyond this enumeration would run for days
-_CHUNK_ENTRIES = 2**22          # flat indices held per brute-force chunk (32 MiB)
+# flat indices held per brute-force chunk (2 MiB: twice as fast as 32 MiB's, in cache;
+# ~10 ms of work between two reads of a deadline)
+_CHUNK_ENTRIES = 2**18
 _PARAMS = {"method": Options("auto", "bruteforce", "tree", "elimination"),
            "memory_limit": Interval(0.0, lo_open=True)}
 _MAP_PARAMS = {"method": Options("auto", "bruteforce", "elimination"),
@@ -196,9 +198,9 @@ def _bruteforce_marginals(model):
 
 
 def bruteforce_map(model, deadline=None):
-    """The first highest-scoring state in enumeration order. With a ``deadline``
-    (`time.perf_counter` seconds) the enumeration stops between chunks once it has passed:
-    then (the best state of those enumerated, False), else (the maximiser, True)."""
+    """The first highest-scoring state in enumeration order. With a ``deadline`` (a
+    `fwcore.loop.Deadline`) the enumeration stops between chunks once it has passed: then
+    (the best state of those enumerated, False), else (the maximiser, True)."""
     best, best_x = -np.inf, np.zeros(model.n_vars, dtype=np.int64)
     card = model.card.astype(np.int64)
     offset = 0
@@ -208,7 +210,7 @@ def bruteforce_map(model, deadline=None):
             best = s[k]
             best_x = np.array(np.unravel_index(offset + k, card), dtype=np.int64).reshape(-1)
         offset += s.size
-        if deadline is not None and time.perf_counter() >= deadline:
+        if deadline is not None and deadline.passed():
             return best_x, False
     if best == -np.inf:
         raise _infeasible()

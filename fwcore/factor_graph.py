@@ -29,6 +29,7 @@ from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Callable, cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._uai import add_tables
 from .model import (Named, PairwiseMRF, check_card, check_values, int_array, block_offsets,
@@ -75,20 +76,20 @@ class FactorGraph(Named):
 
     __slots__ = ("card", "factors", "reduced", "skeleton", "aux_factors", "names", "states")
 
-    def __init__(self, card: Sequence[int], factors: Sequence[tuple], *,
+    def __init__(self, card: ArrayLike, factors: Sequence[tuple], *,
                  names: Sequence[Hashable] | None = None,
                  states: Sequence[Sequence[Hashable]] | None = None):
-        card = check_card(card)
-        self.card = card
-        self.names, self.states = check_names(names, states, card)
-        cards = card.tolist()
+        self.card = check_card(card)
+        self.names, self.states = check_names(names, states, self.card)
+        n = self.card.shape[0]
+        cards = self.card.tolist()
         self.factors = tuple(_check_factor(k, f, cards) for k, f in enumerate(factors))
-        self.reduced, self.aux_factors = _reduce(card, self.factors)
+        self.reduced, self.aux_factors = _reduce(self.card, self.factors)
         red = self.reduced
-        n_edges = int((red.edges[:, 1] < card.shape[0]).sum())  # the pairwise factors, first
-        theta = np.concatenate([red.theta[:red.node_off[card.shape[0]]],
+        n_edges = int((red.edges[:, 1] < n).sum())  # the pairwise factors, first
+        theta = np.concatenate([red.theta[:red.node_off[n]],
                                 red.theta[red.edge_off[0]:red.edge_off[n_edges]]])
-        self.skeleton = PairwiseMRF.from_flat(card, red.edges[:n_edges], theta)
+        self.skeleton = PairwiseMRF.from_flat(self.card, red.edges[:n_edges], theta)
 
     @property
     def n_vars(self):
@@ -153,7 +154,7 @@ class FactorGraph(Named):
         return replace(result, **cut)
 
 
-def model_from_factors(card: Sequence[int], factors: Sequence[tuple],
+def model_from_factors(card: ArrayLike, factors: Sequence[tuple],
                        names: Sequence[Hashable] | None = None,
                        states: Sequence[Sequence[Hashable]] | None = None
                        ) -> PairwiseMRF | FactorGraph:
@@ -162,15 +163,16 @@ def model_from_factors(card: Sequence[int], factors: Sequence[tuple],
     else a `FactorGraph`; with the variables' ``names`` and ``states`` when given."""
     if any(len(scope) not in (1, 2) for scope, _ in factors):
         return FactorGraph(card, factors, names=names, states=states)
-    card = check_card(card)
-    cards = card.tolist()
+    checked_card = check_card(card)
+    cards = checked_card.tolist()
     checked = [_check_factor(k, f, cards) for k, f in enumerate(factors)]
     arity = np.array([len(s) for s, _ in checked], dtype=np.int64)
     variables = np.array([v for s, _ in checked for v in s], dtype=np.int64)
     tables = np.concatenate([t.ravel() for _, t in checked]) if checked else np.zeros(0)
     table_off = np.zeros(len(checked) + 1, dtype=np.int64)
     np.cumsum([t.size for _, t in checked], out=table_off[1:])
-    return model_from_flat_factors(card, arity, variables, tables, table_off, names, states)
+    return model_from_flat_factors(checked_card, arity, variables, tables, table_off, names,
+                                   states)
 
 
 def model_from_flat_factors(card, arity, variables, tables, table_off, names=None,

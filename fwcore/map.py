@@ -94,8 +94,10 @@ def infer_map(model: PairwiseMRF | FactorGraph, method: str | object = "auto",
         for record in oracle.progress:
             progress(record)
     recorded = None if oracle is None else _recorded_bound(oracle)
-    bound, status = ((recorded, Status.INTERRUPTED) if interrupted else
-                     (oracle.upper_bound(), oracle.status))
+    if oracle is None or interrupted:  # (no oracle: Ctrl-C came while it was built)
+        bound, status = recorded, Status.INTERRUPTED
+    else:
+        bound, status = oracle.upper_bound(), oracle.status
     elapsed = deadline.elapsed()
     score = float(model.score(x))
     if score == -np.inf:  # a feasible assignment proves feasibility; else try the bounds

@@ -503,7 +503,8 @@ def binary_cover(model):
     return cover, np.flatnonzero(taken).astype(np.int32)
 
 
-def check_card(card):
+def check_card(card) -> np.ndarray:
+    """``card`` as a 1-D int64 array of state counts >= 1 (ValueError otherwise)."""
     arr = int_array("card", card)
     if arr.ndim != 1:
         raise ValueError(f"card must be a 1-D sequence of state counts; got shape {arr.shape}")

@@ -22,22 +22,7 @@ MODELS = [i for i in range(40) if i not in (23, 24)]
 
 #: wrong answers found by the sweep in files other branches own, by (entry point, kind):
 #: the owner's fix (and its test) lands with their branch; drop the line then
-KNOWN = {
-    # issue 41 case 2: a variable in no factor, ZeroDivisionError in wmb.py (branch i39wmb)
-    **{(e, "crash"): "issue 41 case 2" for e in (
-        "infer approximate", "infer wmb", "weighted_mini_bucket", "conditioned bound=*",
-        "conditioned_anytime bound=*")},
-    # issue 41 case 3: 'converged' with the placeholder marginals under max_time (i39wmb),
-    # also through conditioning's branches bounded by WMB
-    **{(e, "converged"): "issue 41 case 3" for e in (
-        "infer approximate", "infer wmb", "weighted_mini_bucket", "conditioned bound=*",
-        "conditioned_anytime bound=*")},
-    # perturb.py: max_time before the first sample gives NaN log Z and marginals, and the
-    # sampling runs past max_time (reported to the lead for perturb.py's owner)
-    **{(e, k): "perturb.py" for e in ("perturb_and_map", "perturb_and_map oracle=*",
-                                       "infer perturb-and-map")
-       for k in ("nan", "marginals", "overrun")},
-}
+KNOWN: dict = {}
 
 
 @pytest.mark.parametrize("i", MODELS)

@@ -7,6 +7,7 @@ import pytest
 
 import fwcore
 from fwcore import Status, perturb_and_map
+from fwcore.loop import Deadline
 from fwcore.marginals.perturb import _Inflated
 
 
@@ -40,7 +41,7 @@ def _inflated_max(model, m, noise, scores=None):
 def test_count_model_maximum_is_the_inflated_graphs(m):
     model = _model([2, 3, 2], [(0, 1), (1, 2), (0, 2)], seed=m, coupling=2.0)
     model = _impossible(model, model.edge_off[1])  # an impossible pair of states
-    inflated = _Inflated(model, m)
+    inflated = _Inflated(model, m, Deadline())
     rng = np.random.default_rng(0)
     for _ in range(3):
         noise = [rng.gumbel(size=(m, k)) for k in model.card]
@@ -140,7 +141,22 @@ def test_ctrl_c_returns_the_samples_so_far():
 
     res = perturb_and_map(model, oracle=oracle, inflation=1, n_samples=10, seed=0)
     assert res.status is Status.INTERRUPTED and res.samples.size == 3
-    assert np.isnan(res.node_marginals[0]).all()  # its conditioned estimates never ran
+    assert res.node_marginals is None  # the conditioned estimates never ran: absent, not NaN
+    assert res.log_z_stderr is not None and np.isfinite(res.log_z)
+
+
+@pytest.mark.parametrize("max_time", [1e-6, 0.002])
+def test_max_time_before_the_samples_gives_no_estimate_rather_than_nan(max_time):
+    """The certified sweep's model 0 (issue 41: a NaN log Z and NaN marginals when the time
+    ran out before the first sample or the clamped estimates): absent values instead."""
+    model = fwcore.random_grid(3, seed=0)
+    res = perturb_and_map(model, inflation=1, max_time=max_time, seed=0)
+    assert res.status is Status.MAX_TIME
+    assert res.node_marginals is None
+    for value in (res.log_z, res.log_z_stderr):
+        assert value is None or np.isfinite(value)
+    assert (res.log_z is None) == (res.samples.size == 0)
+    assert (res.log_z_stderr is None) == (res.samples.size < 2)
 
 
 @pytest.mark.parametrize("kwargs, error, words", [
@@ -174,7 +190,7 @@ def test_an_inflation_too_large_for_the_labels_is_refused_before_allocating():
 def test_binary_noise_terms_match_the_assignment_problem():
     from fwcore.marginals.perturb import _Inflated, _best_assignment
     model = fwcore.PairwiseMRF([2, 3, 2], None, [(0, 1), (1, 2)])
-    inflated = _Inflated(model, 4)
+    inflated = _Inflated(model, 4, Deadline())
     rng = np.random.default_rng(0)
     noise = [rng.gumbel(size=(4, int(k))) for k in model.card]
     noise[2] = None
@@ -184,3 +200,29 @@ def test_binary_noise_terms_match_the_assignment_problem():
         np.testing.assert_allclose(out[g.node_off[i]:g.node_off[i + 1]],
                                    _best_assignment(noise[i], inflated.C[i]) / 4, rtol=1e-12)
     assert not out[g.node_off[2]:g.node_off[3]].any()
+
+
+@pytest.mark.parametrize("m, k", [(1, 3), (2, 2), (3, 4), (5, 16), (6, 3), (7, 3)])
+def test_the_noise_terms_are_their_assignment_problems(m, k):
+    """`_best_assignment` (every order of the copies at once for m <= 6, one assignment
+    problem per count vector above) against its twin: scipy's assignment per count vector,
+    the copies' noise spread over the slots of the counts' states."""
+    from scipy.optimize import linear_sum_assignment
+    from fwcore.marginals.perturb import _best_assignment, _compositions
+    rng = np.random.default_rng(m * 100 + k)
+    gamma = rng.gumbel(size=(m, k)) * rng.choice([1e-3, 1.0, 1e3])
+    counts = _compositions(k, m)
+    want = []
+    for c in counts:
+        sub = gamma[:, np.repeat(np.arange(k), c.astype(int))]
+        rows, cols = linear_sum_assignment(sub, maximize=True)
+        want.append(sub[rows, cols].sum())
+    np.testing.assert_allclose(_best_assignment(gamma, counts), want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("k, m", [(1, 1), (1, 5), (2, 1), (2, 5), (3, 4), (7, 3), (24, 5)])
+def test_the_count_vectors_are_itertools_compositions_in_order(k, m):
+    from fwcore.marginals.perturb import _compositions
+    want = [np.bincount(c, minlength=k)
+            for c in itertools.combinations_with_replacement(range(k), m)]
+    np.testing.assert_array_equal(_compositions(k, m), want)

@@ -80,11 +80,15 @@ def stub_of(source):
     lines = [_HEADER.format(name=source.stem)]
     lines += [f"from .{module} import {cls}" for module, cls in imported]
     classes += [cls for _, cls in imported]
-    for name, value in re.findall(r"^([A-Z][A-Z0-9_]*) = (.+)$", text, re.M):
-        value = value.strip()
-        kind = ("int" if re.fullmatch(r"-?[\d_]+", value) else
-                "float" if re.fullmatch(r"-?[\d_.]+(e-?\d+)?", value) else "Any")
-        lines.append(f"{name}: {kind}")
+    constants = re.findall(r"^([A-Z][A-Z0-9_]*(?:, *[A-Z][A-Z0-9_]*)*) = (.+)$", text, re.M)
+    for targets, values in constants:  # ``A = 1`` and ``A, B = 0, 1`` alike
+        names = [t.strip() for t in targets.split(",")]
+        parts = _split(values) if len(names) > 1 else [values]
+        for k, name in enumerate(names):
+            value = parts[k].strip() if len(parts) == len(names) else ""  # else unpacked
+            kind = ("int" if re.fullmatch(r"-?[\d_]+", value) else
+                    "float" if re.fullmatch(r"-?[\d_.]+(e-?\d+)?", value) else "Any")
+            lines.append(f"{name}: {kind}")
     declared = source.with_suffix(".pxd")
     header = declared.read_text(encoding="utf-8") if declared.exists() else ""
     for cls in re.findall(r"^cdef class (\w+)", text, re.M):

@@ -17,6 +17,7 @@ the marginal polytope plugs in with assignments as atoms and the ``score_assignm
 reserved for u0.
 """
 import abc
+from typing import Optional
 
 import numpy as np
 
@@ -29,9 +30,9 @@ U0_ATOM = -1
 class Domain(abc.ABC):
     """A polytope given by its linear minimisation oracle (see the module docstring)."""
 
-    dim = None
-    atom_size = None
-    u0 = None
+    dim: int  # each subclass sets these two
+    atom_size: int
+    u0: Optional[np.ndarray] = None
     exact = True
 
     @abc.abstractmethod

@@ -84,7 +84,7 @@ class _EngineRun:
     change), ``step(g, info) -> StepType``, ``snapshot()``, ``restore(snap)``, ``n_active``
     and ``active_arrays()``, and may override ``start()``."""
 
-    method = None
+    method: str  # each subclass names itself
     x_avg = None
 
     def __init__(self, objective, rule, stop, callback, keep_trace):

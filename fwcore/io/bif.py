@@ -146,7 +146,8 @@ def read_bif(path: PathArg, *, unnormalized: str = "error") -> PairwiseMRF | Fac
     Plain, gzip, xz or bzip2; ``-`` for standard input."""
     name, text = _text(path)
     t = _Tokens(name, text)
-    names, states, declared, cpts = [], [], {}, {}
+    names: list[str] = []
+    states, declared, cpts = [], {}, {}
     while t.peek() is not None:
         kw = t.next("a block").lower()
         if kw == "network":
@@ -348,7 +349,8 @@ def read_xmlbif(path: PathArg, *, unnormalized: str = "error") -> PairwiseMRF | 
     except ET.ParseError as err:
         raise ValueError(f"{name}: not an XML file: {err}") from None
     network = root if root.tag.upper() == "NETWORK" else _child(root, "NETWORK", name, "BIF")
-    names, states, declared, cpts = [], [], {}, {}
+    names: list[str] = []
+    states, declared, cpts = [], {}, {}
     for var in _children(network, "VARIABLE"):
         v = _child(var, "NAME", name, "a VARIABLE").text or ""
         v = v.strip()

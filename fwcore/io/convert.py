@@ -14,6 +14,7 @@ the converters read the objects they are given.
 from __future__ import annotations
 
 from collections.abc import Hashable
+from typing import cast
 
 import numpy as np
 
@@ -87,7 +88,8 @@ def from_networkx(graph, card: str = "card", unary: str = "unary",
                          "it with graph.to_undirected() or networkx.Graph(graph)")
     names = list(graph.nodes)
     index = {v: i for i, v in enumerate(names)}
-    cards, factors = [], []
+    cards: list[int] = []
+    factors: list[tuple[tuple[int, ...], object]] = []
     for i, (v, data) in enumerate(graph.nodes(data=True)):
         if card in data:
             cards.append(data[card])
@@ -104,7 +106,8 @@ def from_networkx(graph, card: str = "card", unary: str = "unary",
         if table is None:
             table = np.zeros((int(cards[i]), int(cards[j])))
         factors.append(((i, j) if i < j else (j, i), table))
-    return model_from_factors(cards, factors, names)
+    # nodes and edges: factors of arity 1 and 2, so the model is pairwise
+    return cast(PairwiseMRF, model_from_factors(cards, factors, names))
 
 
 def _model(tables, order=None, states=None):
@@ -190,32 +193,39 @@ def to_pyagrum(model: PairwiseMRF | FactorGraph):
     except ImportError:
         raise ImportError("to_pyagrum needs pyAgrum: pip install 'fwcore[pyagrum]'") from None
     names, states = text_labels(model)
+    variables = [gum.LabelizedVariable(v, v, list(ss)) for v, ss in zip(names, states)]
     form = bayes_form(model, tol=CPT_TOL)
-    net = gum.BayesNet() if form is not None else gum.MarkovRandomField()
-    for v, ss in zip(names, states):
-        net.add(gum.LabelizedVariable(v, v, list(ss)))
     if form is not None:
+        bn = gum.BayesNet()
+        for variable in variables:
+            bn.add(variable)
         for v, parents in enumerate(form.parents):
             for p in parents:
-                net.addArc(names[p], names[v])
-        tables = [((*parents, v), cpt) for v, (parents, cpt) in
-                  enumerate(zip(form.parents, form.cpts))]
-    else:
-        merged = {}  # pyAgrum keeps one factor per set of variables: multiply them
-        for scope, theta in factor_view(model):
-            key = frozenset(scope)
-            if key in merged:
-                old_scope, old = merged[key]
-                theta = theta + np.transpose(old, [old_scope.index(u) for u in scope])
-            merged[key] = (scope, theta)
-        tables = [(scope, np.exp(theta)) for scope, theta in merged.values()]
-    for scope, table in tables:
-        tensor = net.cpt(names[scope[-1]]) if form is not None else net.addFactor(
-            [names[u] for u in scope])
-        # a tensor's flat order is C order over its variables reversed (`from_pyagrum`)
-        axes = [scope.index(names.index(u)) for u in reversed(tensor.names)]
-        tensor.fillWith(np.transpose(table, axes).ravel().tolist())
-    return net
+                bn.addArc(names[p], names[v])
+        for v, (parents, cpt) in enumerate(zip(form.parents, form.cpts)):
+            _fill(bn.cpt(names[v]), (*parents, v), cpt, names)
+        return bn
+    mrf = gum.MarkovRandomField()
+    for variable in variables:
+        mrf.add(variable)
+    # pyAgrum keeps one factor per set of variables: multiply them
+    merged: dict[frozenset[int], tuple[tuple[int, ...], np.ndarray]] = {}
+    for scope, theta in factor_view(model):
+        key = frozenset(scope)
+        if key in merged:
+            old_scope, old = merged[key]
+            theta = theta + np.transpose(old, [old_scope.index(u) for u in scope])
+        merged[key] = (scope, theta)
+    for scope, theta in merged.values():
+        _fill(mrf.addFactor([names[u] for u in scope]), scope, np.exp(theta), names)
+    return mrf
+
+
+def _fill(tensor, scope, table, names):
+    """Write ``table`` (axes in the order of ``scope``, variable indices) into the pyAgrum
+    ``tensor``, whose flat order is C order over its variables reversed (`from_pyagrum`)."""
+    axes = [scope.index(names.index(u)) for u in reversed(tensor.names)]
+    tensor.fillWith(np.transpose(table, axes).ravel().tolist())
 
 
 def text_labels(model: PairwiseMRF | FactorGraph) -> tuple[list, list]:

@@ -78,10 +78,10 @@ class ModelFamily(abc.ABC):
     it holds what the user gave (nothing is computed before ``build``) and declares the
     ``rho`` of MLE-Struct's reweighted entropy in this family (`fwcore.marginals.rho`)."""
 
-    #: the constraint of ``rho`` with entropy="trw" (`fwcore.checks.check_params`)
-    RHO = None
+    #: the constraints of ``rho`` with entropy="trw" (`fwcore.checks.check_params`)
+    RHO: list[object]
     #: ``rho`` with entropy="trw" when it is None
-    DEFAULT_RHO = None
+    DEFAULT_RHO: object
 
     @abc.abstractmethod
     def build(self, X, Y):

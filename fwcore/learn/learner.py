@@ -16,6 +16,7 @@ import inspect
 import sys
 import time
 from collections.abc import Sequence
+from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 import numpy as np
@@ -207,7 +208,10 @@ class StructuredLearner(abc.ABC):
         return "coef_" in vars(self)
 
     _param_table = PARAMS
-    _unchecked = ()
+    _unchecked: tuple[str, ...] = ()
+    # a constructor parameter of every learner, and a fitted attribute (`_set_fitted`)
+    executor: Executor | None
+    coef_: np.ndarray
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

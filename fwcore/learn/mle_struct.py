@@ -313,6 +313,7 @@ class MLEStruct(StructuredLearner):
         self.callback, self.model, self.verbose = callback, model, verbose
 
     _param_table = {**PARAMS, "step": Options("exact", "agnostic")}
+    rho_: Any  # fitted (`_Solver.result`): the ρ of the fit, as ``rho`` allows
     _unchecked = ("entropy", "rho")  # by the model family (`fwcore.learn.ModelFamily.rho`)
 
     def _check_params(self):

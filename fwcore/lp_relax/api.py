@@ -148,16 +148,18 @@ def infer_lp(model: PairwiseMRF | FactorGraph, method: str = "mplp", gamma: floa
     """
     deadline = Deadline(max_time)  # building the regions counts too
     build, uses_gamma, uses_reg = METHODS[method]
-    gamma, reg = gamma if uses_gamma else None, reg if uses_reg else None
+    used_gamma = gamma if uses_gamma else None  # (None: the method has no such parameter)
+    used_reg = reg if uses_reg else None
     regions, interrupted = best_on_interrupt(lambda: Regions(model, factors), lambda: None)
     if interrupted:
-        return _interrupted_before_a_pass(model, factors, method, gamma, reg, deadline)
+        return _interrupted_before_a_pass(model, factors, method, used_gamma, used_reg,
+                                          deadline)
     if regions.factors and method not in _FACTOR_METHODS:
         raise ValueError(f"method {method!r} would enumerate the states of a global factor; "
                          f"with factors use one of {', '.join(_FACTOR_METHODS)}")
 
     best = _BestAssignment(regions)
-    passes = _Passes(build(regions, gamma, reg, projection, seed), best, deadline)
+    passes = _Passes(build(regions, used_gamma, used_reg, projection, seed), best, deadline)
     outcome = run_loop(passes.measure, passes.step,
                        Stopping(max_iter, tol, deadline=deadline),
                        Callbacks(callback, line=_progress_line, verbose=verbose),
@@ -177,8 +179,8 @@ def infer_lp(model: PairwiseMRF | FactorGraph, method: str = "mplp", gamma: floa
         objective=float(passes.objective), measure=float(passes.measure_value), status=status,
         time=deadline.elapsed(), n_iter=outcome.n_iter, method=method,
         trace=outcome.trace,
-        info={"gamma": gamma, "reg": reg, "n_regions": regions.n_regions,
-              "smoothing_width": _smoothing_width(method, regions, gamma)})
+        info={"gamma": used_gamma, "reg": used_reg, "n_regions": regions.n_regions,
+              "smoothing_width": _smoothing_width(method, regions, used_gamma)})
 
 
 def _interrupted_before_a_pass(model, factors, method, gamma, reg, deadline):

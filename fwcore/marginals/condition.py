@@ -318,21 +318,22 @@ class _Level:
         return 0.0 if self.done == self.m or self.interrupted else math.inf
 
     def step(self, k):
-        """Bound branch ``done``; ``done`` moves on once it is recorded (Ctrl-C before
-        that leaves it to `_unreached`)."""
-        self._branch(self.done)
-        self.done += 1
-
-    def _branch(self, a):
-        """Bound branch ``a`` (`_bound_branch`), its lower bound raised by mean field."""
+        """Bound branch ``done`` (`_bound_branch`), its lower bound raised by mean field.
+        The branch counts as done once its bounds and marginals are kept: Ctrl-C before
+        that leaves it to `_unreached` (it left a branch with neither, so that a level of
+        one branch stopped by Ctrl-C outside the bound's own handling raised the
+        ValueError of a model without a feasible assignment)."""
+        a = self.done
         smaller, kept, constant = clamp(self.model, dict(zip(self.variables,
                                                              self.states[a].tolist())))
         if constant == -np.inf:
+            self.done += 1
             return
         if smaller.card.shape[0] == 0:  # everything clamped: the branch is exact
             self.upper[a] = self.lower[a] = constant
             self.mixture.add([constant], kept, np.zeros(0), self.variables,
                              self.states[a:a + 1])
+            self.done += 1
             return
         left = self.deadline.seconds_left()
         budget = branch = None
@@ -343,24 +344,24 @@ class _Level:
         result = _bound_branch(self.bound, smaller, budget)
         self.bounded += 1
         if result is None:
+            self.done += 1
             return
         upper, certified = result.log_z_upper, bool(result.certified)
         if result.status is Status.INTERRUPTED:  # the branch's Ctrl-C ends the level
             self.interrupted = True
             if not certified:  # stopped before it proved a bound: the product bound
                 upper, certified = product_bound(smaller), True
-        self.upper[a] = constant + upper
-        branch_lower = _lower_of(result)
+        self.upper[a], self.lower[a] = constant + upper, constant + _lower_of(result)
         self.certified &= certified
         self.calls += result.n_oracle_calls
         self.statuses.append(result.status)
-        if not self.interrupted and self.mean_field and branch_lower < upper:
-            branch_lower = max(branch_lower, _mean_field_lower(
-                smaller, result.node_marginals, Deadline() if branch is None else branch))
-        self.lower[a] = constant + branch_lower
         z = self.upper[a] if self.upper[a] < math.inf else self.lower[a]
         self.mixture.add([z], kept, np.concatenate([np.zeros(0), *result.node_marginals]),
                          self.variables, self.states[a:a + 1])
+        self.done += 1
+        if not self.interrupted and self.mean_field and self.lower[a] < self.upper[a]:
+            self.lower[a] = max(self.lower[a], constant + _mean_field_lower(
+                smaller, result.node_marginals, Deadline() if branch is None else branch))
 
     def run(self):
         """(the fields of a `ConditionedResult`, the level's trace record)."""
@@ -508,7 +509,8 @@ def conditioned_anytime(model: PairwiseMRF | FactorGraph, bound, max_time: float
     level, ``interrupted`` after Ctrl-C, else the best level's. ``bound`` is called as
     ``bound(branch, max_time=seconds)``."""
     deadline = Deadline(max_time)
-    order, levels, found, records, ended = [], [0], [], [], []
+    order, levels, found, ended = [], [0], [], []
+    records: list[Record] = []
 
     def start():  # the order, within the run's Ctrl-C handling
         order.extend(choose_conditioning(model, min(max_vars, model.card.shape[0])).tolist())

@@ -17,7 +17,7 @@ from ..checks import (EXECUTOR, SEED, TIME, Interval, Options, check_feasible, c
 from ..factor_graph import FactorGraph
 from ..loop import (Callbacks, Deadline, Guard, Stopping, TimeUp, budget_status,
                     run_loop)
-from ..model import PairwiseMRF
+from ..model import PairwiseMRF, concat_ranges
 from ..oracles.base import build_oracle
 from .batch import DASK_CLIENT, dask_client
 from ..results import Record, Result, Status, Trace
@@ -41,19 +41,20 @@ class PerturbResult(Result):
     """A Perturb-and-MAP estimate (`perturb_and_map`).
 
     ``log_z`` = mean of the ``samples`` (perturbed MAP values of the inflated model, one
-    per MAP call; NaN when none finished), ``log_z_stderr`` their standard error (NaN
+    per MAP call; None when none finished), ``log_z_stderr`` their standard error (None
     below two samples), ``node_marginals`` / ``edge_marginals`` (lists as in
     `MarginalResult`; None when not asked for, edge marginals only with
-    ``marginals="samples"``; a variable whose conditioned estimates did not all finish
-    has NaN marginals), ``certified`` (always False: the value is a random estimate) and
+    ``marginals="samples"``; None too when the time or Ctrl-C stopped the run before the
+    samples, or every conditioned estimate, had one value), ``certified`` (always False:
+    the value is a random estimate) and
     ``gap`` (None: no certificate), ``status`` (never ``converged``: ``max_iter`` when
     every sample was drawn, ``max_time`` or ``interrupted`` for the best so far),
     ``n_iter`` (the samples of the log Z estimate), ``n_oracle_calls`` (all MAP calls),
     ``inflation``, ``time`` (s), ``method`` and ``trace`` (one `Record` per sample of the
     log Z estimate; ``primal`` is the running mean)."""
 
-    log_z: float
-    log_z_stderr: float
+    log_z: float | None
+    log_z_stderr: float | None
     samples: np.ndarray
     node_marginals: list | None
     edge_marginals: list | None
@@ -72,6 +73,12 @@ class PerturbResult(Result):
 TASKS_PER_CORE = 4
 #: the largest count model (`_Inflated`: its count vectors and tables) built, in entries
 MAX_INFLATED_ENTRIES = 2**26
+#: the entries (work) of a block of `_Inflated`'s tables between two reads of the deadline
+_BLOCK_ENTRIES = 2**20
+#: `_best_assignment`: the most orders of the copies tried for every count vector at once
+#: (m <= 6), and the count vectors solved one by one between two reads of the deadline
+_MAX_ORDERS = 720
+_ROWS_PER_READ = 256
 
 
 class _Inflated:
@@ -86,9 +93,11 @@ class _Inflated:
     best assignment of the copies' noise to the counts
     (`scipy.optimize.linear_sum_assignment`), and pairwise c_iᵀ θ_ij c_j / m².
     That model has n variables where the inflated one has n m with m² times the edges
-    (a clique at θ = 8, m = 5: toulbar2 took 47 s per call on the inflated graph)."""
+    (a clique at θ = 8, m = 5: toulbar2 took 47 s per call on the inflated graph).
+    Built in blocks of at most `_BLOCK_ENTRIES` table entries, each after reading the
+    ``deadline`` (`TimeUp` once it passed)."""
 
-    def __init__(self, model, m):
+    def __init__(self, model, m, deadline):
         self.model, self.m = model, m
         card, edges = model.card, model.edges
         states = {k: math.comb(m + k - 1, k - 1) for k in set(card.tolist())}
@@ -107,22 +116,25 @@ class _Inflated:
         off = np.concatenate([[0], np.cumsum(sizes.astype(np.int64))])
         theta = np.empty(int(off[-1]))
         for k, c in counts.items():  # the tables of every variable with k states at once
-            idx = np.flatnonzero(card == k)
-            rows = model.theta[model.node_off[idx][:, None] + np.arange(k)]
-            theta[off[idx][:, None] + np.arange(len(c))] = (
-                _pairs(c, rows[:, :, None], np.ones((1, 1)))[:, :, 0] / m)
+            for idx in _blocks(np.flatnonzero(card == k), len(c) * k, deadline):
+                rows = model.theta[model.node_off[idx][:, None] + np.arange(k)]
+                theta[off[idx][:, None] + np.arange(len(c))] = (
+                    _pairs(c, rows[:, :, None], np.ones((1, 1)))[:, :, 0] / m)
         pair_cards = np.stack([card[edges[:, 0]], card[edges[:, 1]]], axis=1)
         for a, b in np.unique(pair_cards, axis=0).tolist():
-            es = np.flatnonzero((pair_cards[:, 0] == a) & (pair_cards[:, 1] == b))
-            tables = model.theta[model.edge_off[es][:, None] + np.arange(a * b)]
-            values = _pairs(counts[a], tables.reshape(-1, a, b), counts[b]) / (m * m)
-            theta[off[model.n_vars + es][:, None] + np.arange(values[0].size)] = (
-                values.reshape(len(es), -1))
+            same = np.flatnonzero((pair_cards[:, 0] == a) & (pair_cards[:, 1] == b))
+            size = len(counts[a]) * len(counts[b])
+            for es in _blocks(same, size * (1 + a * b), deadline):
+                tables = model.theta[model.edge_off[es][:, None] + np.arange(a * b)]
+                values = _pairs(counts[a], tables.reshape(-1, a, b), counts[b]) / (m * m)
+                theta[off[model.n_vars + es][:, None] + np.arange(size)] = (
+                    values.reshape(len(es), -1))
         self.graph = PairwiseMRF.from_flat(n_states.astype(np.int64), edges, theta)
 
-    def perturbed(self, scores, noise):
+    def perturbed(self, scores, noise, deadline=None):
         """``scores`` (the graph's layout) plus the noise terms G_i(c)/m for ``noise``, a
-        list of (m, card_i) arrays (None: that variable is not perturbed)."""
+        list of (m, card_i) arrays (None: that variable is not perturbed), reading the
+        ``deadline`` (`_best_assignment`)."""
         out = scores.copy()
         g = self.graph
         noisy = [i for i, gamma in enumerate(noise) if gamma is not None]
@@ -136,7 +148,7 @@ class _Inflated:
             out[g.node_off[binary][:, None] + np.arange(ones.size)] += best / self.m
         for i in noisy:
             if self.model.card[i] != 2:
-                best = _best_assignment(noise[i], self.C[i])
+                best = _best_assignment(noise[i], self.C[i], deadline)
                 out[g.node_off[i]:g.node_off[i + 1]] += best / self.m
         return out
 
@@ -146,10 +158,26 @@ class _Inflated:
         return np.concatenate([*q, *(np.outer(q[i], q[j]).ravel() for i, j in self.model.edges)])
 
 
+def _blocks(items, cost, deadline):
+    """``items`` in blocks of at most `_BLOCK_ENTRIES` / ``cost`` (at least one item), each
+    given once the ``deadline`` is read (`TimeUp` once it passed)."""
+    per = max(1, _BLOCK_ENTRIES // max(int(cost), 1))
+    for start in range(0, len(items), per):
+        deadline.left()
+        yield items[start:start + per]
+
+
 def _compositions(k, m):
-    """Every count vector of m copies over k states, shape (C(m+k-1, k-1), k)."""
-    return np.array([np.bincount(c, minlength=k)
-                     for c in itertools.combinations_with_replacement(range(k), m)], dtype=float)
+    """Every count vector of m copies over k states, shape (C(m+k-1, k-1), k), in the
+    order of ``itertools.combinations_with_replacement(range(k), m)`` (built a copy at a
+    time: each sorted tuple extended by every state from its last one on)."""
+    tuples = np.zeros((1, 0), dtype=np.int64)
+    for _ in range(m):
+        last = tuples[:, -1] if tuples.shape[1] else np.zeros(len(tuples), dtype=np.int64)
+        tuples = np.concatenate([np.repeat(tuples, k - last, axis=0),
+                                 concat_ranges(last, k - last)[:, None]], axis=1)
+    rows = np.repeat(np.arange(len(tuples)), m) * k + tuples.ravel()
+    return np.bincount(rows, minlength=len(tuples) * k).reshape(-1, k).astype(float)
 
 
 def _pairs(ci, tables, cj):
@@ -161,15 +189,34 @@ def _pairs(ci, tables, cj):
     return np.where(forbidden > 0, -np.inf, value)
 
 
-def _best_assignment(gamma, counts):
+def _best_assignment(gamma, counts, deadline=None):
     """G(c) = max over assignments of the m copies to states with counts c of
-    Σ_k gamma[k, x_k], for each row c of ``counts``."""
-    from scipy.optimize import linear_sum_assignment
+    Σ_k gamma[k, x_k], for each row c of ``counts``: the best of the m! orders of the
+    copies over each row's slots, vectorised in blocks of `_BLOCK_ENTRIES` when m! <=
+    `_MAX_ORDERS`, else one `scipy.optimize.linear_sum_assignment` per row (about 90 us);
+    the ``deadline`` (None: never) is read between blocks, or every `_ROWS_PER_READ` rows
+    (`TimeUp` once it passed)."""
+    m, k = gamma.shape
+    slots = np.repeat(np.tile(np.arange(k), len(counts)), counts.astype(np.int64).ravel())
+    slots = slots.reshape(len(counts), m)  # row r: the states of its m slots, in order
     out = np.empty(len(counts))
-    for r, c in enumerate(counts):
-        slots = gamma[:, np.repeat(np.arange(c.size), c.astype(int))]
-        rows, cols = linear_sum_assignment(slots, maximize=True)
-        out[r] = slots[rows, cols].sum()
+    if math.factorial(m) <= _MAX_ORDERS:
+        orders = np.array(list(itertools.permutations(range(m))), dtype=np.int64)
+        per = max(1, _BLOCK_ENTRIES // orders.size)
+        for start in range(0, len(counts), per):
+            if deadline is not None:
+                deadline.left()
+            block = slots[start:start + per]
+            values = gamma[orders[None, :, :], block[:, None, :]].sum(axis=2)
+            out[start:start + per] = values.max(axis=1)
+        return out
+    from scipy.optimize import linear_sum_assignment
+    for r, row in enumerate(slots):
+        if deadline is not None and r % _ROWS_PER_READ == 0:
+            deadline.left()
+        sub = gamma[:, row]
+        rows, cols = linear_sum_assignment(sub, maximize=True)
+        out[r] = sub[rows, cols].sum()
     return out
 
 
@@ -217,7 +264,7 @@ def perturb_and_map(model: PairwiseMRF | FactorGraph, *, oracle="exact", n_sampl
     """
     deadline = Deadline(max_time)
     graph = model if isinstance(model, FactorGraph) else None
-    checked = check_model(model if graph is None else model.reduced)
+    checked = check_model(model if graph is None else graph.reduced)
     result = _perturb_and_map(checked, oracle, n_samples, inflation, marginals, seed,
                               executor, deadline, model.n_vars)
     return result if graph is None else graph.restrict(result)
@@ -233,7 +280,17 @@ def _perturb_and_map(model, oracle, n_samples, inflation, marginals, seed, execu
         raise ValueError(f"oracle must be a name or a (name, options) pair when inflation > 1 "
                          f"(the MAP calls are on the inflated model, {m} copies of each "
                          "variable); use inflation=1 for an oracle object or function")
-    inflated = _Inflated(model, m)
+    guard = Guard()  # building the count model counts against max_time and Ctrl-C too
+    try:
+        inflated = guard(_Inflated, model, m, deadline)
+    except TimeUp:
+        inflated = None
+    if inflated is None:  # stopped while it was built: no sample, no estimate
+        return PerturbResult(
+            log_z=None, log_z_stderr=None, samples=np.zeros(0), node_marginals=None,
+            edge_marginals=None, n_iter=0, n_oracle_calls=0, inflation=m,
+            status=Status.INTERRUPTED if guard.interrupted else Status.MAX_TIME,
+            time=deadline.elapsed(), method="perturb-and-map")
     first = build_oracle(oracle, inflated.graph)  # checks the spec; resolves "exact"
     spec = first.name if oracle in ("exact", "auto") else oracle
     clamps = [None]
@@ -247,8 +304,8 @@ def _perturb_and_map(model, oracle, n_samples, inflation, marginals, seed, execu
 
     values = runs[0].values if runs[0] is not None else np.zeros(0)
     n = values.size
-    log_z = float(values.mean()) if n else float("nan")
-    stderr = float(values.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
+    log_z = float(values.mean()) if n else None
+    stderr = float(values.std(ddof=1) / np.sqrt(n)) if n > 1 else None
     nodes = edges = None
     if marginals == "samples" and n:
         nodes, edges = model.split_marginals(runs[0].total / n)
@@ -367,7 +424,7 @@ class _Sampler:
         noise = [self.rng.gumbel(size=(inflated.m, c)) - np.euler_gamma if free else None
                  for c, free in zip(inflated.model.card, self.free)]
         left = self.deadline.left()
-        perturbed = inflated.perturbed(self.scores, noise)
+        perturbed = inflated.perturbed(self.scores, noise, self.deadline)
         x = self.oracle.argmax(perturbed, time_limit=left)
         self.calls += 1
         if self.oracle.status is Status.MAX_TIME:
@@ -387,15 +444,18 @@ class _Sampler:
 
 def _conditioned_marginals(card, clamps, runs):
     """μ_i(s) ∝ exp(mean of the clamped estimate of log Z_{i,s}) (App. G) for the
-    variables of ``card``; NaN for a variable with an estimate missing; [1] for a
-    single-state variable."""
-    logz = {c: (r.values.mean() if r is not None and r.values.size else np.nan)
-            for c, r in zip(clamps[1:], runs[1:])}
+    variables of ``card`` ([1] for a single-state variable); None when an estimate has no
+    value (stopped before its first sample) or a variable has no finite one (an
+    approximate oracle found no feasible labelling under any of its clamps)."""
+    if any(r is None or not r.values.size for r in runs[1:]):
+        return None
+    logz = {c: r.values.mean() for c, r in zip(clamps[1:], runs[1:])}
     nodes = []
     for i, c in enumerate(card):
         v = np.array([logz.get((i, s), 0.0) for s in range(c)])
-        with np.errstate(invalid="ignore"):
-            nodes.append(np.exp(v - np.logaddexp.reduce(v)))
+        if not np.isfinite(v).any():
+            return None
+        nodes.append(np.exp(v - np.logaddexp.reduce(v)))
     return nodes
 
 

@@ -274,7 +274,7 @@ class WeightedMiniBucket:
         bucket = np.repeat(np.arange(len(size)), size)
         many = np.repeat(size, size).astype(np.float64)
         by_entries = np.lexsort((np.arange(mb.n_clusters), -mb.cluster_entries, bucket))
-        positive = by_entries[np.concatenate([[0], np.cumsum(size)[:-1]])]
+        positive = by_entries[np.cumsum(size) - size]  # each bucket's first (none: none)
         weight = -_LOWER_START / many
         weight[positive] = 1.0 + _LOWER_START * (many[positive] - 1.0) / many[positive]
         self.tree.arrays["weight"][:] = weight

@@ -15,6 +15,7 @@ never probe an oracle for what it can do. Scores are maximised.
 """
 import abc
 import inspect
+from typing import Optional
 
 import numpy as np
 
@@ -30,7 +31,7 @@ __all__ = ["MapOracle", "LPOracle", "FunctionOracle", "register_oracle", "resolv
 
 #: name -> oracle class; `fwcore.oracles.builtin` registers the built-in ones when the
 #: package is imported
-_registry = {}
+_registry: dict[str, "type[MapOracle]"] = {}
 _TIME_LIMIT = {"time_limit": TIME}
 
 
@@ -38,7 +39,7 @@ class MapOracle(abc.ABC):
     """Base class of every MAP oracle. Subclasses set ``name`` (and ``exact``,
     ``takes_seed``, ``extra`` as they apply) and implement `_argmax`."""
 
-    name = None
+    name: Optional[str] = None
     #: a call that finishes (status not MAX_TIME) returns a true maximiser
     exact = False
     #: the constructor takes ``seed`` (randomised oracles); `resolve_oracle` passes it
@@ -47,9 +48,9 @@ class MapOracle(abc.ABC):
     #: its labelling until that limit (without, a fixed effort); `resolve_oracle` passes it
     takes_anytime = False
     #: name of the optional extra a backend needs (None: numpy/scipy only)
-    extra = None
+    extra: Optional[str] = None
     #: default time limit of each call in seconds (constructors that take one set it)
-    time_limit = None
+    time_limit: Optional[float] = None
 
     def __init__(self, model):
         """``model``: a `fwcore.PairwiseMRF`, checked by whoever builds the oracle

@@ -17,7 +17,7 @@ from ..checks import (HIGHS_MEMORY_LIMIT, Interval, TIME, check_lp_size, validat
                       finite_penalty)
 from .. import _oracles
 from ..elimination import EliminationPlan
-from ..loop import PROGRESS_EVERY
+from ..loop import PROGRESS_EVERY, Deadline
 from ..exact import bruteforce_map
 from ..model import binary_cover
 from ..results import Record, Status
@@ -52,9 +52,9 @@ class BruteForceOracle(MapOracle):
 
     def _argmax(self, scores, init, time_limit):
         model = self.model.with_theta(scores)
-        deadline = None if time_limit is None else time.perf_counter() + time_limit
         try:
-            x, complete = bruteforce_map(model, deadline)
+            x, complete = bruteforce_map(model, None if time_limit is None else
+                                         Deadline(time_limit))
         except ValueError:                   # every assignment has score −inf
             return np.zeros(model.n_vars, dtype=np.int64), -np.inf, None
         if not complete:  # the best of the states enumerated before the time limit
