@@ -482,7 +482,7 @@ _MIXED_PASSES, _MIXED_MAX_PASSES, _MIXED_PATIENCE = 30, 1000, 20
 #: importance samples: in batches of `_SAMPLE_BATCH` (fewer on a model of over
 #: `_SAMPLE_ENTRIES` / `_SAMPLE_BATCH` variables, so that a batch's labellings stay within
 #: `_SAMPLE_ENTRIES` int64s); without max_time, `_SAMPLES` of them
-_SAMPLE_BATCH, _SAMPLE_ENTRIES, _SAMPLES = 256, 2**20, 2**14
+_SAMPLE_BATCH, _SAMPLE_ENTRIES, _SAMPLES = 256, 2**18, 2**14
 #: a stage's successor not yet looked for
 _UNKNOWN = object()
 #: the first stage's mini-buckets hold at most this many entries; each next stage 4x more
