@@ -142,7 +142,9 @@ def infer_side(h, kind, max_time, cache, sigint=None):
     model = grid(h, kind, cache)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     sent = []
-    if sigint is not None:
+    if sigint is not None:     # Python's own handler (a background shell's jobs ignore it)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
         def interrupt():
             sent.append(time.perf_counter())
             os.kill(os.getpid(), signal.SIGINT)

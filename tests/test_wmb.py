@@ -319,6 +319,7 @@ def test_block_mean_field_plan_is_the_largest_k_that_fits():
         run = wmb._Run(model, None, limit, 1e-6, fwcore.loop.Deadline(None), None)
         run.start()
         run._pass()
+        run._plan_lower_bound()
         want = next((k for k, b in zip(wmb._BLOCKS, blocks) if b.ok and b.memory <= limit),
                     None)
         got = None if run.blocks is None else next(

@@ -634,6 +634,7 @@ def _run_wmb(model, budget, callbacks, *, ibound=None, memory_limit=None, tol=1e
     if status is not Status.INTERRUPTED:
         run.read(call.seconds_left())
         try:
+            run.plan_lower_bound()                  # when the passes ended after one
             run.sample(run.phase_end("sampling"), n_samples, seed)
             run.message_passing(run.phase_end("loopy bp"))
             run.mixed_lower(run.phase_end("mixed"))
@@ -673,6 +674,7 @@ class _Run:
         self.n_passes, self.stage_passes, self.last, self.previous = 0, 0, math.inf, math.inf
         self.passed = False                         # the last pass ended (beliefs readable)
         self.finished = False
+        self.planned = False                        # `_plan_lower_bound` done
         free = flat.card[self.fixed < 0].astype(np.float64)
         self.upper = (_wmb.factor_max(flat.card, flat.start, flat.var, flat.off, flat.table,
                                       self.fixed) + float(np.log(free).sum()))
@@ -783,6 +785,7 @@ class _Run:
         change (so that some are kept); a pass predicted to end after the deadline is not
         started (its time goes to the phases after the passes, whose proposal is the last
         whole pass's)."""
+        self.plan_lower_bound()                # after the first pass's record
         mb = self.wmb.mb
         left = self.deadline.left()
         if self.stage_passes:
@@ -827,11 +830,21 @@ class _Run:
         self.pass_time = time.perf_counter() - started
         self.n_passes += 1
         self._offer(w.decode())
-        if self.n_passes == 1 and isinstance(self.model, PairwiseMRF):
+
+    def plan_lower_bound(self):
+        """`_plan_lower_bound` once, after a first pass, on a PairwiseMRF (none when the
+        passes' deadline passes in it)."""
+        if self.planned or not self.n_passes or not isinstance(self.model, PairwiseMRF):
+            return
+        self.planned = True
+        try:
             self._plan_lower_bound()
+        except TimeUp:
+            self.blocks = None
 
     def _plan_lower_bound(self):
-        """After the first pass: the blocks of block mean field (`BlockMeanField`), the
+        """After the first pass (before the second, so that the first bound is recorded
+        first): the blocks of block mean field (`BlockMeanField`), the
         largest k of `_BLOCKS` whose predicted `_LOWER_SWEEPS` sweeps (a sweep costs about
         `_SWEEP_PASSES` passes of its trees' entries at the first pass's seconds per entry)
         fit in `_LOWER_MAX` of ``max_time`` and whose trees fit in memory (found by
