@@ -4,6 +4,7 @@ variables. Every figure of a table comes from one run (ratios side by side).
 
     python bench/wmb_scale.py merlin [--merlin PATH] [--ibound 10] [--passes 8]
     python bench/wmb_scale.py infer [--sizes 100,300,1000] [--kinds 1,3,potts] [--max-time 60]
+        [--sigint 5]
 
 ``merlin``: on linkage_12, Promedus_17, Grids_15 (the shared UAI instances, evidence
 applied) and a 100x100 binary grid (couplings U[−1, 1]), each side in its own process:
@@ -22,9 +23,12 @@ the process, the bound after P passes. Merlin needs its binary (--merlin or $MER
 ``infer``: `fwcore.infer(model, max_time=T)` on `random_grid(h, coupling=c)` (c = 1, 3)
 and `potts_grid(h, n_labels=8)`, in a child process each: wall seconds, the trace's time
 of the first pass's bound, the median pass, peak RSS over the RSS before the call (bytes
-a variable), the interval upper − lower (and as a share of the upper bound), status,
-whether the marginals are uniform. Grids are generated once and pickled under --cache
-(outside the repository).
+a variable, the lazy imports of the call included), the interval upper − lower as a share
+of |log Z| (log Z: the sampled estimate, else the interval's midpoint, marked "mid"),
+status, whether the marginals are uniform and which candidate gave them; with --sigint S,
+a second run gets SIGINT S seconds into the call: seconds from the signal to the result,
+and its status. Grids are generated once and pickled under --cache (outside the
+repository). README's "A million variables" holds the table.
 """
 import argparse
 import json

@@ -283,9 +283,10 @@ class WeightedMiniBucket:
     def sample(self, uniforms, x, log_q, log_f):
         """Importance samples from the proposal of the last forward pass into ``x``,
         ``log_q``, ``log_f`` (`fwcore._wmb.sample`), one per row of ``uniforms``; returns
-        how many were drawn (fewer when the deadline passes)."""
+        how many were drawn and whether the deadline passed (the kernel reads the clock
+        after a sample: a batch of one is drawn whole past it)."""
         status, done = _wmb.sample(self.tree, uniforms, x, log_q, log_f, stop_at(self.deadline))
-        return done
+        return done, status == _wmb.PASS_TIMEUP
 
     def marginals(self, node, fac):
         """The beliefs into the zero arrays ``node`` (Σ card: v's states from the cumulative
@@ -954,9 +955,9 @@ class _Run:
             k = batch if n_samples is None else min(batch, n_samples - tally.n)
             x = np.empty((k, n), dtype=np.int64)
             log_q, log_f = np.empty(k), np.empty(k)
-            done = w.sample(rng.random((k, m)), x, log_q, log_f)
+            done, late = w.sample(rng.random((k, m)), x, log_q, log_f)
             tally.add(log_f[:done] - log_q[:done], x[:done])
-            if done < k:
+            if late or done < k:
                 break
 
     def message_passing(self, deadline):
