@@ -325,3 +325,24 @@ def test_block_mean_field_plan_is_the_largest_k_that_fits():
         got = None if run.blocks is None else next(
             k for k, b in zip(wmb._BLOCKS, blocks) if b.ok and b.entries == run.blocks.entries)
         assert got == want, limit
+
+
+def test_the_beliefs_are_read_after_the_passes_deadline(monkeypatch):
+    # one pass, then the passes' deadline passes (a 500x500 grid under load): the read
+    # after the loop has the call's time, not the passes' (uniform marginals before)
+    import time
+
+    from fwcore.loop import TimeUp
+    from fwcore.marginals import wmb
+    step = wmb._Run.step
+
+    def one_pass(self, k):
+        if self.n_passes:
+            self.deadline.at = time.monotonic()
+            raise TimeUp
+        step(self, k)
+    monkeypatch.setattr(wmb._Run, "step", one_pass)
+    model = fwcore.random_grid(60, coupling=1.0, seed=0)      # a read of over 2^18 entries
+    res = weighted_mini_bucket(model, ibound=6, max_time=10, n_samples=0)
+    assert res.n_iter == 1 and res.method == "wmb" and res.info["marginals"] == "beliefs"
+    assert np.ptp(np.array(res.node_marginals)[:, 0]) > 0.1

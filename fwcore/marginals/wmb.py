@@ -633,6 +633,8 @@ def _run_wmb(model, budget, callbacks, *, ibound=None, memory_limit=None, tol=1e
                        callbacks, start=run.start)
     status = outcome.status
     if status is not Status.INTERRUPTED:
+        if run.wmb is not None:           # the passes' deadline has passed: the call's
+            run.wmb.deadline = call
         run.read(call.seconds_left())
         try:
             run.plan_lower_bound()                  # when the passes ended after one
