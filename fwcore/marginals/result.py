@@ -117,8 +117,10 @@ def product_bound(model):
 def interrupted_answer(model, elapsed, method):
     """What a run stopped by Ctrl-C before it had an answer returns: uniform marginals, the
     certified `product_bound`, no lower bound, status ``interrupted``."""
+    uniform = model.uniform_marginals()
+    uniform.flags.writeable = False                  # the result's views, no copy
     return MarginalResult.from_mu(
-        model, model.uniform_marginals(), log_z_upper=product_bound(model), certified=True,
+        model, uniform, log_z_upper=product_bound(model), certified=True,
         gap=math.inf, certified_gap=None, status=Status.INTERRUPTED, n_iter=0, time=elapsed,
         method=method, log_z_lower=-math.inf)
 
