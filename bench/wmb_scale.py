@@ -4,6 +4,7 @@ variables. Every figure of a table comes from one run (ratios side by side).
 
     python bench/wmb_scale.py merlin [--merlin PATH] [--ibound 10] [--passes 8] [--models ...]
     python bench/wmb_scale.py infer [--sizes 100,300,1000] [--kinds 1,3,potts] [--max-time 60]
+        [--sigint 5]
 
 ``merlin``: on linkage_12, Promedus_17, Grids_15 (the shared UAI instances, evidence
 applied) and a 100x100 binary grid (couplings U[−1, 1]), each side in its own process:
@@ -26,9 +27,12 @@ $MERLIN).
 ``infer``: `fwcore.infer(model, max_time=T)` on `random_grid(h, coupling=c)` (c = 1, 3)
 and `potts_grid(h, n_labels=8)`, in a child process each: wall seconds, the trace's time
 of the first pass's bound, the median pass, peak RSS over the RSS before the call (bytes
-a variable), the interval upper − lower (and as a share of the upper bound), status,
-whether the marginals are uniform. Grids are generated once and pickled under --cache
-(outside the repository).
+a variable, the lazy imports of the call included), the interval upper − lower as a share
+of |log Z| (log Z: the sampled estimate, else the interval's midpoint, marked "mid"),
+status, whether the marginals are uniform and which candidate gave them; with --sigint S,
+a second run gets SIGINT S seconds into the call: seconds from the signal to the result,
+and its status. Grids are generated once and pickled under --cache (outside the
+repository). README's "A million variables" holds the table.
 """
 import argparse
 import json
@@ -143,24 +147,38 @@ def merlin_side(binary, name, ibound, passes, order, cache):
             "rss": max(rss, before) * 1024}
 
 
-def infer_side(h, kind, max_time, cache):
-    """`fwcore.infer` on a generated grid."""
+def infer_side(h, kind, max_time, cache, sigint=None):
+    """`fwcore.infer` on a generated grid; with ``sigint``, SIGINT that many seconds into
+    the call (``after``: seconds from the signal to the result)."""
+    import signal
+    import threading
+
     import fwcore
     model = grid(h, kind, cache)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    sent = []
+    if sigint is not None:     # Python's own handler (a background shell's jobs ignore it)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+        def interrupt():
+            sent.append(time.perf_counter())
+            os.kill(os.getpid(), signal.SIGINT)
+        threading.Timer(sigint, interrupt).start()
     started = time.perf_counter()
     res = fwcore.infer(model, max_time=max_time)
-    wall = time.perf_counter() - started
+    done = time.perf_counter()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     times = res.trace.columns()["time"]
-    first = res.node_marginals[0]
-    uniform = all(np.allclose(p, first) for p in res.node_marginals[:1000])
-    return {"wall": wall, "first": float(times[1]) if len(times) > 1 else None,
+    nodes = np.asarray(res.mu[:model.node_off[-1]])
+    uniform = bool(np.allclose(nodes, np.repeat(1.0 / model.card, model.card)))
+    return {"wall": done - started, "after": done - sent[0] if sent else None,
+            "first": float(times[1]) if len(times) > 1 else None,
             "pass": float(np.median(np.diff(times[1:]))) if len(times) > 2 else None,
             "bytes_per_var": (peak - before) * 1024 / model.n_vars,
             "peak_mb": peak / 1024, "upper": res.log_z_upper, "lower": res.log_z_lower,
-            "status": res.status.value, "method": res.method, "passes": res.n_iter,
-            "uniform": bool(uniform)}
+            "estimate": res.log_z_estimate, "status": res.status.value,
+            "method": res.method, "passes": res.n_iter, "uniform": uniform,
+            "marginals": res.info.get("marginals")}
 
 
 def child(kind, *args):
@@ -209,20 +227,30 @@ def merlin_table(opts):
 
 
 def infer_table(opts):
+    """One row per grid; the interval as a share of |log Z|, log Z the sampled estimate
+    when there is one, else the interval's midpoint."""
     print("| grid | kind | wall s | first bound s | s/pass | passes | RSS B/var | peak MB | "
-          "upper | lower | interval % | status | method | uniform |")
-    print("|" + "---|" * 14)
+          "upper | lower | log Z (est) | interval % | status | method | uniform | "
+          "marginals | SIGINT s | SIGINT status |")
+    print("|" + "---|" * 18)
     for h in [int(s) for s in opts.sizes.split(",")]:
         for kind in opts.kinds.split(","):
             r = child("infer_side", h, kind, opts.max_time, opts.cache)
+            s = (child("infer_side", h, kind, opts.max_time, opts.cache, opts.sigint)
+                 if opts.sigint else {})
             if "error" in r:
                 print(f"| {h}x{h} | {kind} | {r['error']} |")
                 continue
-            width = r["upper"] - r["lower"]
+            lower = r["lower"] if r["lower"] is not None else -np.inf
+            est = r["estimate"] if r["estimate"] is not None else (r["upper"] + lower) / 2
+            share = 100 * (r["upper"] - lower) / abs(est)
             print(f"| {h}x{h} | {kind} | {r['wall']:.2f} | {r['first']} | {r['pass']} | "
                   f"{r['passes']} | {r['bytes_per_var']:.0f} | {r['peak_mb']:.0f} | "
-                  f"{r['upper']:.1f} | {r['lower']:.1f} | {100 * width / abs(r['upper']):.2f}"
-                  f" | {r['status']} | {r['method']} | {r['uniform']} |")
+                  f"{r['upper']:.1f} | {lower:.1f} | {est:.1f}"
+                  f"{'' if r['estimate'] is not None else ' (mid)'} | {share:.2f} | "
+                  f"{r['status']} | {r['method']} | {r['uniform']} | {r['marginals']} | "
+                  f"{s.get('after') if s.get('after') is None else round(s['after'], 2)} | "
+                  f"{s.get('status', s.get('error', ''))} |", flush=True)
 
 
 def main(argv=None):
@@ -237,6 +265,8 @@ def main(argv=None):
     p.add_argument("--sizes", default="100,300,1000")
     p.add_argument("--kinds", default="1,3,potts")
     p.add_argument("--max-time", type=float, default=60.0)
+    p.add_argument("--sigint", type=float, default=None,
+                   help="also SIGINT a second run this many seconds into the call")
     p.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "fwcore-grids"))
     opts = p.parse_args(argv)
     (merlin_table if opts.table == "merlin" else infer_table)(opts)

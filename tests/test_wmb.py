@@ -282,3 +282,67 @@ def tree_f(twin):
 
 def _flat_messages(messages):
     return np.concatenate([m.reshape(-1) for m in messages] + [np.zeros(0)])
+
+
+@pytest.mark.parametrize("mixed", [False, True])
+def test_outer_products_are_the_node_marginals_outer_products(mixed):
+    """`_outer_products` (in place over all edges, by index over some, by table shape with
+    mixed cards) against np.outer edge by edge."""
+    from fwcore.marginals.wmb import _outer_products
+    rng = np.random.default_rng(0)
+    grid = fwcore.potts_grid(4, n_labels=3, seed=0)
+    card = rng.integers(1, 4, grid.n_vars) if mixed else grid.card
+    model = fwcore.PairwiseMRF(card, [np.zeros(c) for c in card], grid.edges,
+                               [np.zeros((card[i], card[j])) for i, j in grid.edges])
+    for edges in (np.arange(model.n_edges), np.arange(0, model.n_edges, 2)):
+        mu = np.zeros(model.dim)
+        mu[:model.node_off[-1]] = rng.random(model.node_off[-1])
+        want = mu.copy()
+        for e in edges:
+            i, j = model.edges[e]
+            want[model.edge_off[e]:model.edge_off[e + 1]] = np.outer(
+                mu[model.node_off[i]:model.node_off[i + 1]],
+                mu[model.node_off[j]:model.node_off[j + 1]]).ravel()
+        _outer_products(mu, model, edges)
+        np.testing.assert_array_equal(mu, want)
+
+
+def test_block_mean_field_plan_is_the_largest_k_that_fits():
+    """The bisection of `_Run._plan_lower_bound` picks the k a scan of `_BLOCKS` picks: the
+    largest whose trees fit in memory (the time left unbounded)."""
+    from fwcore.marginals import wmb
+    from fwcore.views import fixed_states
+    model = fwcore.random_grid(24, coupling=1.0, seed=0)
+    fixed = fixed_states(model)
+    blocks = [wmb.BlockMeanField(model, fixed, k) for k in wmb._BLOCKS]
+    for limit in [b.memory + 1.0 for b in blocks] + [1.0]:
+        run = wmb._Run(model, None, limit, 1e-6, fwcore.loop.Deadline(None), None)
+        run.start()
+        run._pass()
+        run._plan_lower_bound()
+        want = next((k for k, b in zip(wmb._BLOCKS, blocks) if b.ok and b.memory <= limit),
+                    None)
+        got = None if run.blocks is None else next(
+            k for k, b in zip(wmb._BLOCKS, blocks) if b.ok and b.entries == run.blocks.entries)
+        assert got == want, limit
+
+
+def test_the_beliefs_are_read_after_the_passes_deadline(monkeypatch):
+    # one pass, then the passes' deadline passes (a 500x500 grid under load): the read
+    # after the loop has the call's time, not the passes' (uniform marginals before)
+    import time
+
+    from fwcore.loop import TimeUp
+    from fwcore.marginals import wmb
+    step = wmb._Run.step
+
+    def one_pass(self, k):
+        if self.n_passes:
+            self.deadline.at = time.monotonic()
+            raise TimeUp
+        step(self, k)
+    monkeypatch.setattr(wmb._Run, "step", one_pass)
+    model = fwcore.random_grid(60, coupling=1.0, seed=0)      # a read of over 2^18 entries
+    res = weighted_mini_bucket(model, ibound=6, max_time=10, n_samples=0)
+    assert res.n_iter == 1 and res.method == "wmb" and res.info["marginals"] == "beliefs"
+    assert np.ptp(np.array(res.node_marginals)[:, 0]) > 0.1

@@ -127,3 +127,21 @@ def test_a_grid_gets_loopy_bp_as_a_candidate_when_the_samples_referee():
     exact = fwcore.exact_inference(m)
     assert math.isfinite(res.log_z_estimate)
     assert res.log_z_lower <= exact.log_z + 1e-9 <= res.log_z_upper + 2e-9
+
+
+def test_sampling_in_batches_of_one_stops_at_its_deadline(monkeypatch):
+    # a batch of one sample (a model of over 2^17 variables) was drawn whole past the
+    # deadline, call after call: a 500x500 grid's run sampled on for minutes
+    import time
+
+    from fwcore.marginals import estimate, wmb
+    monkeypatch.setattr(wmb, "_SAMPLE_ENTRIES", 1)
+    add, started = estimate.Tally.add, time.monotonic()
+
+    def bounded_add(self, *args):
+        assert time.monotonic() - started < 60, "sampling ran past its deadline"
+        return add(self, *args)
+    monkeypatch.setattr(estimate.Tally, "add", bounded_add)
+    res = fwcore.weighted_mini_bucket(fwcore.random_grid(6, coupling=1.0, seed=0), ibound=2,
+                                      max_time=2.0)
+    assert res.info["n_samples"] > 0 and res.log_z_estimate is not None

@@ -69,7 +69,7 @@ def test_the_sampler_is_its_twin(seed, ibound):
     u = rng.random((200, len(twin.order)))
     x = np.empty((200, fg.n_vars), dtype=np.int64)
     log_q, log_f = np.empty(200), np.empty(200)
-    assert w.sample(u, x, log_q, log_f) == 200
+    assert w.sample(u, x, log_q, log_f) == (200, False)
     want_x, want_q = sample(twin, u)
     np.testing.assert_array_equal(x, want_x)
     np.testing.assert_allclose(log_q, want_q, rtol=1e-9, atol=1e-9)

@@ -13,11 +13,11 @@ from ..auto import exact_method, infer_method
 from ..checks import BOOL, CALLABLE, SEED, TIME, Interval, Kind, check_model, validate_params
 from ..exact import exact_result
 from ..factor_graph import FactorGraph, solves_factor_graphs
-from ..loop import Deadline
+from ..loop import Deadline, best_on_interrupt
 from ..model import PairwiseMRF
 from ..results import Record, Status, Trace
 from .registry import get_method, register_method, run_method
-from .result import MarginalResult
+from .result import MarginalResult, interrupted_answer
 
 __all__ = ["infer", "EXACT"]
 
@@ -66,7 +66,11 @@ def infer(model: PairwiseMRF | FactorGraph, method: str = "auto", *,
     """
     deadline = Deadline(max_time)
     checked = model if isinstance(model, FactorGraph) else check_model(model)
-    chosen = get_method(infer_method(checked, method, deadline.seconds_left()))
+    name, stopped = best_on_interrupt(
+        lambda: infer_method(checked, method, deadline.seconds_left()), lambda: None)
+    if stopped:        # Ctrl-C in the automatic choice: no method ran
+        return interrupted_answer(checked, deadline.elapsed(), method)
+    chosen = get_method(name)
     options = chosen.check_options(options, chosen=method in ("auto", "approximate"))
     if chosen.seeded:
         options["seed"] = seed

@@ -284,9 +284,10 @@ class WeightedMiniBucket:
     def sample(self, uniforms, x, log_q, log_f):
         """Importance samples from the proposal of the last forward pass into ``x``,
         ``log_q``, ``log_f`` (`fwcore._wmb.sample`), one per row of ``uniforms``; returns
-        how many were drawn (fewer when the deadline passes)."""
+        how many were drawn and whether the deadline passed (the kernel reads the clock
+        after a sample: a batch of one is drawn whole past it)."""
         status, done = _wmb.sample(self.tree, uniforms, x, log_q, log_f, stop_at(self.deadline))
-        return done
+        return done, status == _wmb.PASS_TIMEUP
 
     def marginals(self, node, fac):
         """The beliefs into the zero arrays ``node`` (Σ card: v's states from the cumulative
@@ -319,9 +320,10 @@ class BlockMeanField:
     4 .026 / .026, 8 .013 / .016, 12 .008 / .010, in 3-8 sweeps (table entries a
     variable: 4, 9, 129, 1430). ``ok``: every tree is exact within ``max_entries``
     entries a cluster and the edge tables are finite (else use naive mean
-    field); ``entries``: the trees' table entries (a sweep's work)."""
+    field); ``entries``: the trees' table entries (a sweep's work). ``levels``:
+    `_bfs_levels` of the model, when already found (they do not depend on k)."""
 
-    def __init__(self, model, fixed, k, max_entries=2**16, deadline=None):
+    def __init__(self, model, fixed, k, max_entries=2**16, deadline=None, levels=None):
         self.model, self.fixed = model, fixed
         self.trees, self.entries = [], 0.0
         edges, theta = model.edges, model.theta
@@ -329,9 +331,9 @@ class BlockMeanField:
         if not self.ok:
             return
         card = np.ascontiguousarray(model.card, dtype=np.int32)
-        block = _bfs_levels(model) // k
+        block = (_bfs_levels(model) if levels is None else levels) // k
         internal = block[edges[:, 0]] == block[edges[:, 1]]
-        self.cross = _EdgeGroups(model, np.flatnonzero(~internal))
+        self.cross_edges = np.flatnonzero(~internal)
         for parity in (0, 1):
             mine = block % 2 == parity
             if not mine.any():
@@ -366,6 +368,7 @@ class BlockMeanField:
         −inf when the time ran out before every set was updated once."""
         card = self.model.card
         node_off = self.model.node_off
+        cross = _EdgeGroups(self.model, self.cross_edges)
         runs = []
         for tree, free in self.trees:
             w = WeightedMiniBucket(tree, deadline)
@@ -382,7 +385,7 @@ class BlockMeanField:
             started = time.perf_counter()
             try:
                 for k, (w, at, free) in enumerate(runs):
-                    h = self.cross.fields(q)
+                    h = cross.fields(q)
                     w.tree.arrays["repar"][:] = h[at]
                     log_z = w.forward(0.0)
                     w.backward()
@@ -393,11 +396,11 @@ class BlockMeanField:
             except TimeUp:
                 break
             sweep_time = time.perf_counter() - started
-            before, bound = bound, sum(parts) + self.cross.expectation(q)
+            before, bound = bound, sum(parts) + cross.expectation(q)
             if bound - before <= tol:
                 break
         done = all(p is not None for p in parts)
-        return (max(bound, sum(parts) + self.cross.expectation(q)) if done else -math.inf), q
+        return (max(bound, sum(parts) + cross.expectation(q)) if done else -math.inf), q
 
 
 def _bfs_levels(model):
@@ -481,7 +484,7 @@ _MIXED_PASSES, _MIXED_MAX_PASSES, _MIXED_PATIENCE = 30, 1000, 20
 #: importance samples: in batches of `_SAMPLE_BATCH` (fewer on a model of over
 #: `_SAMPLE_ENTRIES` / `_SAMPLE_BATCH` variables, so that a batch's labellings stay within
 #: `_SAMPLE_ENTRIES` int64s); without max_time, `_SAMPLES` of them
-_SAMPLE_BATCH, _SAMPLE_ENTRIES, _SAMPLES = 256, 2**22, 2**14
+_SAMPLE_BATCH, _SAMPLE_ENTRIES, _SAMPLES = 256, 2**18, 2**14
 #: a stage's successor not yet looked for
 _UNKNOWN = object()
 #: the first stage's mini-buckets hold at most this many entries; each next stage 4x more
@@ -506,8 +509,11 @@ _BLOCKS = (16, 12, 8, 6, 4, 2)
 #: after 2, +0.11 after 5). With 4 passes asked, ObjectDetection_13 on a busy machine
 #: stayed at 2^20 (+0.32 at 60 s, where 2^24 gave +0.08)
 _STAGE_PASSES = 2
-#: the beliefs are read before a pass unless this many passes fit in the time left
-_PASS_MARGIN = 1.1
+#: the beliefs are read before a pass unless this many passes fit in the time left;
+#: while no beliefs are kept, unless `_FIRST_READ_PASSES` passes and reads fit (a pass
+#: that the deadline cuts loses its beliefs: on a 10^6-variable grid at 60 s under load,
+#: the one pass that ended was never read and the marginals were uniform)
+_PASS_MARGIN, _FIRST_READ_PASSES = 1.1, 3
 #: the default ``memory_limit``: this share of the memory the machine has available, and
 #: at most `_SMALL_MODEL_BYTES` x (`_SMALL_MODEL_VARS` / n) or `_BYTES_PER_VARIABLE` x n,
 #: whichever is larger: models of up to about a thousand variables (the UAI ones, whose
@@ -690,8 +696,11 @@ def _run_wmb(model, budget, callbacks, *, ibound=None, memory_limit=None, tol=1e
                        callbacks, start=run.start)
     status = outcome.status
     if status is not Status.INTERRUPTED:
+        if run.wmb is not None:           # the passes' deadline has passed: the call's
+            run.wmb.deadline = call
         run.read(call.seconds_left())
         try:
+            run.plan_lower_bound()                  # when the passes ended after one
             run.sample(run.phase_end("sampling"), n_samples, seed)
             run.message_passing(run.phase_end("loopy bp"))
             run.mixed_lower(run.phase_end("mixed"))
@@ -731,6 +740,7 @@ class _Run:
         self.n_passes, self.stage_passes, self.last, self.previous = 0, 0, math.inf, math.inf
         self.passed = False                         # the last pass ended (beliefs readable)
         self.finished = False
+        self.planned = False                        # `_plan_lower_bound` done
         free = flat.card[self.fixed < 0].astype(np.float64)
         self.upper = (_wmb.factor_max(flat.card, flat.start, flat.var, flat.off, flat.table,
                                       self.fixed) + float(np.log(free).sum()))
@@ -836,9 +846,12 @@ class _Run:
         passes and a read of its beliefs fit in the time left; else the stage goes on
         while a pass tightens the bound by more than ``tol``, and the run is finished
         after (or at once when exact). The beliefs are read (`read`) before a pass that
-        may not end in time, at the end, and before the first stage change (so that some
-        are kept); a pass predicted to end after the deadline is not started (its time
-        goes to the phases after the passes, whose proposal is the last whole pass's)."""
+        may not end in time (while none are kept, before one that leaves fewer than
+        `_FIRST_READ_PASSES` passes and reads), at the end, and before the first stage
+        change (so that some are kept); a pass predicted to end after the deadline is not
+        started (its time goes to the phases after the passes, whose proposal is the last
+        whole pass's)."""
+        self.plan_lower_bound()                # after the first pass's record
         mb = self.wmb.mb
         left = self.deadline.left()
         if self.stage_passes:
@@ -855,6 +868,9 @@ class _Run:
             elif mb.exact or (self.stage_passes > 1 and self.previous - self.last <= self.tol):
                 self.finished = True
                 return
+        if (left is not None and self.node is None and
+                left < _FIRST_READ_PASSES * (self.pass_time + self._read_time())):
+            self.read(left)
         if left is not None and left < _PASS_MARGIN * self.pass_time + self._read_time():
             self.read(left)
             if left < self.pass_time:      # a pass cut short is lost, and so is the proposal
@@ -880,25 +896,44 @@ class _Run:
         self.pass_time = time.perf_counter() - started
         self.n_passes += 1
         self._offer(w.decode())
-        if self.n_passes == 1 and isinstance(self.model, PairwiseMRF):
+
+    def plan_lower_bound(self):
+        """`_plan_lower_bound` once, after a first pass, on a PairwiseMRF (none when the
+        passes' deadline passes in it)."""
+        if self.planned or not self.n_passes or not isinstance(self.model, PairwiseMRF):
+            return
+        self.planned = True
+        try:
             self._plan_lower_bound()
+        except TimeUp:
+            self.blocks = None
 
     def _plan_lower_bound(self):
-        """After the first pass: the blocks of block mean field (`BlockMeanField`), the
+        """After the first pass (before the second, so that the first bound is recorded
+        first): the blocks of block mean field (`BlockMeanField`), the
         largest k of `_BLOCKS` whose predicted `_LOWER_SWEEPS` sweeps (a sweep costs about
         `_SWEEP_PASSES` passes of its trees' entries at the first pass's seconds per entry)
-        fit in `_LOWER_MAX` of ``max_time`` and whose trees fit in memory; the passes
-        then leave those sweeps' time to it (at least `_LOWER_SHARE` of ``max_time``)."""
+        fit in `_LOWER_MAX` of ``max_time`` and whose trees fit in memory (found by
+        bisection: a smaller k's trees are smaller; at 10^6 variables each try takes about
+        a pass); the passes then leave those sweeps' time to it (at least `_LOWER_SHARE` of
+        ``max_time``)."""
         per_entry = self.pass_time / max(self.wmb.mb.entries, 1.0)
-        for k in _BLOCKS:
-            blocks = BlockMeanField(self.model, self.fixed, k, deadline=self.deadline)
+        levels = _bfs_levels(self.model)
+        fits, misses = len(_BLOCKS), -1              # _BLOCKS[fits] fits, _BLOCKS[misses] not
+        chosen = {}
+        while fits - misses > 1:
+            at = (fits + misses) // 2
+            blocks = BlockMeanField(self.model, self.fixed, _BLOCKS[at], deadline=self.deadline,
+                                    levels=levels)
             sweeps = _LOWER_SWEEPS * _SWEEP_PASSES * blocks.entries * per_entry
             if blocks.ok and blocks.memory <= self.memory_limit and (
                     self.max_time is None or sweeps <= _LOWER_MAX * self.max_time):
-                self.blocks = blocks
-                break
+                fits, chosen = at, dict(blocks=blocks, sweeps=sweeps)
+            else:
+                misses = at
+        self.blocks = chosen.get("blocks")
         if self.blocks is not None and self.max_time is not None and self.deadline.at:
-            share = min(max(sweeps / self.max_time, _LOWER_SHARE), _LOWER_MAX)
+            share = min(max(chosen["sweeps"] / self.max_time, _LOWER_SHARE), _LOWER_MAX)
             self.deadline.at += self.reserve["mixed"] + self.reserve["mean field"]
             self.reserve["mixed"], self.reserve["mean field"] = 0.0, share * self.max_time
             self.deadline.at -= self.reserve["mean field"]
@@ -996,10 +1031,10 @@ class _Run:
             k = batch if n_samples is None else min(batch, n_samples - drawn)
             x = np.empty((k, n), dtype=np.int64)
             log_q, log_f = np.empty(k), np.empty(k)
-            done = w.sample(rng.random((k, m)), x, log_q, log_f)
+            done, late = w.sample(rng.random((k, m)), x, log_q, log_f)
             drawn += done
             yield x[:done], log_f[:done] - log_q[:done]
-            if done < k:
+            if late or done < k:
                 break
 
     def message_passing(self, deadline):
@@ -1099,7 +1134,6 @@ class _Run:
         if chosen not in ("beliefs", "uniform"):
             node = tally.marginals() if chosen == "samples" else candidates[chosen]
             fac = self.bp.mu if chosen == "loopy-bp" and isinstance(model, PairwiseMRF) else None
-        nodes = _node_views(node, card, off)
         pairwise = model.skeleton if isinstance(model, FactorGraph) else model
         edges = pairwise.edges
         mu = np.zeros(pairwise.dim)
@@ -1112,12 +1146,12 @@ class _Run:
         else:
             outer = np.arange(len(edges))
         _outer_products(mu, pairwise, outer)
+        mu.flags.writeable = False                     # the result's views, no copy
         fields = self.estimate(confidence)
         fields.setdefault("info", {})["marginals"] = chosen
-        return MarginalResult(
-            node_marginals=nodes, edge_marginals=_edge_views(mu, pairwise), mu=mu,
-            gap=self.gap, certified_gap=self.gap, log_z_upper=self.upper, certified=True,
-            status=status, n_iter=self.n_passes, time=seconds,
+        return MarginalResult.from_mu(
+            pairwise, mu, gap=self.gap, certified_gap=self.gap, log_z_upper=self.upper,
+            certified=True, status=status, n_iter=self.n_passes, time=seconds,
             method="wmb" if chosen != "uniform" else "wmb+uniform", trace=outcome.trace,
             log_z_lower=self.lower, **fields)
 
@@ -1185,7 +1219,10 @@ def _outer_products(mu, model, edges):
         node = mu[:model.node_off[-1]].reshape(-1, k)
         table = mu[model.edge_off[0]:].reshape(-1, k, k)
         i, j = model.edges[edges, 0], model.edges[edges, 1]
-        table[edges] = node[i][:, :, None] * node[j][:, None, :]
+        if len(edges) == model.n_edges:                # all of them: no temporary
+            np.multiply(node[i][:, :, None], node[j][:, None, :], out=table)
+        else:
+            table[edges] = node[i][:, :, None] * node[j][:, None, :]
         return
     pairs = model.edges[edges]
     shapes = card[pairs]
@@ -1196,24 +1233,6 @@ def _outer_products(mu, model, edges):
         mu_j = mu[model.node_off[j][:, None] + np.arange(cj)]
         mu[model.edge_off[e][:, None] + np.arange(ci * cj)] = (
             mu_i[:, :, None] * mu_j[:, None, :]).reshape(len(e), -1)
-
-
-def _node_views(node, card, off):
-    """The node marginals as views of the flat ``node`` (one reshape when the cards are
-    equal: a million views in a fraction of a second)."""
-    if len(card) and (card == card[0]).all():
-        return list(node.reshape(len(card), int(card[0])))
-    return [node[off[k]:off[k + 1]] for k in range(len(card))]
-
-
-def _edge_views(mu, model):
-    """The edge marginals as card_i x card_j views of ``mu`` (``model``'s layout)."""
-    card, edge_off = model.card, model.edge_off
-    if len(card) and (card == card[0]).all():
-        k = int(card[0])
-        return list(mu[edge_off[0]:edge_off[-1]].reshape(model.n_edges, k, k))
-    return [mu[edge_off[e]:edge_off[e + 1]].reshape(card[i], card[j])
-            for e, (i, j) in enumerate(model.edges.tolist())]
 
 
 WMB = register_method(
