@@ -127,7 +127,8 @@ def test_4_a_budget_stopped_certified_run_is_a_success(budget_run, grid):
                              seed=0)
     assert mmap.status is Status.MAX_TIME and mmap.certified and mmap.success
     sampled = fwcore.sample(grid, 5000, seed=0, memory_limit=MEMORY, max_time=0.5)
-    assert sampled.status is Status.MAX_TIME and sampled.success
+    # its bounds' passes stop at the time limit, or earlier when they stop tightening (CI)
+    assert sampled.status in (Status.MAX_TIME, Status.STALLED) and sampled.success
 
 
 def test_5_options_never_switch_auto_silently(grid, tmp_path, capsys):
