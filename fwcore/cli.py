@@ -444,7 +444,7 @@ def _add_exact(sub):
 
 
 def _method_options():
-    """{option: (its constraints, the methods that take it)} over the registered marginal
+    """{option: {its constraints: the methods that take it}} over the registered marginal
     methods (`fwcore.available_methods`): each is a flag of ``fwcore infer``, passed
     only when given (the chosen method refuses one it does not take). ``seed`` is the
     command's own, an executor has no command-line form."""
@@ -455,7 +455,7 @@ def _method_options():
         for option, rule in method.options.items():
             if option != "seed" and rule is not EXECUTOR and not (
                     isinstance(rule, list) and EXECUTOR in rule):
-                out.setdefault(option, (rule, []))[1].append(name)
+                out.setdefault(option, {}).setdefault(_describe_rule(rule), []).append(name)
     return out
 
 
@@ -487,10 +487,12 @@ def _add_infer(sub):
     inf.add_argument("--method", choices=methods, default="auto",
                      help="auto (default): exact when cheap, else approximate = weighted "
                           "mini-bucket elimination (wmb); or a method by name")
-    for option, (rule, takers) in _method_options().items():
+    for option, takers in _method_options().items():
         inf.add_argument(f"--{option.replace('_', '-')}", dest=option, type=_value,
                          metavar="VALUE",
-                         help=f"{_describe_rule(rule)}; an option of {', '.join(takers)}"
+                         help="; ".join(f"{rule} for {', '.join(names)}"
+                                        for rule, names in takers.items())
+                              + (" (bytes)" if option == "memory_limit" else "")
                               + (f"; {_solvers()}" if option == "oracle" else ""))
     inf.add_argument("--option", dest="oracle_options", action="append", metavar="KEY=VALUE",
                      help="option of the MAP oracle given by --oracle, e.g. --option "
