@@ -92,6 +92,9 @@ def main(argv=None):
     budgets = [float(b) for b in opts.budgets.split(",") if b]
     roots = [Path(a) for a in opts.models] or [INSTANCES / s for s in DEFAULT_SETS]
     paths = [q for r in roots for q in (sorted(r.glob("*.uai")) if r.is_dir() else [r])]
+    if not with_answers(paths):
+        p.error(f"no .uai model with an answer file in {', '.join(map(str, roots))} "
+                "(set FWCORE_INSTANCES to the shared instances or name models)")
     report = []
     for path in with_answers(paths):
         report.append(run_case(load_case(path), budgets, opts.method))
