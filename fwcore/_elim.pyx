@@ -51,23 +51,6 @@ cdef enum:
     SIGNALLED = -2
 
 
-ctypedef struct Tree:
-    const double* theta
-    const int32_t* card
-    const int32_t* edges         # [E, 2] row-major
-    const int64_t* node_off
-    const int64_t* edge_off
-    const int64_t* order
-    const int64_t* clq_start
-    const int32_t* clq_var
-    const int64_t* ch_start
-    const int32_t* ch_var
-    const int64_t* own_start
-    const int32_t* own_edge
-    int64_t n
-    bint main_thread             # check for signals (`signalled`)
-
-
 ctypedef struct Work:
     int32_t* pos                 # n: axis of each variable in the current clique
     int64_t* cards               # cards of the clique axes (axis 0 = v)
@@ -594,11 +577,8 @@ cdef void backtrack(const Tree* g, void** args, bint narrow, int64_t* x) noexcep
 
 cdef class CliqueTree:
     """A model's layout and its elimination plan's clique tree (`fwcore.elimination`),
-    held for `sum_product` and `max_product`; the log-potentials come with each call."""
-    cdef const int[::1] card
-    cdef const int[:, ::1] edges
-    cdef const int64_t[::1] node_off, edge_off, order, clq_start, ch_start, own_start
-    cdef const int[::1] clq_var, ch_var, own_edge
+    held for `sum_product` and `max_product` (and `fwcore._query`'s passes); the
+    log-potentials come with each call."""
 
     def __init__(self, const int[::1] card, const int[:, ::1] edges,
                  const int64_t[::1] node_off, const int64_t[::1] edge_off,

@@ -23,8 +23,6 @@ clique table is stored. In the main thread the passes take the GIL every POLL en
 run Python's signal handlers (Ctrl-C: KeyboardInterrupt within milliseconds) and look at
 the deadline. −inf entries stay −inf; an all −inf slice gives m = −inf, never NaN.
 """
-import threading
-
 import numpy as np
 
 from libc.math cimport INFINITY, exp, log
@@ -32,6 +30,7 @@ from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc
 
 from ._clock cimport monotonic
+from ._elim cimport CliqueTree, Tree, make_tree
 
 
 cdef extern from "Python.h":
@@ -117,23 +116,9 @@ def forward_sample(const int64_t[::1] order, const int32_t[::1] card,
                 x[v, k] = <int32_t>draw(&cpt[cpt_off[v] + row * cv], cv, u[v, k])
 
 
-ctypedef struct Tree:
-    const double* theta
-    const int32_t* card
-    const int32_t* edges         # [E, 2] row-major
-    const int64_t* node_off
-    const int64_t* edge_off
-    const int64_t* order
-    const int64_t* clq_start
-    const int32_t* clq_var
-    const int64_t* ch_start
-    const int32_t* ch_var
-    const int64_t* own_start
-    const int32_t* own_edge
-    const int64_t* msg_off       # m_v at msg[msg_off[v]:msg_off[v + 1]]
+ctypedef struct Messages:
+    const int64_t* off           # m_v at msg[off[v]:off[v + 1]]
     double* msg
-    int64_t n
-    bint main_thread
     double deadline              # `monotonic` seconds; INFINITY: none
 
 
@@ -185,7 +170,7 @@ cdef int clique_alloc(const Tree* g, Clique* w) noexcept nogil:
     return DONE
 
 
-cdef void setup(const Tree* g, Clique* w, int64_t v) noexcept nogil:
+cdef void setup(const Tree* g, const Messages* m, Clique* w, int64_t v) noexcept nogil:
     """Operands of clique v with their strides on its axes: θ_v, each owned edge's table
     (x_v on axis 0, its other end on that end's axis), each child's message (C order over
     S_c, a subset of the clique); the odometer and offsets at separator state 0."""
@@ -222,7 +207,7 @@ cdef void setup(const Tree* g, Clique* w, int64_t v) noexcept nogil:
         for a in range(g.clq_start[c + 1] - 1, g.clq_start[c], -1):
             st[w.pos[g.clq_var[a]]] = s
             s *= g.card[g.clq_var[a]]
-        w.ptr[o] = g.msg + g.msg_off[c]
+        w.ptr[o] = m.msg + m.off[c]
         o += 1
     for o in range(w.nop):
         s = 0
@@ -256,7 +241,8 @@ cdef inline void entries(Clique* w, int64_t cv) noexcept nogil:
         w.t[x] = s
 
 
-cdef bint stop(const Tree* g, Clique* w, int64_t done, int* status) noexcept nogil:
+cdef bint stop(const Tree* g, const Messages* m, Clique* w, int64_t done,
+               int* status) noexcept nogil:
     """Count ``done`` entries; in the main thread, every POLL of them, run the signal
     handlers (SIGNALLED: one raised, its exception pending) and look at the deadline
     (TIMED_OUT)."""
@@ -264,7 +250,7 @@ cdef bint stop(const Tree* g, Clique* w, int64_t done, int* status) noexcept nog
     if not g.main_thread or w.unpolled < POLL:
         return False
     w.unpolled = 0
-    if monotonic() > g.deadline:
+    if monotonic() > m.deadline:
         status[0] = TIMED_OUT
         return True
     with gil:
@@ -274,14 +260,14 @@ cdef bint stop(const Tree* g, Clique* w, int64_t done, int* status) noexcept nog
     return False
 
 
-cdef int up(const Tree* g, Clique* w, int64_t n_sum, int32_t* arg,
+cdef int up(const Tree* g, const Messages* m, Clique* w, int64_t n_sum, int32_t* arg,
             const int64_t* arg_off) noexcept nogil:
     cdef int64_t step, v, j, x, cv, best
     cdef double hi, total
     cdef int status = DONE
     for step in range(g.n):
         v = g.order[step]
-        setup(g, w, v)
+        setup(g, m, w, v)
         cv = g.card[v]
         j = 0
         while True:
@@ -292,66 +278,29 @@ cdef int up(const Tree* g, Clique* w, int64_t n_sum, int32_t* arg,
                 if w.t[x] > hi:
                     hi, best = w.t[x], x
             if step >= n_sum:
-                g.msg[g.msg_off[v] + j] = hi
+                m.msg[m.off[v] + j] = hi
                 arg[arg_off[v] + j] = <int32_t>best
             elif hi == -INFINITY:
-                g.msg[g.msg_off[v] + j] = -INFINITY
+                m.msg[m.off[v] + j] = -INFINITY
             else:
                 total = 0.0
                 for x in range(cv):
                     total += exp(w.t[x] - hi)
-                g.msg[g.msg_off[v] + j] = hi + log(total)
+                m.msg[m.off[v] + j] = hi + log(total)
             j += 1
-            if stop(g, w, cv, &status):
+            if stop(g, m, w, cv, &status):
                 return status
             if not advance(w):
                 break
     return DONE
 
 
-cdef class Messages:
-    """The clique tree's arrays (`fwcore._elim.CliqueTree`'s layout) with a flat message
-    array ``msg`` (m_v at ``msg[msg_off[v]:msg_off[v + 1]]``)."""
-    cdef const int[::1] card
-    cdef const int[:, ::1] edges
-    cdef const int64_t[::1] node_off, edge_off, order, clq_start, ch_start, own_start
-    cdef const int[::1] clq_var, ch_var, own_edge
-    cdef const int64_t[::1] msg_off
-    cdef double[::1] msg
-
-    def __init__(self, const int[::1] card, const int[:, ::1] edges,
-                 const int64_t[::1] node_off, const int64_t[::1] edge_off,
-                 const int64_t[::1] order, const int64_t[::1] clq_start,
-                 const int[::1] clq_var, const int64_t[::1] ch_start, const int[::1] ch_var,
-                 const int64_t[::1] own_start, const int[::1] own_edge,
-                 const int64_t[::1] msg_off, double[::1] msg):
-        self.card, self.edges, self.node_off, self.edge_off = card, edges, node_off, edge_off
-        self.order, self.clq_start, self.clq_var = order, clq_start, clq_var
-        self.ch_start, self.ch_var = ch_start, ch_var
-        self.own_start, self.own_edge = own_start, own_edge
-        self.msg_off, self.msg = msg_off, msg
-
-
-cdef Tree make_tree(Messages t, const double[::1] theta, double deadline):
-    cdef Tree g
-    g.n = t.card.shape[0]
-    g.main_thread = threading.current_thread() is threading.main_thread()
-    g.deadline = deadline
-    g.theta = &theta[0]
-    g.card = <const int32_t*>&t.card[0]
-    g.edges = <const int32_t*>&t.edges[0, 0] if t.edges.shape[0] else NULL
-    g.node_off = &t.node_off[0]
-    g.edge_off = &t.edge_off[0]
-    g.order = &t.order[0]
-    g.clq_start = &t.clq_start[0]
-    g.clq_var = <const int32_t*>&t.clq_var[0]
-    g.ch_start = &t.ch_start[0]
-    g.ch_var = <const int32_t*>&t.ch_var[0] if t.ch_var.shape[0] else NULL
-    g.own_start = &t.own_start[0]
-    g.own_edge = <const int32_t*>&t.own_edge[0] if t.own_edge.shape[0] else NULL
-    g.msg_off = &t.msg_off[0]
-    g.msg = &t.msg[0] if t.msg.shape[0] else NULL
-    return g
+cdef Messages messages(const int64_t[::1] msg_off, double[::1] msg, double deadline):
+    cdef Messages m
+    m.off = &msg_off[0]
+    m.msg = &msg[0] if msg.shape[0] else NULL
+    m.deadline = deadline
+    return m
 
 
 cdef int finish(int status) except -1:
@@ -366,13 +315,15 @@ cdef int finish(int status) except -1:
     return 0
 
 
-def up_pass(Messages tree, const double[::1] theta, int64_t n_sum, int32_t[::1] arg,
-            const int64_t[::1] arg_off, double deadline=INFINITY):
-    """Every message into ``tree.msg``: the first ``n_sum`` variables of the order
+def up_pass(CliqueTree tree, const double[::1] theta, const int64_t[::1] msg_off,
+            double[::1] msg, int64_t n_sum, int32_t[::1] arg, const int64_t[::1] arg_off,
+            double deadline=INFINITY):
+    """Every message into ``msg`` (m_v at ``msg[msg_off[v]:msg_off[v + 1]]``): the first ``n_sum`` variables of the order
     summed out, the others maximised, their first maximisers written into ``arg`` (m_v's
     layout, at ``arg_off[v]``). Returns Σ of the roots' messages: log Z when all are
     summed, log max_q Σ_rest exp(score) when the max variables come last. n >= 1."""
-    cdef Tree g = make_tree(tree, theta, deadline)
+    cdef Tree g = make_tree(tree, theta)
+    cdef Messages m = messages(msg_off, msg, deadline)
     cdef Clique w
     cdef int status
     cdef int64_t v
@@ -380,26 +331,27 @@ def up_pass(Messages tree, const double[::1] theta, int64_t n_sum, int32_t[::1] 
     with nogil:
         status = clique_alloc(&g, &w)
         if status == DONE:
-            status = up(&g, &w, n_sum, &arg[0] if arg.shape[0] else NULL,
+            status = up(&g, &m, &w, n_sum, &arg[0] if arg.shape[0] else NULL,
                         &arg_off[0] if arg_off.shape[0] else NULL)
         clique_free(&w)
         if status == DONE:
             for v in range(g.n):
                 if g.clq_start[v + 1] - g.clq_start[v] == 1:
-                    total += g.msg[g.msg_off[v]]
+                    total += m.msg[m.off[v]]
     finish(status)
     return total
 
 
-def backward_sample(Messages tree, const double[::1] theta, const double[:, ::1] u,
-                    int32_t[:, ::1] x):
+def backward_sample(CliqueTree tree, const double[::1] theta, const int64_t[::1] msg_off,
+                    double[::1] msg, const double[:, ::1] u, int32_t[:, ::1] x):
     """Exact samples into ``x`` (variable, sample) from the messages of an all-sum
     `up_pass`: in reverse elimination order x_v of sample k is drawn with ``u[v, k]``
     from exp(t_v(·, x_{S_v}) − m_v(x_{S_v}))."""
-    cdef Tree g = make_tree(tree, theta, INFINITY)
+    cdef Tree g = make_tree(tree, theta)
+    cdef Messages m = messages(msg_off, msg, INFINITY)
     cdef Clique w
     cdef int status
-    cdef int64_t m = x.shape[1], step, v, k, a, o, xv, cv, j, s
+    cdef int64_t n_samples = x.shape[1], step, v, k, a, o, xv, cv, j, s
     cdef double mv
     with nogil:
         status = clique_alloc(&g, &w)
@@ -407,9 +359,9 @@ def backward_sample(Messages tree, const double[::1] theta, const double[:, ::1]
             if status != DONE:
                 break
             v = g.order[step]
-            setup(&g, &w, v)
+            setup(&g, &m, &w, v)
             cv = g.card[v]
-            for k in range(m):
+            for k in range(n_samples):
                 j = 0
                 for o in range(w.nop):
                     w.off[o] = 0
@@ -419,11 +371,11 @@ def backward_sample(Messages tree, const double[::1] theta, const double[:, ::1]
                     for o in range(w.nop):
                         w.off[o] += xv * w.stride[o * w.ncl + a]
                 entries(&w, cv)
-                mv = g.msg[g.msg_off[v] + j]
+                mv = m.msg[m.off[v] + j]
                 for s in range(cv):
                     w.t[s] = exp(w.t[s] - mv)
                 x[v, k] = <int32_t>draw(w.t, cv, u[v, k])
-                if stop(&g, &w, cv, &status):
+                if stop(&g, &m, &w, cv, &status):
                     break
         clique_free(&w)
     finish(status)

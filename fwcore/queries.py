@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _query
+from . import _elim, _query
 from .checks import (INFEASIBLE, MEMORY, SEED, TIME, Interval, Options, check_model,
                      validate_params)
 from .elimination import EliminationPlan, separators_along, functional_vars
@@ -115,10 +115,9 @@ class MessageTree:
         self.parent = parent
         self.msg = np.empty(int(self.msg_off[-1]))
         self.arg = np.empty(int(self.arg_off[-1]), dtype=np.int32)
-        self.tree = _query.Messages(model.card, model.edges, model.node_off, model.edge_off,
-                                    order, self.clq_start, self.clq_var, self.ch_start,
-                                    self.ch_var, self.own_start, self.own_edge, self.msg_off,
-                                    self.msg)
+        self.tree = _elim.CliqueTree(model.card, model.edges, model.node_off, model.edge_off,
+                                     order, self.clq_start, self.clq_var, self.ch_start,
+                                     self.ch_var, self.own_start, self.own_edge)
 
     def up(self, deadline=None, maximise=True) -> float:
         """Every message (the first n − n_max variables summed, the rest maximised; all
@@ -127,7 +126,8 @@ class MessageTree:
         that passes: TimeoutError."""
         at = math.inf if deadline is None or deadline.at is None else deadline.at
         n_sum = self.model.n_vars - (self.n_max if maximise else 0)
-        return _query.up_pass(self.tree, self.model.theta, n_sum, self.arg, self.arg_off, at)
+        return _query.up_pass(self.tree, self.model.theta, self.msg_off, self.msg, n_sum,
+                              self.arg, self.arg_off, at)
 
     def backtrack(self) -> np.ndarray:
         """After a maximising `up`: the max variables' maximisers (int64 over all

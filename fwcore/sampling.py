@@ -170,6 +170,6 @@ def _backward(model, n, rng, memory_limit):
     for lo, hi in _chunks(n, pm.n_vars):
         u = rng.random((pm.n_vars, hi - lo))
         x = np.empty((pm.n_vars, hi - lo), dtype=np.int32)
-        _query.backward_sample(tree.tree, pm.theta, u, x)
+        _query.backward_sample(tree.tree, pm.theta, tree.msg_off, tree.msg, u, x)
         out[lo:hi] = x[:model.n_vars].T
     return out, float(log_z), tree.info

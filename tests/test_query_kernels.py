@@ -114,6 +114,6 @@ def test_backward_sample_matches_its_twin(seed, scale):
     msgs, _, _ = twin.up_pass(tree, model, model.n_vars)
     u = np.random.default_rng(seed).random((model.n_vars, 400))
     x = np.empty(u.shape, dtype=np.int32)
-    _query.backward_sample(tree.tree, model.theta, u, x)
+    _query.backward_sample(tree.tree, model.theta, tree.msg_off, tree.msg, u, x)
     np.testing.assert_array_equal(x, twin.backward_sample(tree, model, msgs, u))
     assert np.isfinite([model.score(x[:, k]) for k in range(x.shape[1])]).all()

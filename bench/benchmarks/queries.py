@@ -78,7 +78,8 @@ class QueryKernels:
         u = rng.random((grid.n_vars, _SAMPLES))
         x = np.empty(u.shape, dtype=np.int32)
         out["backward"] = (
-            _median(lambda: _query.backward_sample(tree.tree, grid.theta, u, x)),
+            _median(lambda: _query.backward_sample(tree.tree, grid.theta, tree.msg_off,
+                                                   tree.msg, u, x)),
             _median(lambda: twin.backward_sample(tree, grid, msgs, u), 1),
             _median(lambda: fwcore.sample(grid, _SAMPLES, {0: 1}, seed=0)))
         q = [int(v) for v in rng.choice(grid.n_vars, size=8, replace=False)]
