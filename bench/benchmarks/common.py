@@ -4,12 +4,16 @@ class: the whole asv suite runs in minutes) or "full" (the papers' sizes, hours)
 minutes; ``FWCORE_BENCH_PROFILE=full asv run`` measures the papers' sizes. The plain runner
 ``bench/run.py`` is full unless given --quick."""
 import os
+import statistics
+import sys
+import time
 from pathlib import Path
 
 PROFILE = os.environ.get("FWCORE_BENCH_PROFILE", "quick" if os.environ.get("ASV") else "full")
 QUICK = PROFILE == "quick"
 INSTANCES = Path(os.environ.get("FWCORE_INSTANCES",
                                 Path(__file__).resolve().parents[3] / "shared" / "instances"))
+TESTS = Path(__file__).resolve().parents[2] / "tests"
 
 
 def instance_path(relative):
@@ -38,3 +42,23 @@ def built_models(makers):
             yield name, make()
         except NotImplementedError:
             continue
+
+
+def tests_module(name):
+    """A module of tests/ (a kernel's NumPy twin); NotImplementedError (asv's skip)
+    without tests/ beside bench/."""
+    if not (TESTS / f"{name}.py").exists():
+        raise NotImplementedError(f"{TESTS / name}.py not found")
+    if str(TESTS) not in sys.path:
+        sys.path.insert(0, str(TESTS))
+    return __import__(name)
+
+
+def median_seconds(fn, repeats=3):
+    """The median wall time of ``repeats`` calls of ``fn()``."""
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)

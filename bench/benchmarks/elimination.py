@@ -9,18 +9,12 @@ kernel and by the twin on the same plan, `exact_inference` (plan included) and `
 its defaults, and max-product by the kernel and the twin. The track_* methods report the
 seconds and the ratios; the time_* methods time the kernels alone (asv timing).
 """
-import statistics
-import sys
-import time
-from pathlib import Path
 
 import fwcore
 from fwcore.elimination import EliminationPlan, elimination_map, elimination_marginals
 from fwcore.io.uai import read_uai
 
-from .common import QUICK, built_models, instance_path
-
-TESTS = Path(__file__).resolve().parents[2] / "tests"
+from .common import QUICK, built_models, instance_path, median_seconds, tests_module
 
 _SIDE = 16 if QUICK else 20
 _MODELS = {
@@ -29,25 +23,6 @@ _MODELS = {
     f"grid{_SIDE}-c4": lambda: fwcore.random_grid(_SIDE, coupling=4.0, field=1.0, seed=0),
 }
 _COLUMNS = ("kernel_sum", "numpy_sum", "exact_inference", "trbp", "kernel_max", "numpy_max")
-
-
-def _twin():
-    """The NumPy twin module; NotImplementedError (asv's skip) without tests/ beside bench/."""
-    if not (TESTS / "elim_numpy.py").exists():
-        raise NotImplementedError(f"{TESTS / 'elim_numpy.py'} not found")
-    if str(TESTS) not in sys.path:
-        sys.path.insert(0, str(TESTS))
-    import elim_numpy
-    return elim_numpy
-
-
-def _median_seconds(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 class EliminationKernels:
@@ -60,7 +35,7 @@ class EliminationKernels:
 
     def setup_cache(self):
         """{model: {column: median seconds}}; a model whose instance is missing is left out."""
-        twin = _twin()
+        twin = tests_module("elim_numpy")
         repeats = 1 if QUICK else 3
         table = {}
         for name, model in built_models(_MODELS):
@@ -71,7 +46,7 @@ class EliminationKernels:
                     "trbp": lambda: fwcore.trbp(model),
                     "kernel_max": lambda: elimination_map(model, plan),
                     "numpy_max": lambda: twin.numpy_map(model, plan)}
-            table[name] = {col: _median_seconds(runs[col], repeats) for col in _COLUMNS}
+            table[name] = {col: median_seconds(runs[col], repeats) for col in _COLUMNS}
         return table
 
     def setup(self, table, model):

@@ -3,10 +3,6 @@
 network, backward sampling through the clique tree of a grid, and the mixed sum/max
 elimination of marginal MAP on the same grid (and `fwcore.sample` / `fwcore.infer_mmap`
 end to end). Sizes: a 2000-variable network and a 12x12 grid (quick: 300 and 8x8)."""
-import statistics
-import sys
-import time
-from pathlib import Path
 
 import numpy as np
 
@@ -15,28 +11,9 @@ from fwcore import _query
 from fwcore.bayes import bayes_form
 from fwcore.queries import MessageTree
 
-from .common import QUICK
+from .common import QUICK, median_seconds, tests_module
 
-TESTS = Path(__file__).resolve().parents[2] / "tests"
 _N_VARS, _SIDE, _SAMPLES = (300, 8, 500) if QUICK else (2000, 12, 2000)
-
-
-def _tests_module(name):
-    """A module of tests/; NotImplementedError (asv's skip) without tests/ beside bench/."""
-    if not (TESTS / f"{name}.py").exists():
-        raise NotImplementedError(f"{TESTS / name}.py not found")
-    if str(TESTS) not in sys.path:
-        sys.path.insert(0, str(TESTS))
-    return __import__(name)
-
-
-def _median(fn, repeats=3):
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def _forward_inputs(model, form, u):
@@ -58,8 +35,8 @@ class QueryKernels:
     timeout = 1800
 
     def setup_cache(self):
-        twin = _tests_module("query_numpy")
-        networks = _tests_module("networks")
+        twin = tests_module("query_numpy")
+        networks = tests_module("networks")
         rng = np.random.default_rng(0)
         out = {}
         net = networks.random_network(_N_VARS, 0, max_parents=3, max_card=3)
@@ -67,10 +44,10 @@ class QueryKernels:
         u = rng.random((net.n_vars, _SAMPLES))
         args = _forward_inputs(net, form, u)
         x = np.empty(u.shape, dtype=np.int32)
-        kernel = _median(lambda: _query.forward_sample(*args[:1], net.card.astype(np.int32),
+        kernel = median_seconds(lambda: _query.forward_sample(*args[:1], net.card.astype(np.int32),
                                                        *args[2:], x))
-        out["forward"] = (kernel, _median(lambda: twin.forward_sample(*args), 1),
-                          _median(lambda: fwcore.sample(net, _SAMPLES, seed=0)))
+        out["forward"] = (kernel, median_seconds(lambda: twin.forward_sample(*args), 1),
+                          median_seconds(lambda: fwcore.sample(net, _SAMPLES, seed=0)))
         grid = fwcore.random_grid(_SIDE, coupling=1.5, field=1.0, seed=0)
         tree = MessageTree(grid)
         tree.up()
@@ -78,15 +55,15 @@ class QueryKernels:
         u = rng.random((grid.n_vars, _SAMPLES))
         x = np.empty(u.shape, dtype=np.int32)
         out["backward"] = (
-            _median(lambda: _query.backward_sample(tree.tree, grid.theta, tree.msg_off,
+            median_seconds(lambda: _query.backward_sample(tree.tree, grid.theta, tree.msg_off,
                                                    tree.msg, u, x)),
-            _median(lambda: twin.backward_sample(tree, grid, msgs, u), 1),
-            _median(lambda: fwcore.sample(grid, _SAMPLES, {0: 1}, seed=0)))
+            median_seconds(lambda: twin.backward_sample(tree, grid, msgs, u), 1),
+            median_seconds(lambda: fwcore.sample(grid, _SAMPLES, {0: 1}, seed=0)))
         q = [int(v) for v in rng.choice(grid.n_vars, size=8, replace=False)]
         mixed = MessageTree(grid, q, n_max=len(q))
-        out["mmap"] = (_median(mixed.up),
-                       _median(lambda: twin.up_pass(mixed, grid, grid.n_vars - len(q)), 1),
-                       _median(lambda: fwcore.infer_mmap(grid, q)))
+        out["mmap"] = (median_seconds(mixed.up),
+                       median_seconds(lambda: twin.up_pass(mixed, grid, grid.n_vars - len(q)), 1),
+                       median_seconds(lambda: fwcore.infer_mmap(grid, q)))
         return out
 
     def setup(self, figures, task):
