@@ -23,8 +23,8 @@ import numpy as np
 from ..checks import TIME, Interval, check_feasible, check_model, validate_params
 from ..loop import Callbacks, Deadline, Stopping, TimeUp, run_loop
 from ..factor_graph import FactorGraph
-from .._kernels import mean_field_bound, mean_field_sweep
-from ..model import PairwiseMRF
+from .._kernels import mean_field_bound, mean_field_sweep, product_marginals
+from ..model import Blocks, PairwiseMRF
 from ..views import factors_of
 from ..results import Record, Result, Status, Trace
 from .registry import register_method
@@ -148,7 +148,12 @@ class _PairwiseAscent:
         self.exact = model.n_edges == 0
 
     def sweep(self, deadline):
-        return mean_field_sweep(self.model.theta, self.model.graph, self.q), 1
+        left = deadline.seconds_left()
+        if left is not None and left <= 0.0:
+            return 0.0, 0
+        moved, stop = mean_field_sweep(self.model.theta, self.model.graph, self.q,
+                                       left or 0.0, True)
+        return moved, int(stop == 0)
 
     def bound(self):
         return mean_field_bound(self.model.theta, self.model.graph, self.q)
@@ -232,8 +237,8 @@ def mean_field(model, start, max_iter, tol, deadline, callbacks=None):
          np.concatenate([np.zeros(0)] + _check_start(start, card)))
     bound, q, outcome, sweeps = _coordinate_ascent(model, q, max_iter, tol, deadline,
                                                    callbacks)
-    off = np.concatenate([[0], np.cumsum(card)])
-    return MeanFieldResult(node_marginals=[q[off[i]:off[i + 1]] for i in range(len(card))],
+    q.flags.writeable = False  # the result's: its blocks are views of it
+    return MeanFieldResult(node_marginals=Blocks(q, np.concatenate([[0], np.cumsum(card)])),
                            log_z_lower=float(bound), status=outcome.status, n_iter=sweeps,
                            time=deadline.elapsed(), trace=outcome.trace)
 
@@ -319,12 +324,11 @@ def _run_mean_field(model, budget, callbacks, *, tol=1e-6):
     res = mean_field(model, None, budget.iterations(_MAX_SWEEPS), tol, budget.deadline,
                      callbacks)
     skeleton = model.skeleton if isinstance(model, FactorGraph) else model
-    nodes = res.node_marginals
-    edges = [np.outer(nodes[i], nodes[j]) for i, j in skeleton.edges]
-    mu = np.concatenate([np.concatenate(nodes) if nodes else np.zeros(0)] +
-                        [e.ravel() for e in edges])
-    return MarginalResult(
-        node_marginals=nodes, edge_marginals=edges, mu=mu, log_z_upper=res.log_z_lower,
+    mu = np.empty(skeleton.dim)
+    product_marginals(skeleton.graph, res.node_marginals.vec, mu)
+    mu.flags.writeable = False  # the result's: its blocks are views of it
+    return MarginalResult.from_mu(
+        skeleton, mu, log_z_upper=res.log_z_lower,
         certified=False, gap=None, certified_gap=None, status=res.status, n_iter=res.n_iter,
         time=budget.deadline.elapsed(), method="mean-field", log_z_lower=res.log_z_lower,
         trace=res.trace)
