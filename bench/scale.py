@@ -2,7 +2,8 @@
 TRBP on generated grids of 10^4 to 10^6 variables, each measured in a fresh process.
 
     flock /work/heavy.lock python bench/scale.py [--sizes 100,300,1000] [--max-time 60]
-        [--sigint 5] [--parts build,files,bp,sigint] [--merlin PATH]
+        [--sigint 5,20] [--parts build,files,bp,sigint] [--merlin PATH]
+        [--methods loopy_bp,trbp,mean_field] [--models binary-1,binary-3,potts-8]
 
 - build: the grid's arrays (binary: fields and couplings U[-1, 1]; Potts with 8 labels)
   given to `fwcore.PairwiseMRF`, beside a plain copy of the same arrays (the target: about
@@ -10,11 +11,12 @@ TRBP on generated grids of 10^4 to 10^6 variables, each measured in a fresh proc
 - files: `write_uai` then `read_uai` of that model (seconds, file size, the reading
   process's peak RSS) and, with Merlin (``--merlin`` or $MERLIN, built by
   bench/peers/build_merlin.sh), Merlin's own "I/O time" reading the same file;
-- bp: `loopy_bp` and `trbp` with ``max_time`` on the binary grids (couplings U[-1, 1] and
-  U[-3, 3]) and the Potts-8 grid: wall seconds from the call, status, sweeps, whether the
-  result is valid (finite marginals summing to 1), the process's peak RSS;
-- sigint: SIGINT ``--sigint`` seconds into each of those calls: seconds from the signal
-  to the result, and its status.
+- bp: `loopy_bp`, `trbp` and ``infer(method="mean-field")`` (``--methods``) with
+  ``max_time`` on the binary grids (couplings U[-1, 1] and U[-3, 3]) and the Potts-8 grid
+  (``--models``): wall seconds from the call, status, sweeps, whether the result is valid
+  (finite marginals summing to 1), the process's peak RSS;
+- sigint: SIGINT ``--sigint`` seconds (a comma-separated list) into each of those calls:
+  seconds from the signal to the result, and its status.
 
 Prints one markdown table per part. The issue's targets: BP within max_time + 5% + 0.5 s
 (63.5 s for 60), SIGINT answered within 2 s, loopy BP under 3 GB on the Potts-8 10^6
@@ -65,11 +67,11 @@ print(json.dumps(dict(read=time.perf_counter() - t, theta_gb=m.theta.nbytes / 1e
                       rss_gb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20)))
 """
 _BP = """
-import json, resource, time, numpy as np, fwcore
+import functools, json, resource, time, numpy as np, fwcore
 m = {model}
 print("ready", flush=True)
 t = time.monotonic()
-r = fwcore.{method}(m, max_time={max_time})
+r = {call}(m, max_time={max_time})
 done = time.monotonic()
 nodes = m.node_off[-1]
 valid = bool(np.isfinite(r.mu).all() and np.allclose(
@@ -78,6 +80,11 @@ print(json.dumps(dict(wall=done - t, done=done, status=r.status.value, sweeps=r.
                       valid=valid, model_gb=m.theta.nbytes / 1e9,
                       rss_gb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20)))
 """
+
+
+#: the calls of the bp and sigint parts
+_METHODS = {"loopy_bp": "fwcore.loopy_bp", "trbp": "fwcore.trbp",
+            "mean_field": "functools.partial(fwcore.infer, method='mean-field')"}
 
 
 def _child(script, sigint=None):
@@ -155,12 +162,13 @@ def files_part(sizes, merlin):
             "Merlin read s", "error"], rows)
 
 
-def bp_part(sizes, max_time, sigint=None):
+def bp_part(sizes, max_time, methods, models, sigint=None):
     rows = []
     for n in sizes:
-        for name, make in _MODELS.items():
-            for method in ("loopy_bp", "trbp"):
-                script = _BP.format(model=make.format(n=n), method=method, max_time=max_time)
+        for name in models:
+            for method in methods:
+                script = _BP.format(model=_MODELS[name].format(n=n), call=_METHODS[method],
+                                    max_time=max_time)
                 got, sent = _child(script, sigint)
                 if sigint is None:
                     rows.append([f"{name} {n}x{n}", method, f"{got.get('wall', 0):.2f}",
@@ -171,21 +179,25 @@ def bp_part(sizes, max_time, sigint=None):
                     rows.append([f"{name} {n}x{n}", method,
                                  f"{got['done'] - sent:.2f}" if "done" in got else "",
                                  got.get("status", ""), str(got.get("valid", "")),
-                                 got.get("error", "")])
+                                 f"{got.get('rss_gb', 0):.2f}", got.get("error", "")])
     if sigint is None:
-        print(f"## Loopy BP and TRBP with max_time = {max_time:g} s\n")
+        print(f"## Loopy BP, TRBP and mean field with max_time = {max_time:g} s\n")
         _table(["model", "method", "wall s", "status", "sweeps", "valid", "peak RSS GB",
                 "theta GB", "error"], rows)
     else:
-        print(f"## SIGINT {sigint:g} s into loopy BP and TRBP (max_time = {max_time:g} s)\n")
-        _table(["model", "method", "result s after SIGINT", "status", "valid", "error"], rows)
+        print(f"## SIGINT {sigint:g} s into loopy BP, TRBP and mean field "
+              f"(max_time = {max_time:g} s)\n")
+        _table(["model", "method", "result s after SIGINT", "status", "valid", "peak RSS GB",
+                "error"], rows)
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default="100,300,1000", help="grid sides, comma-separated")
     p.add_argument("--max-time", type=float, default=60.0)
-    p.add_argument("--sigint", type=float, default=5.0)
+    p.add_argument("--sigint", default="5,20", help="seconds, comma-separated")
+    p.add_argument("--methods", default=",".join(_METHODS))
+    p.add_argument("--models", default=",".join(_MODELS))
     p.add_argument("--parts", default="build,files,bp,sigint")
     p.add_argument("--merlin", default=os.environ.get("MERLIN"))
     args = p.parse_args(argv)
@@ -195,10 +207,12 @@ def main(argv=None):
         build_part(sizes)
     if "files" in parts:
         files_part(sizes, args.merlin)
+    methods, models = args.methods.split(","), args.models.split(",")
     if "bp" in parts:
-        bp_part(sizes, args.max_time)
+        bp_part(sizes, args.max_time, methods, models)
     if "sigint" in parts:
-        bp_part(sizes, args.max_time, args.sigint)
+        for sigint in args.sigint.split(","):
+            bp_part(sizes, args.max_time, methods, models, float(sigint))
 
 
 if __name__ == "__main__":

@@ -1406,15 +1406,95 @@ def forest_sum_product(Graph graph, const double[::1] node_theta,
                 belief[ou + xu] = exp(belief[ou + xu])
 
 
+# -- balanced spanning forests (`fwcore.marginals.rho.balanced_tree_rho`) ---------------
+
+cdef inline Py_ssize_t _find(long long[::1] parent, Py_ssize_t u) noexcept nogil:
+    """The root of u's set (union-find with path halving)."""
+    while parent[u] != u:
+        parent[u] = parent[parent[u]]
+        u = parent[u]
+    return u
+
+
+# ties among the edges of `balanced_trees` are broken in blocks of this many consecutive
+# edges (memory stays local: a random order over all the edges of a 10^6-variable grid made
+# each forest 5x slower)
+cdef Py_ssize_t _TREE_BLOCK = 1024
+
+
+def balanced_trees(Py_ssize_t n, const int[:, ::1] edges, Py_ssize_t n_trees, uint64_t seed,
+                   double[::1] count, int[::1] order, int[::1] ranked, long long[::1] bucket,
+                   long long[::1] parent, double time_limit, bint signals):
+    """Up to n_trees spanning forests, each edge's count of forests it is in added to
+    ``count`` (float64[E], whole numbers): each forest is Kruskal's on the edges by
+    increasing count so far, ties in a random order (a Fisher-Yates shuffle of ``order``
+    from one splitmix64 stream seeded with ``seed``, then a stable counting sort into
+    ``ranked``), so every forest takes the edges used least. ``order`` (int32[E], a
+    permutation of the edges), ``ranked`` (int32[E]), ``bucket`` (int64[n_trees + 2] at
+    least, counts being below n_trees + its own start) and ``parent`` (int64[n]) are
+    scratch. A forest under way is dropped once ``time_limit`` seconds (<= 0: none) have
+    passed or, with ``signals``, a signal handler raised (Ctrl-C: its KeyboardInterrupt
+    is raised), both read as `trbp_sweeps` does. Returns (whole forests added, BP_DONE or
+    BP_TIME)."""
+    cdef Py_ssize_t n_edges = edges.shape[0], trees = 0, k, e, c, a, b, top = 0, start
+    cdef uint64_t state = seed
+    cdef Poll poll = _poll_start(time_limit, signals)
+    with nogil:
+        for k in range(n_edges):
+            top = max(top, <Py_ssize_t>count[k])
+        while trees < n_trees and poll.stop == 0:
+            start = _randint(&state, n_edges)
+            for k in range(n_edges):  # the edges from a random one on, in place order
+                order[k] = <int>((start + k) % n_edges)
+            for k in range((n_edges + _TREE_BLOCK - 1) // _TREE_BLOCK):  # shuffled in blocks
+                _shuffle(order, k * _TREE_BLOCK, min((k + 1) * _TREE_BLOCK, n_edges), &state)
+            for c in range(top + 2):
+                bucket[c] = 0
+            for k in range(n_edges):
+                bucket[<Py_ssize_t>count[order[k]] + 1] += 1
+            for c in range(top + 1):
+                bucket[c + 1] += bucket[c]
+            for k in range(n_edges):
+                e = order[k]
+                c = <Py_ssize_t>count[e]
+                ranked[bucket[c]] = e
+                bucket[c] += 1
+            for a in range(n):
+                parent[a] = a
+            for k in range(n_edges):
+                if _stopped(&poll, 4):
+                    break
+                e = ranked[k]
+                a, b = _find(parent, edges[e, 0]), _find(parent, edges[e, 1])
+                if a != b:
+                    parent[a] = b
+                    ranked[k] = -1 - e  # chosen
+            if poll.stop:
+                break
+            for k in range(n_edges):
+                if ranked[k] < 0:
+                    e = -1 - ranked[k]
+                    count[e] += 1.0
+                    top = max(top, <Py_ssize_t>count[e])
+            trees += 1
+    if poll.stop == 2:
+        _raise_pending()
+    return trees, poll.stop
+
+
 # -- naive mean field on the flat layout (`fwcore.marginals.mean_field`) ------------------
 
-def mean_field_sweep(const double[::1] theta, Graph graph, double[::1] q):
+def mean_field_sweep(const double[::1] theta, Graph graph, double[::1] q,
+                     double time_limit=0.0, bint signals=False):
     """One sweep of coordinate ascent on the mean-field bound L(q), in place on the node
     marginals ``q`` (the node part of the flat layout), variables in index order: q_v ∝
     exp(θ_v + Σ_{e ∋ v} θ_e q_u) over the states that put no mass on an impossible (−inf)
     entry, −inf entries counting 0 in the sum; when every state does, the point mass at
     the state of least impossible mass, of best score among those (the first on ties).
-    Returns the largest change of an entry of q."""
+    The sweep stops after a variable's update, as `trbp_sweeps` does, once
+    ``time_limit`` seconds (<= 0: none) have passed or, with ``signals``, a signal
+    handler raised (Ctrl-C: its KeyboardInterrupt is raised; q so far, every update made
+    whole). Returns (the largest change of an entry of q, BP_DONE or BP_TIME)."""
     cdef const int[::1] card = graph.card, adj_var = graph.adj_var, adj_edge = graph.adj_edge
     cdef const long long[::1] node_off = graph.node_off, edge_off = graph.edge_off
     cdef const long long[::1] adj_start = graph.adj_start
@@ -1425,8 +1505,12 @@ def mean_field_sweep(const double[::1] theta, Graph graph, double[::1] q):
     cdef double[::1] score = np.empty(most), bad = np.empty(most)
     cdef double t, top, least, total, moved = 0.0, p
     cdef bint first, any_allowed
+    cdef Poll poll = _poll_start(time_limit, signals)
     with nogil:
         for v in range(n):
+            if v and _stopped(&poll, card[v - 1] * (1 + adj_start[v] - adj_start[v - 1])
+                              * most):
+                break
             kv, ov = card[v], node_off[v]
             for a in range(kv):
                 t = theta[ov + a]
@@ -1471,7 +1555,29 @@ def mean_field_sweep(const double[::1] theta, Graph graph, double[::1] q):
                 p = score[a] / total
                 moved = max(moved, fabs(p - q[ov + a]))
                 q[ov + a] = p
-    return moved
+    if poll.stop == 2:
+        _raise_pending()
+    return moved, poll.stop
+
+
+def product_marginals(Graph graph, const double[::1] q, double[::1] mu):
+    """The flat marginals of the product distribution of the node marginals ``q`` (the
+    node part of the flat layout) into ``mu``: ``q`` on the nodes, μ_e(a, b) = q_i(a)
+    q_j(b) on edge e = (i, j) (mean field's edge marginals)."""
+    cdef const int[::1] card = graph.card
+    cdef const int[:, ::1] edges = graph.edges
+    cdef const long long[::1] node_off = graph.node_off, edge_off = graph.edge_off
+    cdef Py_ssize_t e, a, b, ki, kj
+    cdef long long oi, oj, oe, x
+    with nogil:
+        for x in range(q.shape[0]):
+            mu[x] = q[x]
+        for e in range(edges.shape[0]):
+            ki, kj = card[edges[e, 0]], card[edges[e, 1]]
+            oi, oj, oe = node_off[edges[e, 0]], node_off[edges[e, 1]], edge_off[e]
+            for a in range(ki):
+                for b in range(kj):
+                    mu[oe + a * kj + b] = q[oi + a] * q[oj + b]
 
 
 def mean_field_bound(const double[::1] theta, Graph graph, const double[::1] q):

@@ -268,7 +268,8 @@ def portfolio_members(model):
 #:   (`fwcore.marginals.wmb.BlockMeanField`);
 #: - "trbp/matrix-tree rho, most": `fwcore.trbp`'s default rho is the matrix-tree rule when
 #:   its cost (about 2e-8 E^1.5 s: 1.4 s at E = 1.8e5, 52 s and 2.8 GB at 2e6 on 2 cores)
-#:   is at most 0.1 of max_time, else "uniform";
+#:   is at most 0.1 of max_time (and 0.5 s: Ctrl-C cannot stop it), else balanced
+#:   spanning trees drawn within that 0.1;
 #: - "portfolio/first annealing run", "portfolio/later annealing runs": an anytime call of
 #:   the portfolio gives its first annealing run 0.5 of the time left (annealing improves
 #:   with the length of its cooling schedule), later runs 0.125 of the first one's;

@@ -374,7 +374,7 @@ def check_feasible(model: PairwiseMRF) -> PairwiseMRF:
     """Raise ValueError(`INFEASIBLE`) when arc consistency proves that ``model`` has no
     feasible assignment (one whose score is finite); return the model otherwise
     (`arc_consistent_states` says how)."""
-    if np.isneginf(model.theta).any():
+    if model.theta.size and model.theta.min() == -np.inf:  # no temporary of theta's size
         arc_consistent_states(model, model.theta)
     return model
 

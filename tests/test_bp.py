@@ -278,3 +278,19 @@ def test_a_model_whose_arrays_do_not_fit_is_refused_before_any_sweep(monkeypatch
     monkeypatch.setattr(bp, "available_bytes", lambda: 10_000)
     with pytest.raises(ValueError, match=r"needs .* GiB for its messages and beliefs"):
         loopy_bp(random_grid(30, seed=0))
+
+
+def test_trbp_default_rho_is_matrix_tree_when_cheap_else_balanced_trees(monkeypatch):
+    """The default rho of "trw": the matrix-tree rule when its LU (which Ctrl-C cannot
+    stop) is predicted to take at most `_MATRIX_TREE_MOST` seconds and a tenth of
+    max_time; else balanced spanning forests (a point of the spanning-tree polytope)."""
+    from fwcore.marginals import bp
+    from fwcore.marginals.rho import balanced_tree_rho, check_rho, matrix_tree_rho
+    model = random_grid(12, 12, coupling=1.0, seed=0)
+    res = trbp(model, rho_updates=0, max_iter=5)
+    np.testing.assert_array_equal(res.info["rho"], matrix_tree_rho(model))
+    monkeypatch.setattr(bp, "_MATRIX_TREE_COST", 1.0)
+    for max_time in (None, 100.0):
+        res = trbp(model, rho_updates=0, max_iter=5, max_time=max_time)
+        np.testing.assert_array_equal(res.info["rho"], balanced_tree_rho(model))
+        check_rho(model, res.info["rho"])

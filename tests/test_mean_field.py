@@ -180,3 +180,56 @@ def test_a_start_near_the_largest_float_is_the_distribution_it_means():
     res = mean_field_lower_bound(model, start=[[1e308, 1e308]] * 9, max_iter=0)
     uniform = mean_field_lower_bound(model, max_iter=0)
     assert res.log_z_lower == pytest.approx(uniform.log_z_lower) and res.log_z_lower <= log_z
+
+
+def test_a_sweep_stopped_by_its_time_limit_is_a_prefix_of_the_whole_sweep():
+    """`mean_field_sweep` with a time limit already passed stops after the variables it
+    updated (at least none, at most all), each updated as the whole sweep updates it: the
+    stopped q agrees with the whole sweep's on a prefix of the variables and with the start
+    on the rest; BP_TIME says so."""
+    from fwcore._kernels import BP_TIME, mean_field_sweep
+    model = fwcore.random_grid(300, 300, coupling=1.0, seed=0)
+    start = np.repeat(1.0 / model.card, model.card)
+    whole, stopped = start.copy(), start.copy()
+    assert mean_field_sweep(model.theta, model.graph, whole)[1] == 0
+    _, stop = mean_field_sweep(model.theta, model.graph, stopped, 1e-9, False)
+    assert stop == BP_TIME
+    changed = np.flatnonzero(stopped != start)
+    done = changed[-1] + 1 if len(changed) else 0
+    assert done < model.node_off[-1]
+    np.testing.assert_array_equal(stopped[:done], whole[:done])
+    np.testing.assert_array_equal(stopped[done:], start[done:])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_product_marginals_are_the_outer_products_of_the_node_marginals(seed):
+    """`fwcore._kernels.product_marginals` against its twin, np.outer edge by edge, on
+    mixed cardinalities with zeros and the extremes of float64 in q."""
+    from fwcore._kernels import product_marginals
+    rng = np.random.default_rng(seed)
+    model = fwcore.random_grid(4, 5, seed=seed)
+    card = rng.integers(1, 5, model.n_vars)
+    model = PairwiseMRF(card, [rng.normal(size=c) for c in card], model.edges,
+                        [rng.normal(size=(card[i], card[j])) for i, j in model.edges])
+    q = rng.random(model.node_off[-1])
+    q[rng.random(q.size) < 0.2] = 0.0
+    q[0], q[-1] = 5e-324, 1.0
+    mu = np.full(model.dim, np.nan)
+    product_marginals(model.graph, q, mu)
+    nodes = [q[model.node_off[i]:model.node_off[i + 1]] for i in range(model.n_vars)]
+    twin = np.concatenate([q] + [np.outer(nodes[i], nodes[j]).ravel() for i, j in model.edges])
+    np.testing.assert_array_equal(mu, twin)
+
+
+def test_infer_mean_field_gives_the_product_marginals_of_its_bound():
+    """``infer(method="mean-field")``: node marginals those of `mean_field_lower_bound`,
+    edge marginals their outer products, log_z_lower its bound."""
+    model = fwcore.potts_grid(5, 4, n_labels=3, seed=3)
+    res = fwcore.infer(model, method="mean-field")
+    ref = mean_field_lower_bound(model)
+    assert res.log_z_lower == ref.log_z_lower
+    for got, want in zip(res.node_marginals, ref.node_marginals):
+        np.testing.assert_array_equal(got, want)
+    for (i, j), table in zip(model.edges, res.edge_marginals):
+        np.testing.assert_array_equal(table, np.outer(ref.node_marginals[i],
+                                                      ref.node_marginals[j]))

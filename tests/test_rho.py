@@ -106,3 +106,74 @@ def test_initial_rho_resolves_rules_functions_numbers_and_arrays():
         initial_rho(grid, "spanning")
     with pytest.raises(ValueError, match="rho must be .*a number >= 0 and <= 1"):
         initial_rho(grid, 1.5)
+
+
+_MASK = (1 << 64) - 1
+
+
+def _splitmix_randint(state, m):
+    """(new state, uniform integer in [0, m)): `fwcore._kernels._randint`'s splitmix64
+    step and multiply-shift, in Python integers."""
+    state = (state + 0x9E3779B97F4A7C15) & _MASK
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    z ^= z >> 31
+    return state, ((z >> 32) * m) >> 32
+
+
+def balanced_trees_twin(n, edges, n_trees, seed, block=1024):
+    """`fwcore._kernels.balanced_trees` in NumPy and plain Python: per forest, the edges
+    from a random one on, shuffled (Fisher-Yates, last entry down) within blocks of
+    ``block``, stably sorted by count so far, then Kruskal's."""
+    n_edges, state = len(edges), seed
+    count = np.zeros(n_edges)
+    for _ in range(n_trees):
+        state, start = _splitmix_randint(state, n_edges)
+        order = (start + np.arange(n_edges)) % n_edges
+        for lo in range(0, n_edges, block):
+            hi = min(lo + block, n_edges)
+            for t in range(hi - 1, lo, -1):
+                state, j = _splitmix_randint(state, t - lo + 1)
+                order[t], order[lo + j] = order[lo + j], order[t]
+        parent = list(range(n))
+
+        def find(u):
+            while parent[u] != u:
+                u = parent[u]
+            return u
+        chosen = []
+        for e in order[np.argsort(count[order], kind="stable")]:
+            a, b = find(edges[e, 0]), find(edges[e, 1])
+            if a != b:
+                parent[a] = b
+                chosen.append(e)
+        count[chosen] += 1
+    return count
+
+
+@pytest.mark.parametrize("model", MODELS + [fwcore.random_grid(40, 40, seed=0)],
+                         ids=["grid", "clique", "rbm", "components", "grid-40"])
+def test_balanced_trees_match_their_twin_and_lie_in_the_polytope(model):
+    """`balanced_tree_rho` against its twin (the same forests, edge counts equal), in the
+    spanning-tree polytope (`check_rho`: every forest spans each component), and on the
+    grid within 4 / n_trees of uniform (the forests take the edges used least: 2.5 / 40
+    measured)."""
+    from fwcore.marginals.rho import balanced_tree_rho
+    for n_trees, seed in ((1, 0), (7, 3), (20, 11)):
+        rho = balanced_tree_rho(model, n_trees, seed)
+        twin = balanced_trees_twin(model.n_vars, model.edges, n_trees, seed, block=1024)
+        np.testing.assert_array_equal(rho, twin / n_trees)
+        check_rho(model, rho)
+    if model.n_vars == 1600:
+        assert np.abs(balanced_tree_rho(model, 40) - uniform_rho(model)).max() <= 4 / 40 + 1e-12
+    assert np.array_equal(initial_rho(model, "balanced-trees"), balanced_tree_rho(model))
+
+
+def test_balanced_trees_stop_at_their_time_limit_with_one_forest_at_least():
+    """A time limit already passed: one whole forest (a vertex of the polytope)."""
+    from fwcore.marginals.rho import balanced_tree_rho
+    model = fwcore.random_grid(200, 200, seed=0)
+    rho = balanced_tree_rho(model, 1000, time_limit=1e-9)
+    assert set(np.unique(rho)) == {0.0, 1.0}
+    check_rho(model, rho)

@@ -34,7 +34,7 @@ from ..model import PairwiseMRF
 from ..results import Record, Status
 from .registry import register_method, run_method
 from .result import MarginalResult
-from .rho import ENTROPY, RHO_RULES, initial_rho, rho_direction
+from .rho import ENTROPY, RHO_RULES, balanced_tree_rho, initial_rho, rho_direction
 
 __all__ = ["trbp_beliefs", "trbp", "loopy_bp"]
 
@@ -49,9 +49,11 @@ _FINISH_SWEEPS = {True: 3.5, False: 1.0}
 _SECONDS_PER_ENTRY = 4e-8
 #: the matrix-tree rho costs about this many seconds times E^1.5 (sparse LU and selected
 #: inversion of the grid Laplacian: 1.4 s at E = 1.8e5, 6.3 s at 5e5, 52 s and 2.8 GB at
-#: 2e6 on a 2-core machine); with a max_time, `trbp`'s default uses it when that is at most
-#: `_MATRIX_TREE_SHARE` of max_time, else "uniform"
+#: 2e6 on a 2-core machine), in SciPy calls that Ctrl-C cannot stop; `trbp`'s default
+#: uses it when that is at most `_MATRIX_TREE_MOST` seconds and `_MATRIX_TREE_SHARE` of
+#: max_time, else "balanced-trees" within that share
 _MATRIX_TREE_COST = 2e-8
+_MATRIX_TREE_MOST = 0.5
 _MATRIX_TREE_SHARE = TIME_SHARES["trbp/matrix-tree rho, most"]
 
 
@@ -297,8 +299,9 @@ def trbp(model: PairwiseMRF | FactorGraph, *, entropy: str = "trw",
     rho loop of Barrier FW Alg. 2 (rho_updates FW steps on rho towards the maximum spanning
     forest on the beliefs' mutual information). ``entropy`` and ``rho`` as in
     `fwcore.marginals.rho`: "trw" with ρ from ``rho`` (None: "matrix-tree";
-    `fwcore.marginals.rho.initial_rho`; with a ``max_time`` that its cost, about
-    `_MATRIX_TREE_COST` E^1.5 seconds, would take more than a tenth of, "uniform"), or
+    `fwcore.marginals.rho.initial_rho`; when its cost, about `_MATRIX_TREE_COST` E^1.5
+    seconds that Ctrl-C cannot stop, is over half a second or a tenth of ``max_time``,
+    "balanced-trees" within that tenth: `fwcore.marginals.rho.balanced_tree_rho`), or
     "bethe", ρ = 1 with no ρ to update: loopy BP (method "loopy-bp", `loopy_bp`).
     ``max_iter``: sweeps per BP run.
     ``log_z_upper`` is TRW(beliefs; rho), an upper bound on log Z (with "trw") only at an
@@ -354,12 +357,16 @@ def _run_loopy_bp(model, budget, callbacks, *, damping=0.5, tol=1e-8, n_jobs=1):
 
 
 def _default_rho(model, rho, entropy, max_time):
-    """``rho``, or for the default of "trw" under a ``max_time`` too short for the
-    matrix-tree rule (`_MATRIX_TREE_COST`), "uniform"."""
-    if (rho is None and entropy == "trw" and max_time is not None
-            and _MATRIX_TREE_COST * model.n_edges**1.5 > _MATRIX_TREE_SHARE * max_time):
-        return RHO_RULES[2]
-    return rho
+    """``rho``, or for the default of "trw" (None: "matrix-tree") when the matrix-tree
+    rule would take more than `_MATRIX_TREE_MOST` seconds or `_MATRIX_TREE_SHARE` of
+    ``max_time`` (`_MATRIX_TREE_COST`), balanced trees drawn within that share."""
+    if rho is not None or entropy != "trw":
+        return rho
+    cost = _MATRIX_TREE_COST * model.n_edges**1.5
+    share = None if max_time is None else _MATRIX_TREE_SHARE * max_time
+    if cost <= _MATRIX_TREE_MOST and (share is None or cost <= share):
+        return rho
+    return partial(balanced_tree_rho, time_limit=share)
 
 
 def _bp_loop(model, rho, entropy, rho_updates, damping, max_iter, tol, deadline, callbacks,

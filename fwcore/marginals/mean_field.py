@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
 from ..checks import TIME, Interval, check_feasible, check_model, validate_params
 from ..loop import Callbacks, Deadline, Stopping, TimeUp, run_loop
 from ..factor_graph import FactorGraph
-from .._kernels import mean_field_bound, mean_field_sweep
-from ..model import PairwiseMRF
+from .._kernels import mean_field_bound, mean_field_sweep, product_marginals
+from ..model import Blocks, PairwiseMRF
 from ..views import factors_of
 from ..results import Record, Result, Status, Trace
 from .registry import register_method
@@ -148,7 +149,12 @@ class _PairwiseAscent:
         self.exact = model.n_edges == 0
 
     def sweep(self, deadline):
-        return mean_field_sweep(self.model.theta, self.model.graph, self.q), 1
+        left = deadline.seconds_left()
+        if left is not None and left <= 0.0:
+            return 0.0, 0
+        moved, stop = mean_field_sweep(self.model.theta, self.model.graph, self.q,
+                                       left or 0.0, True)
+        return moved, int(stop == 0)
 
     def bound(self):
         return mean_field_bound(self.model.theta, self.model.graph, self.q)
@@ -222,18 +228,19 @@ def mean_field_lower_bound(model: PairwiseMRF | FactorGraph, start=None, max_ite
     return mean_field(model, start, max_iter, tol, deadline)
 
 
-def mean_field(model, start, max_iter, tol, deadline, callbacks=None):
+def mean_field(model, start, max_iter, tol, deadline, callbacks=None, prepare=None):
     """`mean_field_lower_bound` on a checked, arc-consistent ``model`` within ``deadline``
     (a `fwcore.loop.Deadline`), on `fwcore.loop.run_loop` with ``callbacks`` (None: a
     trace only): each step is a sweep; a step that would end past the deadline (predicted
-    from the last sweep) is not started."""
+    from the last sweep) is not started. ``prepare()``, if given, runs first inside the
+    run's Ctrl-C handling."""
     card = np.asarray(model.card, dtype=np.int64)
     q = (np.repeat(1.0 / card, card) if start is None else
          np.concatenate([np.zeros(0)] + _check_start(start, card)))
     bound, q, outcome, sweeps = _coordinate_ascent(model, q, max_iter, tol, deadline,
-                                                   callbacks)
-    off = np.concatenate([[0], np.cumsum(card)])
-    return MeanFieldResult(node_marginals=[q[off[i]:off[i + 1]] for i in range(len(card))],
+                                                   callbacks, prepare)
+    q.flags.writeable = False  # the result's: its blocks are views of it
+    return MeanFieldResult(node_marginals=Blocks(q, np.concatenate([[0], np.cumsum(card)])),
                            log_z_lower=float(bound), status=outcome.status, n_iter=sweeps,
                            time=deadline.elapsed(), trace=outcome.trace)
 
@@ -252,18 +259,24 @@ def flat_mean_field(model, start, max_iter, tol, deadline):
     return float(bound), q
 
 
-def _coordinate_ascent(model, q, max_iter, tol, deadline, callbacks):
+def _coordinate_ascent(model, q, max_iter, tol, deadline, callbacks, prepare=None):
     """The sweeps of `mean_field` from the flat q on `fwcore.loop.run_loop` (a step is a
     sweep; one that would end past ``deadline``, as the last was timed, is not started;
     ``callbacks`` None: a trace only): ``(L, q, the loop's outcome, whole sweeps)``. A run
-    stopped in a sweep, at the deadline or by Ctrl-C, keeps L of q so far."""
+    stopped in a sweep, at the deadline or by Ctrl-C, keeps L of q so far. ``prepare()``
+    and the first L run inside the loop's Ctrl-C handling."""
     if isinstance(model, PairwiseMRF):
         ascent = _PairwiseAscent(model, q)
     else:
         off = np.concatenate([[0], np.cumsum(np.asarray(model.card, dtype=np.int64))])
         ascent = _FactorAscent(model, [q[off[i]:off[i + 1]].copy()
                                        for i in range(len(off) - 1)])
-    state = {"bound": ascent.bound(), "gain": np.inf, "sweeps": 0, "seconds": 0.0}
+    state = {"bound": -np.inf, "gain": np.inf, "sweeps": 0, "seconds": 0.0}
+
+    def begin():
+        if prepare is not None:
+            prepare()
+        state["bound"] = ascent.bound()
 
     def measure(k):
         record = Record(iteration=state["sweeps"], time=deadline.elapsed(),
@@ -284,7 +297,8 @@ def _coordinate_ascent(model, q, max_iter, tol, deadline, callbacks):
             state["gain"] = state["bound"] - before
 
     outcome = run_loop(measure, step, Stopping(max_iter, tol, deadline=deadline),
-                       Callbacks() if callbacks is None else callbacks, proof=ascent.exact)
+                       Callbacks() if callbacks is None else callbacks, start=begin,
+                       proof=ascent.exact)
     bound = ascent.bound() if outcome.status is Status.INTERRUPTED else state["bound"]
     return bound, ascent.marginals(), outcome, state["sweeps"]
 
@@ -316,15 +330,14 @@ def _run_mean_field(model, budget, callbacks, *, tol=1e-6):
     bound: ``certified`` False); edge marginals q_i q_jᵀ (those of the product
     distribution)."""
     check_feasible(model.reduced if isinstance(model, FactorGraph) else model)
-    res = mean_field(model, None, budget.iterations(_MAX_SWEEPS), tol, budget.deadline,
-                     callbacks)
     skeleton = model.skeleton if isinstance(model, FactorGraph) else model
-    nodes = res.node_marginals
-    edges = [np.outer(nodes[i], nodes[j]) for i, j in skeleton.edges]
-    mu = np.concatenate([np.concatenate(nodes) if nodes else np.zeros(0)] +
-                        [e.ravel() for e in edges])
-    return MarginalResult(
-        node_marginals=nodes, edge_marginals=edges, mu=mu, log_z_upper=res.log_z_lower,
+    mu = np.empty(skeleton.dim)  # its pages mapped in the run (1-10 s/GB on a loaded VM)
+    res = mean_field(model, None, budget.iterations(_MAX_SWEEPS), tol, budget.deadline,
+                     callbacks, prepare=partial(mu.fill, 0.0))
+    product_marginals(skeleton.graph, res.node_marginals.vec, mu)
+    mu.flags.writeable = False  # the result's: its blocks are views of it
+    return MarginalResult.from_mu(
+        skeleton, mu, log_z_upper=res.log_z_lower,
         certified=False, gap=None, certified_gap=None, status=res.status, n_iter=res.n_iter,
         time=budget.deadline.elapsed(), method="mean-field", log_z_lower=res.log_z_lower,
         trace=res.trace)
