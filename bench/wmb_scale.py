@@ -5,6 +5,7 @@ variables. Every figure of a table comes from one run (ratios side by side).
     python bench/wmb_scale.py merlin [--merlin PATH] [--ibound 10] [--passes 8] [--models ...]
     python bench/wmb_scale.py infer [--sizes 100,300,1000] [--kinds 1,3,potts] [--max-time 60]
         [--sigint 5]
+    python bench/wmb_scale.py bounds --baseline DIR [--times 1,10,60] [--repeat 3] [--models ...]
 
 ``merlin``: on linkage_12, Promedus_17, Grids_15 (the shared UAI instances, evidence
 applied) and a 100x100 binary grid (couplings U[−1, 1]), each side in its own process:
@@ -33,6 +34,13 @@ status, whether the marginals are uniform and which candidate gave them; with --
 a second run gets SIGINT S seconds into the call: seconds from the signal to the result,
 and its status. Grids are generated once and pickled under --cache (outside the
 repository). README's "A million variables" holds the table.
+
+``bounds``: the certified bounds of ``fwcore.infer(model, max_time=T,
+method="approximate")`` (bench/beyond.py's answer) at each T, this checkout against the one
+at --baseline DIR (another worktree with its extensions built, imported through
+PYTHONPATH), run in turns (baseline, this) in a child process each: medians over --repeat
+runs of the upper and lower bounds, and of the seconds to the first certified bound
+(the trace's first pass).
 """
 import argparse
 import json
@@ -181,11 +189,27 @@ def infer_side(h, kind, max_time, cache, sigint=None):
             "marginals": res.info.get("marginals")}
 
 
-def child(kind, *args):
-    """Run one side in a fresh Python (its own peak RSS and import state)."""
+def bound_side(name, max_time, cache):
+    """`fwcore.infer(model, max_time=T, method="approximate")`: its bounds, wall seconds
+    and the time of its first certified bound (the trace's first pass)."""
+    import fwcore
+    model, _, _ = model_of(name, cache)
+    started = time.perf_counter()
+    res = fwcore.infer(model, max_time=max_time, method="approximate")
+    times = res.trace.columns()["time"]
+    return {"wall": time.perf_counter() - started, "upper": res.log_z_upper,
+            "lower": res.log_z_lower, "first": float(times[1]) if len(times) > 1 else None}
+
+
+def child(kind, *args, path=None):
+    """Run one side in a fresh Python (its own peak RSS and import state); ``path``: a
+    checkout whose fwcore it imports (PYTHONPATH)."""
     code = (f"import sys, json; sys.path.insert(0, {str(REPO / 'bench')!r}); "
             f"import wmb_scale; print(json.dumps(wmb_scale.{kind}(*{args!r})))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    env = dict(os.environ)
+    if path is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(path), env.get("PYTHONPATH")]))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     if done.returncode:
         return {"error": done.stderr.strip().splitlines()[-1] if done.stderr else "failed"}
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -253,9 +277,36 @@ def infer_table(opts):
                   f"{s.get('status', s.get('error', ''))} |", flush=True)
 
 
+def bounds_table(opts):
+    """One row per model and max_time: medians over the repeats, baseline against this
+    checkout (bound differences: positive is tighter here)."""
+    print("| model | max_time | upper (baseline) | upper | tighter by | lower (baseline) | "
+          "lower | tighter by | first bound s (baseline) | first bound s |")
+    print("|" + "---|" * 10)
+    for name in opts.models.split(","):
+        for t in [float(x) for x in opts.times.split(",")]:
+            runs = {"base": [], "this": []}
+            for _ in range(opts.repeat):
+                runs["base"].append(child("bound_side", name, t, opts.cache, path=opts.baseline))
+                runs["this"].append(child("bound_side", name, t, opts.cache, path=REPO))
+            errors = [r["error"] for rs in runs.values() for r in rs if "error" in r]
+            if errors:
+                print(f"| {name} | {t:g} | {errors[0]} |", flush=True)
+                continue
+
+            def med(side, key):
+                values = [r[key] for r in runs[side] if r[key] is not None]
+                return float(np.median(values)) if values else float("nan")
+            ub, u = med("base", "upper"), med("this", "upper")
+            lb, lo = med("base", "lower"), med("this", "lower")
+            print(f"| {name} | {t:g} | {ub:.3f} | {u:.3f} | {ub - u:+.3f} | {lb:.3f} | {lo:.3f} "
+                  f"| {lo - lb:+.3f} | {med('base', 'first'):.3g} | {med('this', 'first'):.3g} |",
+                  flush=True)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("table", choices=("merlin", "infer"))
+    p.add_argument("table", choices=("merlin", "infer", "bounds"))
     p.add_argument("--merlin")
     p.add_argument("--models", default=",".join(UAI_MODELS + ("grid100_1",)),
                    help="merlin: shared instances and generated grids (gridH_C), "
@@ -265,11 +316,15 @@ def main(argv=None):
     p.add_argument("--sizes", default="100,300,1000")
     p.add_argument("--kinds", default="1,3,potts")
     p.add_argument("--max-time", type=float, default=60.0)
+    p.add_argument("--baseline", help="bounds: a checkout to compare with (built)")
+    p.add_argument("--times", default="1,10,60", help="bounds: max_time values")
+    p.add_argument("--repeat", type=int, default=1, help="bounds: runs of each (medians)")
     p.add_argument("--sigint", type=float, default=None,
                    help="also SIGINT a second run this many seconds into the call")
     p.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "fwcore-grids"))
     opts = p.parse_args(argv)
-    (merlin_table if opts.table == "merlin" else infer_table)(opts)
+    tables = {"merlin": merlin_table, "infer": infer_table, "bounds": bounds_table}
+    tables[opts.table](opts)
 
 
 if __name__ == "__main__":

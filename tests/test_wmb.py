@@ -316,7 +316,7 @@ def test_block_mean_field_plan_is_the_largest_k_that_fits():
     fixed = fixed_states(model)
     blocks = [wmb.BlockMeanField(model, fixed, k) for k in wmb._BLOCKS]
     for limit in [b.memory + 1.0 for b in blocks] + [1.0]:
-        run = wmb._Run(model, None, limit, 1e-6, fwcore.loop.Deadline(None), None)
+        run = wmb._Run(model, None, limit, 1e-6, fwcore.loop.Deadline(None))
         run.start()
         run._pass()
         run._plan_lower_bound()
