@@ -346,3 +346,36 @@ def test_the_beliefs_are_read_after_the_passes_deadline(monkeypatch):
     res = weighted_mini_bucket(model, ibound=6, max_time=10, n_samples=0)
     assert res.n_iter == 1 and res.method == "wmb" and res.info["marginals"] == "beliefs"
     assert np.ptp(np.array(res.node_marginals)[:, 0]) > 0.1
+
+
+def test_the_first_pass_runs_on_the_first_order_found():
+    """The first pass runs on the first order the search finds (the better of the
+    bandwidth order and the first min-fill try); the rest of the search runs after it and
+    the stage starts again on the best order (a whole search's); with the search's share
+    spent the first order stays."""
+    from fwcore.loop import Deadline
+    from fwcore.marginals import wmb
+    from fwcore.views import fixed_states, flat_factors
+    rng = np.random.default_rng(3)
+    pairs = np.unique(np.sort(rng.integers(0, 60, (150, 2)), axis=1), axis=0)
+    edges = [tuple(e) for e in pairs.tolist() if e[0] != e[1]]
+    model = fwcore.PairwiseMRF(
+        np.full(60, 2), [rng.normal(size=2) for _ in range(60)],
+        edges, [rng.normal(size=(2, 2)) for _ in edges])
+    flat, fixed = flat_factors(model), fixed_states(model)
+    orders = list(wmb._order_search(model, flat, fixed, Deadline()))
+    assert len(orders) > 1                            # the search finds a better one
+    run = wmb._Run(model, 3, 2**30, 0.0, Deadline())
+    run.start()
+    np.testing.assert_array_equal(run.wmb.mb.order, orders[0])
+    run._pass()
+    first = run.upper
+    run.step(1)
+    np.testing.assert_array_equal(run.wmb.mb.order, orders[-1])
+    assert run.stage_passes == 1 and run.n_passes == 2 and run.upper <= first
+    late = wmb._Run(model, 3, 2**30, 0.0, Deadline())
+    late.start()
+    late._pass()
+    late.search_left = 0.0
+    late.step(1)
+    np.testing.assert_array_equal(late.wmb.mb.order, orders[0])
