@@ -37,8 +37,8 @@ repository). README's "A million variables" holds the table.
 
 ``bounds``: the certified bounds of ``fwcore.infer(model, max_time=T,
 method="approximate")`` (bench/beyond.py's answer) at each T, this checkout against the one
-at --baseline DIR (another worktree with its extensions built, imported through
-PYTHONPATH), run in turns (baseline, this) in a child process each: medians over --repeat
+at --baseline DIR (another worktree with its extensions built, first on the child's
+sys.path), run in turns (baseline, this) in a child process each: medians over --repeat
 runs of the upper and lower bounds, and of the seconds to the first certified bound
 (the trace's first pass).
 """
@@ -190,26 +190,25 @@ def infer_side(h, kind, max_time, cache, sigint=None):
 
 
 def bound_side(name, max_time, cache):
-    """`fwcore.infer(model, max_time=T, method="approximate")`: its bounds, wall seconds
-    and the time of its first certified bound (the trace's first pass)."""
+    """`fwcore.infer(model, max_time=T, method="approximate")`: its bounds, wall seconds,
+    the time of its first certified bound (the trace's first pass) and the checkout."""
     import fwcore
     model, _, _ = model_of(name, cache)
     started = time.perf_counter()
     res = fwcore.infer(model, max_time=max_time, method="approximate")
     times = res.trace.columns()["time"]
     return {"wall": time.perf_counter() - started, "upper": res.log_z_upper,
-            "lower": res.log_z_lower, "first": float(times[1]) if len(times) > 1 else None}
+            "lower": res.log_z_lower, "first": float(times[1]) if len(times) > 1 else None,
+            "fwcore": str(Path(fwcore.__file__).parents[1])}
 
 
 def child(kind, *args, path=None):
     """Run one side in a fresh Python (its own peak RSS and import state); ``path``: a
-    checkout whose fwcore it imports (PYTHONPATH)."""
-    code = (f"import sys, json; sys.path.insert(0, {str(REPO / 'bench')!r}); "
+    checkout whose fwcore it imports (first on its sys.path)."""
+    first = [str(REPO / "bench")] + ([] if path is None else [str(path)])
+    code = (f"import sys, json; sys.path[:0] = {first[::-1]!r}; "
             f"import wmb_scale; print(json.dumps(wmb_scale.{kind}(*{args!r})))")
-    env = dict(os.environ)
-    if path is not None:
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(path), env.get("PYTHONPATH")]))
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     if done.returncode:
         return {"error": done.stderr.strip().splitlines()[-1] if done.stderr else "failed"}
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -290,6 +289,12 @@ def bounds_table(opts):
                 runs["base"].append(child("bound_side", name, t, opts.cache, path=opts.baseline))
                 runs["this"].append(child("bound_side", name, t, opts.cache, path=REPO))
             errors = [r["error"] for rs in runs.values() for r in rs if "error" in r]
+            errors += [f"imported {r['fwcore']}" for side, rs in runs.items() for r in rs
+                       if "fwcore" in r and Path(r["fwcore"]).resolve() != (
+                           REPO if side == "this" else Path(opts.baseline).resolve())]
+            if opts.json:
+                with open(opts.json, "a") as f:
+                    f.write(json.dumps({"model": name, "max_time": t, **runs}) + "\n")
             if errors:
                 print(f"| {name} | {t:g} | {errors[0]} |", flush=True)
                 continue
@@ -319,6 +324,7 @@ def main(argv=None):
     p.add_argument("--baseline", help="bounds: a checkout to compare with (built)")
     p.add_argument("--times", default="1,10,60", help="bounds: max_time values")
     p.add_argument("--repeat", type=int, default=1, help="bounds: runs of each (medians)")
+    p.add_argument("--json", help="bounds: append every run's figures to this file")
     p.add_argument("--sigint", type=float, default=None,
                    help="also SIGINT a second run this many seconds into the call")
     p.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "fwcore-grids"))

@@ -379,3 +379,29 @@ def test_the_first_pass_runs_on_the_first_order_found():
     late.search_left = 0.0
     late.step(1)
     np.testing.assert_array_equal(late.wmb.mb.order, orders[0])
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_primal_graph_of_a_factor_graph_equals_its_twin(seed):
+    """`_primal_graph` of a FactorGraph with evidence: the pairs of free variables that
+    share a factor, as a per-factor loop lists them."""
+    from fwcore.marginals import wmb
+    from fwcore.views import fixed_states
+    rng = np.random.default_rng(seed)
+    card = rng.integers(2, 4, 12)
+    scopes = [tuple(rng.choice(12, int(rng.integers(1, 5)), replace=False).tolist())
+              for _ in range(15)]
+    evidence = {int(v): 0 for v in rng.choice(12, 3, replace=False)}
+    model = fwcore.FactorGraph(card, [(s, rng.normal(size=card[list(s)])) for s in scopes])
+    model = apply_evidence(model, evidence)
+    flat, fixed = flat_factors(model), fixed_states(model)
+    graph = wmb._primal_graph(model, flat, fixed)
+    want = {(min(a, b), max(a, b)) for f in range(len(flat.start) - 1)
+            for s in [[int(v) for v in flat.var[flat.start[f]:flat.start[f + 1]]
+                       if fixed[v] < 0]]
+            for i, a in enumerate(s) for b in s[i + 1:]}
+    got = {(v, int(u)) for v in range(len(card))
+           for u in graph.adj_var[graph.adj_start[v]:graph.adj_start[v + 1]] if v < u}
+    assert got == want
+    assert (np.diff(graph.adj_start) == np.bincount(np.array(sorted(want)).reshape(-1),
+                                                     minlength=len(card))).all()

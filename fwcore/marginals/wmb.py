@@ -87,12 +87,17 @@ def _primal_graph(model, flat, fixed):
         if free.all():
             return model
         return _graph(flat.card, model.edges[free[model.edges].all(axis=1)].astype(np.int64))
-    pairs = [(a, b) for f in range(len(flat.start) - 1)
-             for s in [[int(v) for v in flat.var[flat.start[f]:flat.start[f + 1]]
-                        if fixed[v] < 0]]
-             for i, a in enumerate(s) for b in s[i + 1:]]
-    pairs = np.array(pairs, dtype=np.int64).reshape(-1, 2)
-    return _graph(flat.card, np.unique(np.sort(pairs, axis=1), axis=0))
+    n, arity = len(flat.card), np.diff(flat.start)
+    keys = [np.zeros(0, dtype=np.int64)]
+    for k in np.unique(arity[arity > 1]).tolist():      # the factors of k variables at once
+        scopes = flat.var[flat.start[:-1][arity == k][:, None] + np.arange(k)].astype(np.int64)
+        for a in range(k):
+            for b in range(a + 1, k):
+                i, j = scopes[:, a], scopes[:, b]
+                keep = (fixed[i] < 0) & (fixed[j] < 0) & (i != j)
+                keys.append(np.minimum(i, j)[keep] * n + np.maximum(i, j)[keep])
+    keys = np.unique(np.concatenate(keys))
+    return _graph(flat.card, np.stack([keys // n, keys % n], axis=1))
 
 
 #: `_order_search` tries min-fill under this many random tie-breaks (as on relabelled
