@@ -107,8 +107,9 @@ def _primal_graph(model, flat, fixed):
 #: 40x40 grid WMB's bound at i-bound 8 is 2-5x closer with it than with min-fill's).
 #: The first pass runs on the first order found (the bandwidth order or the first
 #: min-fill try) and the search goes on after it (`_Run.search_orders`): the whole search
-#: took 0.36 / 0.11 / 0.14 s on linkage_12 / Promedus_17 / Grids_15, 2-7 passes at i-bound
-#: 10, and put the first bound 1.3-2.3x later than Merlin's. With max_time the search takes
+#: takes 0.36 / 0.11 / 0.14 s of CPU on linkage_12 / Promedus_17 / Grids_15 (14-49 passes
+#: at i-bound 10), and before the first pass it put the first bound 1.3-2.3x later than
+#: Merlin's (0.16-0.28x after it; `bench/wmb_scale.py merlin`). With max_time the search takes
 #: at most its share of it (`fwcore.auto.TIME_SHARES`; no new try starts after, and a
 #: running one stops)
 _ORDER_TRIES, _ORDER_WORK = 32, 5e8
