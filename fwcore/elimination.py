@@ -194,10 +194,10 @@ def choose_order(model, *, by="largest", cap=math.inf, tries=1, budget=math.inf,
 def order_search(model, *, by="largest", cap=math.inf, tries=1, budget=math.inf,
                  deadline=None, first=(), separators=True, seed=0):
     """`choose_order`'s search a candidate at a time: yields the best `OrderChoice` so
-    far after the bandwidth order and the first min-fill try, then after each next try
-    (once in all when the search ends before its first try), so that a caller can use the
-    first order found while the search goes on. ``deadline`` is read before each try and
-    polled in it: a caller may move its ``at`` between yields."""
+    far after the bandwidth order, then after each min-fill try (and once more at the
+    end), so that a caller can use an order found early while the search goes on.
+    ``deadline`` is read before each try and polled in it: a caller may move its ``at``
+    between yields."""
     n = model.n_vars
     bandwidth = bandwidth_order(model, first)
     shared = by == "total"
@@ -215,6 +215,7 @@ def order_search(model, *, by="largest", cap=math.inf, tries=1, budget=math.inf,
             return OrderChoice(unranked, None, None, bandwidth_sizes, steps, out)
         return OrderChoice(best[1], best[2], best[3], bandwidth_sizes, steps, out)
 
+    yield found()
     for k in range(tries):
         if deadline is not None and deadline.passed():
             break

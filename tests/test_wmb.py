@@ -349,10 +349,10 @@ def test_the_beliefs_are_read_after_the_passes_deadline(monkeypatch):
 
 
 def test_the_first_pass_runs_on_the_first_order_found():
-    """The first pass runs on the first order the search finds (the better of the
-    bandwidth order and the first min-fill try); the rest of the search runs after it and
-    the stage starts again on the best order (a whole search's); with the search's share
-    spent the first order stays."""
+    """The first pass runs on the first order the search finds (with an ibound, the better
+    of the bandwidth order and the first min-fill try; without, the bandwidth order); the
+    rest of the search runs after it and the stage starts again on the best order (a
+    whole search's); with the search's share spent the first order stays."""
     from fwcore.loop import Deadline
     from fwcore.marginals import wmb
     from fwcore.views import fixed_states, flat_factors
@@ -363,22 +363,24 @@ def test_the_first_pass_runs_on_the_first_order_found():
         np.full(60, 2), [rng.normal(size=2) for _ in range(60)],
         edges, [rng.normal(size=(2, 2)) for _ in edges])
     flat, fixed = flat_factors(model), fixed_states(model)
-    orders = list(wmb._order_search(model, flat, fixed, Deadline()))
-    assert len(orders) > 1                            # the search finds a better one
-    run = wmb._Run(model, 3, 2**30, 0.0, Deadline())
-    run.start()
-    np.testing.assert_array_equal(run.wmb.mb.order, orders[0])
-    run._pass()
-    first = run.upper
-    run.step(1)
-    np.testing.assert_array_equal(run.wmb.mb.order, orders[-1])
-    assert run.stage_passes == 1 and run.n_passes == 2 and run.upper <= first
-    late = wmb._Run(model, 3, 2**30, 0.0, Deadline())
-    late.start()
-    late._pass()
-    late.search_left = 0.0
-    late.step(1)
-    np.testing.assert_array_equal(late.wmb.mb.order, orders[0])
+    orders = [wmb._free_order(c, fixed)
+              for c in wmb._order_search(model, flat, fixed, Deadline())]
+    for ibound, first in ((3, orders[1]), (None, orders[0])):
+        assert not np.array_equal(first, orders[-1])   # the search finds a better one
+        run = wmb._Run(model, ibound, 2**30, 0.0, Deadline())
+        run.start()
+        np.testing.assert_array_equal(run.wmb.mb.order, first)
+        run._pass()
+        bound = run.upper
+        run.step(1)
+        np.testing.assert_array_equal(run.wmb.mb.order, orders[-1])
+        assert run.stage_passes == 1 and run.n_passes == 2 and run.upper <= bound
+        late = wmb._Run(model, ibound, 2**30, 0.0, Deadline())
+        late.start()
+        late._pass()
+        late.search_left = 0.0
+        late.step(1)
+        np.testing.assert_array_equal(late.wmb.mb.order, first)
 
 
 @pytest.mark.parametrize("seed", range(20))

@@ -105,8 +105,12 @@ def _primal_graph(model, flat, fixed):
 #: 30 needs 16x fewer elimination entries than the first on Promedus_17 (2^24.1 against
 #: 2^28.2), 10x on Pedigree_11, 4x on linkage_12; on grids the bandwidth order wins (on a
 #: 40x40 grid WMB's bound at i-bound 8 is 2-5x closer with it than with min-fill's).
-#: The first pass runs on the first order found (the bandwidth order or the first
-#: min-fill try) and the search goes on after it (`_Run.search_orders`): the whole search
+#: The first pass runs on the first order found (`_Run.start`: the bandwidth order, or with
+#: an ``ibound`` the better of it and the first min-fill try, as a first pass on a poor
+#: order costs more there: 0.20 s against 0.05 s on linkage_12 at i-bound 10, 0.011 s
+#: against 0.008 s at the first stage's 2^8 entries) and the search goes on after it
+#: (`_Run.search_orders`; a 300x300 grid's first min-fill try runs until the search's 6 s
+#: share of max_time=60 is spent and is not finished then): the whole search
 #: takes 0.36 / 0.11 / 0.14 s of CPU on linkage_12 / Promedus_17 / Grids_15 (14-49 passes
 #: at i-bound 10), and before the first pass it put the first bound 1.3-2.3x later than
 #: Merlin's (0.16-0.28x after it; `bench/wmb_scale.py merlin`). With max_time the search takes
@@ -116,24 +120,22 @@ _ORDER_TRIES, _ORDER_WORK = 32, 5e8
 
 
 def _order_search(model, flat, fixed, deadline):
-    """The free variables in elimination orders of fewer and fewer total clique-table
-    entries: the better of the bandwidth order and the first min-fill try, then each
-    better one of `_ORDER_TRIES` min-fill tries (`fwcore.elimination.order_search` on the
-    primal graph), within `_ORDER_WORK` and ``deadline`` (without a limit the same orders
-    on every run)."""
-    last = None
-    for choice in order_search(_primal_graph(model, flat, fixed), by="total",
-                               tries=_ORDER_TRIES, budget=_ORDER_WORK, deadline=deadline,
-                               separators=False):
-        if choice.order is not last:
-            last = choice.order
-            order = np.asarray(last, dtype=np.int64)
-            yield np.ascontiguousarray(order[fixed[order] < 0])
+    """`fwcore.elimination.order_search` on the primal graph: the bandwidth order, then
+    the best after each of `_ORDER_TRIES` min-fill tries, within `_ORDER_WORK` and
+    ``deadline`` (without a limit the same orders on every run)."""
+    return order_search(_primal_graph(model, flat, fixed), by="total", tries=_ORDER_TRIES,
+                        budget=_ORDER_WORK, deadline=deadline, separators=False)
+
+
+def _free_order(choice, fixed):
+    """The free variables in the order of an `fwcore.elimination.OrderChoice`."""
+    order = np.asarray(choice.order, dtype=np.int64)
+    return np.ascontiguousarray(order[fixed[order] < 0])
 
 
 def _elimination_order(model, flat, fixed, deadline):
-    """The last (best) order of `_order_search`."""
-    return deque(_order_search(model, flat, fixed, deadline), maxlen=1)[0]
+    """The free variables in the order the whole search finds (`_order_search`)."""
+    return _free_order(deque(_order_search(model, flat, fixed, deadline), maxlen=1)[0], fixed)
 
 
 class MiniBuckets:
@@ -745,6 +747,7 @@ class _Run:
         self.memory_limit = memory_limit
         self.order_deadline = call.share(_ORDER_SHARE)
         self.orders = self.search_left = None       # the order search (`search_orders`)
+        self.choice = None                          # its choice the stage's order is of
         self.flat = flat = flat_factors(model)
         self.fixed = fixed_states(model)
         self.node_off = np.zeros(len(flat.card) + 1, dtype=np.int64)
@@ -794,7 +797,10 @@ class _Run:
         self._offer(self._unary_argmax())
         window, started = self.order_deadline.seconds_left(), time.monotonic()
         self.orders = _order_search(self.model, self.flat, self.fixed, self.order_deadline)
-        self.order = next(self.orders)
+        self.choice = next(self.orders)                        # the bandwidth order
+        if self.ibound is not None:
+            self.choice = next(self.orders, self.choice)       # and a min-fill try
+        self.order = _free_order(self.choice, self.fixed)
         if window is not None:                  # what the first order left of its share
             self.search_left = window - (time.monotonic() - started)
         tree, self.cap = self._fitting_tree(self.order)
@@ -828,12 +834,13 @@ class _Run:
             self.order_deadline.at = time.monotonic() + max(self.search_left, 0.0)
             if self.deadline.at is not None:
                 self.order_deadline.at = min(self.order_deadline.at, self.deadline.at)
-        better = deque(orders, maxlen=1)
-        if not better:
+        last = deque(orders, maxlen=1)
+        if not last or last[0].order is self.choice.order:
             return
-        tree, cap = self._fitting_tree(better[0])
+        order = _free_order(last[0], self.fixed)
+        tree, cap = self._fitting_tree(order)
         if tree.memory <= max(self.memory_limit, self.wmb.mb.memory):
-            self.order, self.cap = better[0], cap
+            self.order, self.cap = order, cap
             self._switch(tree)
 
     def _switch(self, tree):
