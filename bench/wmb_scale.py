@@ -20,10 +20,12 @@ bench/peers/build_merlin.sh does), and once more on Merlin's own (min-fill) orde
 run ends after its P passes (its callback), as Merlin's does: the phases after the passes
 (sampling, loopy BP, the lower bounds) are not part of these figures. Columns: seconds to
 the first certified bound (the end of the first pass, from the call / Merlin's start;
-fwcore's includes its order search, compared with Merlin on its own order), the median
-seconds of a pass after the first (fwcore's trace, Merlin's printed clock, same order),
-peak RSS of the process, the bound after P passes. Merlin needs its binary (--merlin or
-$MERLIN).
+fwcore's includes finding its first order, compared with Merlin on its own order), the
+median seconds of a pass after the first (fwcore's trace, Merlin's printed clock, same
+order: the rest of fwcore's order search and its move to the best order fall in the
+first of these intervals, which the median leaves out), peak RSS of the process, the
+bound after P passes (fwcore's first pass on its first order). Merlin needs its binary
+(--merlin or $MERLIN).
 
 ``infer``: `fwcore.infer(model, max_time=T)` on `random_grid(h, coupling=c)` (c = 1, 3)
 and `potts_grid(h, n_labels=8)`, in a child process each: wall seconds, the trace's time
