@@ -5,6 +5,7 @@ variables. Every figure of a table comes from one run (ratios side by side).
     python bench/wmb_scale.py merlin [--merlin PATH] [--ibound 10] [--passes 8] [--models ...]
     python bench/wmb_scale.py infer [--sizes 100,300,1000] [--kinds 1,3,potts] [--max-time 60]
         [--sigint 5]
+    python bench/wmb_scale.py bounds --baseline DIR [--times 1,10,60] [--repeat 3] [--models ...]
 
 ``merlin``: on linkage_12, Promedus_17, Grids_15 (the shared UAI instances, evidence
 applied) and a 100x100 binary grid (couplings U[−1, 1]), each side in its own process:
@@ -19,10 +20,12 @@ bench/peers/build_merlin.sh does), and once more on Merlin's own (min-fill) orde
 run ends after its P passes (its callback), as Merlin's does: the phases after the passes
 (sampling, loopy BP, the lower bounds) are not part of these figures. Columns: seconds to
 the first certified bound (the end of the first pass, from the call / Merlin's start;
-fwcore's includes its order search, compared with Merlin on its own order), the median
-seconds of a pass after the first (fwcore's trace, Merlin's printed clock, same order),
-peak RSS of the process, the bound after P passes. Merlin needs its binary (--merlin or
-$MERLIN).
+fwcore's includes finding its first order, compared with Merlin on its own order), the
+median seconds of a pass after the first (fwcore's trace, Merlin's printed clock, same
+order: the rest of fwcore's order search and its move to the best order fall in the
+first of these intervals, which the median leaves out), peak RSS of the process, the
+bound after P passes (fwcore's first pass on its first order). Merlin needs its binary
+(--merlin or $MERLIN).
 
 ``infer``: `fwcore.infer(model, max_time=T)` on `random_grid(h, coupling=c)` (c = 1, 3)
 and `potts_grid(h, n_labels=8)`, in a child process each: wall seconds, the trace's time
@@ -33,6 +36,13 @@ status, whether the marginals are uniform and which candidate gave them; with --
 a second run gets SIGINT S seconds into the call: seconds from the signal to the result,
 and its status. Grids are generated once and pickled under --cache (outside the
 repository). README's "A million variables" holds the table.
+
+``bounds``: the certified bounds of ``fwcore.infer(model, max_time=T,
+method="approximate")`` (bench/beyond.py's answer) at each T, this checkout against the one
+at --baseline DIR (another worktree with its extensions built, first on the child's
+sys.path), run in turns (baseline, this) in a child process each: medians over --repeat
+runs of the upper and lower bounds, and of the seconds to the first certified bound
+(the trace's first pass).
 """
 import argparse
 import json
@@ -181,9 +191,24 @@ def infer_side(h, kind, max_time, cache, sigint=None):
             "marginals": res.info.get("marginals")}
 
 
-def child(kind, *args):
-    """Run one side in a fresh Python (its own peak RSS and import state)."""
-    code = (f"import sys, json; sys.path.insert(0, {str(REPO / 'bench')!r}); "
+def bound_side(name, max_time, cache):
+    """`fwcore.infer(model, max_time=T, method="approximate")`: its bounds, wall seconds,
+    the time of its first certified bound (the trace's first pass) and the checkout."""
+    import fwcore
+    model, _, _ = model_of(name, cache)
+    started = time.perf_counter()
+    res = fwcore.infer(model, max_time=max_time, method="approximate")
+    times = res.trace.columns()["time"]
+    return {"wall": time.perf_counter() - started, "upper": res.log_z_upper,
+            "lower": res.log_z_lower, "first": float(times[1]) if len(times) > 1 else None,
+            "fwcore": str(Path(fwcore.__file__).parents[1])}
+
+
+def child(kind, *args, path=None):
+    """Run one side in a fresh Python (its own peak RSS and import state); ``path``: a
+    checkout whose fwcore it imports (first on its sys.path)."""
+    first = [str(REPO / "bench")] + ([] if path is None else [str(path)])
+    code = (f"import sys, json; sys.path[:0] = {first[::-1]!r}; "
             f"import wmb_scale; print(json.dumps(wmb_scale.{kind}(*{args!r})))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     if done.returncode:
@@ -253,9 +278,42 @@ def infer_table(opts):
                   f"{s.get('status', s.get('error', ''))} |", flush=True)
 
 
+def bounds_table(opts):
+    """One row per model and max_time: medians over the repeats, baseline against this
+    checkout (bound differences: positive is tighter here)."""
+    print("| model | max_time | upper (baseline) | upper | tighter by | lower (baseline) | "
+          "lower | tighter by | first bound s (baseline) | first bound s |")
+    print("|" + "---|" * 10)
+    for name in opts.models.split(","):
+        for t in [float(x) for x in opts.times.split(",")]:
+            runs = {"base": [], "this": []}
+            for _ in range(opts.repeat):
+                runs["base"].append(child("bound_side", name, t, opts.cache, path=opts.baseline))
+                runs["this"].append(child("bound_side", name, t, opts.cache, path=REPO))
+            errors = [r["error"] for rs in runs.values() for r in rs if "error" in r]
+            errors += [f"imported {r['fwcore']}" for side, rs in runs.items() for r in rs
+                       if "fwcore" in r and Path(r["fwcore"]).resolve() != (
+                           REPO if side == "this" else Path(opts.baseline).resolve())]
+            if opts.json:
+                with open(opts.json, "a") as f:
+                    f.write(json.dumps({"model": name, "max_time": t, **runs}) + "\n")
+            if errors:
+                print(f"| {name} | {t:g} | {errors[0]} |", flush=True)
+                continue
+
+            def med(side, key):
+                values = [r[key] for r in runs[side] if r[key] is not None]
+                return float(np.median(values)) if values else float("nan")
+            ub, u = med("base", "upper"), med("this", "upper")
+            lb, lo = med("base", "lower"), med("this", "lower")
+            print(f"| {name} | {t:g} | {ub:.3f} | {u:.3f} | {ub - u:+.3f} | {lb:.3f} | {lo:.3f} "
+                  f"| {lo - lb:+.3f} | {med('base', 'first'):.3g} | {med('this', 'first'):.3g} |",
+                  flush=True)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("table", choices=("merlin", "infer"))
+    p.add_argument("table", choices=("merlin", "infer", "bounds"))
     p.add_argument("--merlin")
     p.add_argument("--models", default=",".join(UAI_MODELS + ("grid100_1",)),
                    help="merlin: shared instances and generated grids (gridH_C), "
@@ -265,11 +323,16 @@ def main(argv=None):
     p.add_argument("--sizes", default="100,300,1000")
     p.add_argument("--kinds", default="1,3,potts")
     p.add_argument("--max-time", type=float, default=60.0)
+    p.add_argument("--baseline", help="bounds: a checkout to compare with (built)")
+    p.add_argument("--times", default="1,10,60", help="bounds: max_time values")
+    p.add_argument("--repeat", type=int, default=1, help="bounds: runs of each (medians)")
+    p.add_argument("--json", help="bounds: append every run's figures to this file")
     p.add_argument("--sigint", type=float, default=None,
                    help="also SIGINT a second run this many seconds into the call")
     p.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "fwcore-grids"))
     opts = p.parse_args(argv)
-    (merlin_table if opts.table == "merlin" else infer_table)(opts)
+    tables = {"merlin": merlin_table, "infer": infer_table, "bounds": bounds_table}
+    tables[opts.table](opts)
 
 
 if __name__ == "__main__":

@@ -257,9 +257,10 @@ def portfolio_members(model):
 #:   minimises the certified tree-decomposition bound in the rest, for as long again as
 #:   the run at most (`fwcore.marginals.barrier_fw`: its least bound against its time on
 #:   random grids is measured there);
-#: - "wmb/order search": weighted mini-bucket's search for an elimination order starts
-#:   no new try after 0.1 of the time left (so that the first pass ends within a short
-#:   max_time; `fwcore.marginals.wmb`);
+#: - "wmb/order search": weighted mini-bucket's search for an elimination order takes at
+#:   most 0.1 of the time left, the first order found before the first pass and the rest
+#:   of the search after it, starting no new try once its share is spent
+#:   (`fwcore.marginals.wmb`);
 #: - "wmb/lower bound, least" and "wmb/lower bound, most": weighted mini-bucket's passes
 #:   leave between 0.05 and 0.35 of the time left to the lower bound (block mean field on
 #:   a pairwise model, given the predicted time of 8 sweeps within these; naive mean field

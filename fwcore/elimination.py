@@ -12,6 +12,7 @@ work (orders, separators) runs in `fwcore._symbolic`. An all -inf slice reduces 
 never NaN.
 """
 import math
+from collections import deque
 from functools import cached_property
 from itertools import chain
 from typing import NamedTuple
@@ -22,7 +23,7 @@ from . import _elim
 from ._symbolic import cuthill_mckee, eliminate, min_fill, sorted_neighbours
 from .checks import INFEASIBLE
 
-__all__ = ["EliminationPlan", "choose_order", "OrderChoice"]
+__all__ = ["EliminationPlan", "choose_order", "order_search", "OrderChoice"]
 
 _CORE_ROUNDS = 100              # k-core peeling rounds before the width proof gives up
 _MIN_FILL_WORK = 5e6            # min-fill's work budget when no order fits the limit yet
@@ -170,7 +171,7 @@ def choose_order(model, *, by="largest", cap=math.inf, tries=1, budget=math.inf,
     (`bandwidth_order`, O(n + E): on grids and long strips the one that wins) and
     greedy weighted min-fill (`min_fill_order`), ``tries`` times, the first on the
     variables' own indices and each next one with ties broken by a random permutation
-    (``seed``), after the variables ``first``.
+    (``seed``), after the variables ``first``: the last `OrderChoice` of `order_search`.
 
     Each candidate is eliminated symbolically (`_elimination_game`) and ranked ``by``
     "largest" (largest clique table, then their total; min-fill wins ties) or "total"
@@ -185,6 +186,18 @@ def choose_order(model, *, by="largest", cap=math.inf, tries=1, budget=math.inf,
     costs about as much as the try). No try starts after ``deadline`` (a
     `fwcore.loop.Deadline`, which also stops a running one); a try that does not order
     every variable ends the search. ``separators``: compute the winner's separators."""
+    return deque(order_search(model, by=by, cap=cap, tries=tries, budget=budget,
+                              deadline=deadline, first=first, separators=separators,
+                              seed=seed), maxlen=1)[0]
+
+
+def order_search(model, *, by="largest", cap=math.inf, tries=1, budget=math.inf,
+                 deadline=None, first=(), separators=True, seed=0):
+    """`choose_order`'s search a candidate at a time: yields the best `OrderChoice` so
+    far after the bandwidth order, then after each min-fill try (and once more at the
+    end), so that a caller can use an order found early while the search goes on.
+    ``deadline`` is read before each try and polled in it: a caller may move its ``at``
+    between yields."""
     n = model.n_vars
     bandwidth = bandwidth_order(model, first)
     shared = by == "total"
@@ -196,6 +209,13 @@ def choose_order(model, *, by="largest", cap=math.inf, tries=1, budget=math.inf,
     unranked = (bandwidth.tolist() if shared and not complete and not (sizes and sizes[-1] > cap)
                 else None)
     rng, spent, steps, out = np.random.default_rng(seed), 0, 0, False
+
+    def found():
+        if best is None:
+            return OrderChoice(unranked, None, None, bandwidth_sizes, steps, out)
+        return OrderChoice(best[1], best[2], best[3], bandwidth_sizes, steps, out)
+
+    yield found()
     for k in range(tries):
         if deadline is not None and deadline.passed():
             break
@@ -213,9 +233,9 @@ def choose_order(model, *, by="largest", cap=math.inf, tries=1, budget=math.inf,
             separators)
         if complete and (best is None or _rank(sizes, by) <= best[0]):
             best = (_rank(sizes, by), order, sep, sizes)
-    if best is None:
-        return OrderChoice(unranked, None, None, bandwidth_sizes, steps, out)
-    return OrderChoice(best[1], best[2], best[3], bandwidth_sizes, steps, out)
+        if k < tries - 1:
+            yield found()
+    yield found()
 
 
 def _rank(sizes, by):

@@ -244,6 +244,28 @@ def test_elimination_game_stops(seed):
         assert elimination._elimination_game(m, order, deadline=Deadline(-1.0))[1] == []
 
 
+@pytest.mark.parametrize("seed", range(0, 250, 5))
+def test_order_search_yields_the_best_so_far(seed):
+    """`order_search` yields the bandwidth order (`choose_order` with no try), then after
+    each try the best so far (`choose_order` with that many tries), totals never
+    growing; a deadline passed between yields ends it."""
+    from fwcore.loop import Deadline
+    m = random_graph(seed)
+    kw = dict(by="total", separators=False, budget=10**6)
+    found = list(elimination.order_search(m, tries=6, **kw))
+    assert found[-1] == elimination.choose_order(m, tries=6, **kw)
+    for k, choice in enumerate(found[:-1]):
+        assert choice == elimination.choose_order(m, tries=k, **kw)
+    totals = [sum(c.sizes) for c in found if c.sizes is not None]
+    assert totals == sorted(totals, reverse=True)
+    assert len(found) == 7 or found[-1].min_fill_steps < m.n_vars or found[-1].out_of_budget
+    deadline = Deadline()
+    search = elimination.order_search(m, tries=6, deadline=deadline, **kw)
+    first = next(search)
+    deadline.at = 0.0
+    assert list(search) in ([], [first])
+
+
 @pytest.mark.parametrize("shape", [(1, 1), (1, 30), (5, 5), (7, 13), (30, 30)])
 def test_kernels_match_twins_on_grids(shape):
     m = grid(*shape)

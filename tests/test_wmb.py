@@ -316,7 +316,7 @@ def test_block_mean_field_plan_is_the_largest_k_that_fits():
     fixed = fixed_states(model)
     blocks = [wmb.BlockMeanField(model, fixed, k) for k in wmb._BLOCKS]
     for limit in [b.memory + 1.0 for b in blocks] + [1.0]:
-        run = wmb._Run(model, None, limit, 1e-6, fwcore.loop.Deadline(None), None)
+        run = wmb._Run(model, None, limit, 1e-6, fwcore.loop.Deadline(None))
         run.start()
         run._pass()
         run._plan_lower_bound()
@@ -346,3 +346,64 @@ def test_the_beliefs_are_read_after_the_passes_deadline(monkeypatch):
     res = weighted_mini_bucket(model, ibound=6, max_time=10, n_samples=0)
     assert res.n_iter == 1 and res.method == "wmb" and res.info["marginals"] == "beliefs"
     assert np.ptp(np.array(res.node_marginals)[:, 0]) > 0.1
+
+
+def test_the_first_pass_runs_on_the_first_order_found():
+    """The first pass runs on the first order the search finds (with an ibound, the better
+    of the bandwidth order and the first min-fill try; without, the bandwidth order); the
+    rest of the search runs after it and the stage starts again on the best order (a
+    whole search's); with the search's share spent the first order stays."""
+    from fwcore.loop import Deadline
+    from fwcore.marginals import wmb
+    from fwcore.views import fixed_states, flat_factors
+    rng = np.random.default_rng(3)
+    pairs = np.unique(np.sort(rng.integers(0, 60, (150, 2)), axis=1), axis=0)
+    edges = [tuple(e) for e in pairs.tolist() if e[0] != e[1]]
+    model = fwcore.PairwiseMRF(
+        np.full(60, 2), [rng.normal(size=2) for _ in range(60)],
+        edges, [rng.normal(size=(2, 2)) for _ in edges])
+    flat, fixed = flat_factors(model), fixed_states(model)
+    orders = [wmb._free_order(c, fixed)
+              for c in wmb._order_search(model, flat, fixed, Deadline())]
+    for ibound, first in ((3, orders[1]), (None, orders[0])):
+        assert not np.array_equal(first, orders[-1])   # the search finds a better one
+        run = wmb._Run(model, ibound, 2**30, 0.0, Deadline())
+        run.start()
+        np.testing.assert_array_equal(run.wmb.mb.order, first)
+        run._pass()
+        bound = run.upper
+        run.step(1)
+        np.testing.assert_array_equal(run.wmb.mb.order, orders[-1])
+        assert run.stage_passes == 1 and run.n_passes == 2 and run.upper <= bound
+        late = wmb._Run(model, ibound, 2**30, 0.0, Deadline())
+        late.start()
+        late._pass()
+        late.search_left = 0.0
+        late.step(1)
+        np.testing.assert_array_equal(late.wmb.mb.order, first)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_primal_graph_of_a_factor_graph_equals_its_twin(seed):
+    """`_primal_graph` of a FactorGraph with evidence: the pairs of free variables that
+    share a factor, as a per-factor loop lists them."""
+    from fwcore.marginals import wmb
+    from fwcore.views import fixed_states
+    rng = np.random.default_rng(seed)
+    card = rng.integers(2, 4, 12)
+    scopes = [tuple(rng.choice(12, int(rng.integers(1, 5)), replace=False).tolist())
+              for _ in range(15)]
+    evidence = {int(v): 0 for v in rng.choice(12, 3, replace=False)}
+    model = fwcore.FactorGraph(card, [(s, rng.normal(size=card[list(s)])) for s in scopes])
+    model = apply_evidence(model, evidence)
+    flat, fixed = flat_factors(model), fixed_states(model)
+    graph = wmb._primal_graph(model, flat, fixed)
+    want = {(min(a, b), max(a, b)) for f in range(len(flat.start) - 1)
+            for s in [[int(v) for v in flat.var[flat.start[f]:flat.start[f + 1]]
+                       if fixed[v] < 0]]
+            for i, a in enumerate(s) for b in s[i + 1:]}
+    got = {(v, int(u)) for v in range(len(card))
+           for u in graph.adj_var[graph.adj_start[v]:graph.adj_start[v + 1]] if v < u}
+    assert got == want
+    assert (np.diff(graph.adj_start) == np.bincount(np.array(sorted(want)).reshape(-1),
+                                                     minlength=len(card))).all()

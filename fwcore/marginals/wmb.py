@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import deque
 from typing import NamedTuple
 
 import numpy as np
@@ -39,7 +40,7 @@ from .. import _wmb
 from ..auto import REFEREE_ESS, TIME_SHARES, choose_marginals
 from ..checks import (BOOL, CALLABLE, SEED, TIME, Interval, available_bytes, check_bound_feasible,
                       check_feasible, check_model, validate_params)
-from ..elimination import bandwidth_order, choose_order, stop_at
+from ..elimination import bandwidth_order, order_search, stop_at
 from ..factor_graph import FactorGraph
 from ..loop import Callbacks, Deadline, Stopping, TimeUp, run_loop
 from ..model import PairwiseMRF
@@ -86,34 +87,55 @@ def _primal_graph(model, flat, fixed):
         if free.all():
             return model
         return _graph(flat.card, model.edges[free[model.edges].all(axis=1)].astype(np.int64))
-    pairs = [(a, b) for f in range(len(flat.start) - 1)
-             for s in [[int(v) for v in flat.var[flat.start[f]:flat.start[f + 1]]
-                        if fixed[v] < 0]]
-             for i, a in enumerate(s) for b in s[i + 1:]]
-    pairs = np.array(pairs, dtype=np.int64).reshape(-1, 2)
-    return _graph(flat.card, np.unique(np.sort(pairs, axis=1), axis=0))
+    n, arity = len(flat.card), np.diff(flat.start)
+    keys = [np.zeros(0, dtype=np.int64)]
+    for k in np.unique(arity[arity > 1]).tolist():      # the factors of k variables at once
+        scopes = flat.var[flat.start[:-1][arity == k][:, None] + np.arange(k)].astype(np.int64)
+        for a in range(k):
+            for b in range(a + 1, k):
+                i, j = scopes[:, a], scopes[:, b]
+                keep = (fixed[i] < 0) & (fixed[j] < 0) & (i != j)
+                keys.append(np.minimum(i, j)[keep] * n + np.maximum(i, j)[keep])
+    keys = np.unique(np.concatenate(keys))
+    return _graph(flat.card, np.stack([keys // n, keys % n], axis=1))
 
 
-#: `_elimination_order` tries min-fill under this many random tie-breaks (as on relabelled
+#: `_order_search` tries min-fill under this many random tie-breaks (as on relabelled
 #: graphs) within `_ORDER_WORK` units of min-fill's work: on the UAI 2014 models the best of
 #: 30 needs 16x fewer elimination entries than the first on Promedus_17 (2^24.1 against
 #: 2^28.2), 10x on Pedigree_11, 4x on linkage_12; on grids the bandwidth order wins (on a
 #: 40x40 grid WMB's bound at i-bound 8 is 2-5x closer with it than with min-fill's).
-#: With max_time the search takes at most its share of it (`fwcore.auto.TIME_SHARES`; no
-#: new try starts after, and a running one stops), so that the first pass ends within a
-#: short max_time
+#: The first pass runs on the first order found (`_Run.start`: the bandwidth order, or with
+#: an ``ibound`` the better of it and the first min-fill try, as a first pass on a poor
+#: order costs more there: 0.20 s against 0.05 s on linkage_12 at i-bound 10, 0.011 s
+#: against 0.008 s at the first stage's 2^8 entries) and the search goes on after it
+#: (`_Run.search_orders`; a 300x300 grid's first min-fill try runs until the search's 6 s
+#: share of max_time=60 is spent and is not finished then): the whole search
+#: takes 0.36 / 0.11 / 0.14 s of CPU on linkage_12 / Promedus_17 / Grids_15 (14-49 passes
+#: at i-bound 10), and before the first pass it put the first bound 1.3-2.3x later than
+#: Merlin's (0.16-0.28x after it; `bench/wmb_scale.py merlin`). With max_time the search takes
+#: at most its share of it (`fwcore.auto.TIME_SHARES`; no new try starts after, and a
+#: running one stops)
 _ORDER_TRIES, _ORDER_WORK = 32, 5e8
 
 
-def _elimination_order(model, flat, fixed, deadline):
-    """The free variables in the elimination order of least total clique-table entries
-    among the bandwidth order and `_ORDER_TRIES` min-fill tries
-    (`fwcore.elimination.choose_order` on the primal graph), within `_ORDER_WORK` and
-    ``deadline`` (without a limit the same order on every run)."""
-    choice = choose_order(_primal_graph(model, flat, fixed), by="total", tries=_ORDER_TRIES,
-                          budget=_ORDER_WORK, deadline=deadline, separators=False)
+def _order_search(model, flat, fixed, deadline):
+    """`fwcore.elimination.order_search` on the primal graph: the bandwidth order, then
+    the best after each of `_ORDER_TRIES` min-fill tries, within `_ORDER_WORK` and
+    ``deadline`` (without a limit the same orders on every run)."""
+    return order_search(_primal_graph(model, flat, fixed), by="total", tries=_ORDER_TRIES,
+                        budget=_ORDER_WORK, deadline=deadline, separators=False)
+
+
+def _free_order(choice, fixed):
+    """The free variables in the order of an `fwcore.elimination.OrderChoice`."""
     order = np.asarray(choice.order, dtype=np.int64)
     return np.ascontiguousarray(order[fixed[order] < 0])
+
+
+def _elimination_order(model, flat, fixed, deadline):
+    """The free variables in the order the whole search finds (`_order_search`)."""
+    return _free_order(deque(_order_search(model, flat, fixed, deadline), maxlen=1)[0], fixed)
 
 
 class MiniBuckets:
@@ -497,6 +519,7 @@ _FIRST_ENTRIES, _GROWTH = 2**8, 4
 _LOWER_SHARE = TIME_SHARES["wmb/lower bound, least"]
 _LOWER_MAX = TIME_SHARES["wmb/lower bound, most"]
 _SAMPLE_SHARE = TIME_SHARES["wmb/sampling"]
+_ORDER_SHARE = TIME_SHARES["wmb/order search"]
 _BP_SHARE = TIME_SHARES["wmb/loopy bp"]
 _MIXED_SHARE = TIME_SHARES["wmb/lower bound, mixed"]
 _LOWER_SWEEPS, _SWEEP_PASSES = 8, 1.5
@@ -648,8 +671,7 @@ def importance_samples(model: PairwiseMRF | FactorGraph, n: int | None, *, max_t
     pairwise = model.reduced if isinstance(model, FactorGraph) else model
     check_feasible(pairwise)
     limit = default_memory_limit(len(model.card)) if memory_limit is None else memory_limit
-    run = _Run(model, None, limit, tol, call, call.share(TIME_SHARES["wmb/order search"]),
-               max_time)
+    run = _Run(model, None, limit, tol, call, max_time)
     run.deadline = call.share(_PROPOSAL_SHARE)
     check_bound_feasible(pairwise, run.upper)
     outcome = run_loop(run.measure, run.step,
@@ -688,8 +710,7 @@ def _run_wmb(model, budget, callbacks, *, ibound=None, memory_limit=None, tol=1e
     pairwise = model.reduced if isinstance(model, FactorGraph) else model
     check_feasible(pairwise)
     limit = default_memory_limit(len(model.card)) if memory_limit is None else memory_limit
-    run = _Run(model, ibound, limit, tol, call, call.share(TIME_SHARES["wmb/order search"]),
-               max_time)
+    run = _Run(model, ibound, limit, tol, call, max_time)
     check_bound_feasible(pairwise, run.upper)      # its floor found now, within the time
     outcome = run_loop(run.measure, run.step,
                        Stopping(budget.iterations(_MAX_PASSES), tol, deadline=run.deadline),
@@ -720,11 +741,13 @@ class _Run:
     """The state of a `weighted_mini_bucket` run: the stages' trees, the current
     message passing, the best bounds and the marginals of the best pass read."""
 
-    def __init__(self, model, ibound, memory_limit, tol, call, order_deadline,
-                 max_time=None):
+    def __init__(self, model, ibound, memory_limit, tol, call, max_time=None):
         self.model, self.ibound, self.tol, self.call = model, ibound, tol, call
         self.max_time, self.blocks = max_time, None
-        self.memory_limit, self.order_deadline = memory_limit, order_deadline
+        self.memory_limit = memory_limit
+        self.order_deadline = call.share(_ORDER_SHARE)
+        self.orders = self.search_left = None       # the order search (`search_orders`)
+        self.choice = None                          # its choice the stage's order is of
         self.flat = flat = flat_factors(model)
         self.fixed = fixed_states(model)
         self.node_off = np.zeros(len(flat.card) + 1, dtype=np.int64)
@@ -767,20 +790,68 @@ class _Run:
         return part
 
     def start(self):
-        """A first labelling (each variable's best unary state), the elimination order and
-        the first stage (`_FIRST_ENTRIES`, or less until it fits in ``memory_limit``; a
-        ValueError when ``ibound``'s tree exceeds it)."""
+        """A first labelling (each variable's best unary state), the first elimination order
+        found (`_order_search`, whose search goes on after the first pass:
+        `search_orders`) and the first stage (`_FIRST_ENTRIES`, or less until it fits in
+        ``memory_limit``; a ValueError when ``ibound``'s tree exceeds it)."""
         self._offer(self._unary_argmax())
-        self.order = _elimination_order(self.model, self.flat, self.fixed, self.order_deadline)
-        tree = self._tree(self.cap)
-        while self.ibound is None and tree.memory > self.memory_limit and self.cap > _GROWTH:
-            self.cap /= _GROWTH                      # a first stage that fits
-            tree = self._tree(self.cap)
+        window, started = self.order_deadline.seconds_left(), time.monotonic()
+        self.orders = _order_search(self.model, self.flat, self.fixed, self.order_deadline)
+        self.choice = next(self.orders)                        # the bandwidth order
+        if self.ibound is not None:
+            self.choice = next(self.orders, self.choice)       # and a min-fill try
+        self.order = _free_order(self.choice, self.fixed)
+        if window is not None:                  # what the first order left of its share
+            self.search_left = window - (time.monotonic() - started)
+        tree, self.cap = self._fitting_tree(self.order)
         if self.ibound is not None and tree.memory > self.memory_limit:
             raise ValueError(f"ibound={self.ibound} needs about {tree.memory:.3g} bytes, "
                              f"over memory_limit={self.memory_limit:.3g}: give a smaller "
                              "ibound, a larger memory_limit, or ibound=None (the largest "
                              "that fits)")
+        self._start(tree)
+
+    def _fitting_tree(self, order):
+        """``(tree, cap)``: the tree on ``order`` at this stage's cap, without ``ibound``
+        at 4x smaller ones until it fits in ``memory_limit`` (or the cap is `_GROWTH`)."""
+        cap = self.cap
+        tree = self._tree(cap, order)
+        while self.ibound is None and tree.memory > self.memory_limit and cap > _GROWTH:
+            cap /= _GROWTH
+            tree = self._tree(cap, order)
+        return tree, cap
+
+    def search_orders(self):
+        """The rest of the order search (`_order_search`) once, after the first pass: in
+        what the first order left of its share of ``max_time`` (within the passes'
+        deadline; none when the stage is exact). When it finds a better order whose tree
+        fits in memory, the stage starts again on it (`_switch`); the bound stays the
+        least of all passes'."""
+        orders, self.orders = self.orders, None
+        if self.wmb.mb.exact:
+            return
+        if self.search_left is not None:
+            self.order_deadline.at = time.monotonic() + max(self.search_left, 0.0)
+            if self.deadline.at is not None:
+                self.order_deadline.at = min(self.order_deadline.at, self.deadline.at)
+        last = deque(orders, maxlen=1)
+        if not last or last[0].order is self.choice.order:
+            return
+        order = _free_order(last[0], self.fixed)
+        tree, cap = self._fitting_tree(order)
+        if tree.memory <= max(self.memory_limit, self.wmb.mb.memory):
+            self.order, self.cap = order, cap
+            self._switch(tree)
+
+    def _switch(self, tree):
+        """Start a stage on ``tree`` after a pass of the current one, whose beliefs are read
+        first when none are kept (the first marginals, from a cheaper stage); its pass
+        time predicted from the last one's, in proportion to the entries."""
+        if self.node is None:
+            self.read()
+        self.pass_time *= tree.entries / max(self.wmb.mb.entries, 1)
+        self.passed = False            # its passes are read later (a read costs a pass)
+        self.proposal_bound = None     # none of its passes yet (`draws` runs one)
         self._start(tree)
 
     def _unary_argmax(self):
@@ -806,8 +877,9 @@ class _Run:
     def gap(self):
         return 0.0 if self.upper == self.lower else self.upper - self.lower
 
-    def _tree(self, cap):
-        return MiniBuckets(self.flat, self.fixed, self.order, cap, self.ibound, self.deadline)
+    def _tree(self, cap, order=None):
+        return MiniBuckets(self.flat, self.fixed, self.order if order is None else order, cap,
+                           self.ibound, self.deadline)
 
     def _start(self, tree):
         """A stage on ``tree`` (its successor is found when it stalls)."""
@@ -840,7 +912,8 @@ class _Run:
         return record, 0.0 if self.finished else self.gap
 
     def step(self, k):
-        """One pass (forward with reweighting and matching, backward, decoding). After a
+        """One pass (forward with reweighting and matching, backward, decoding), the rest of
+        the order search first after the run's first pass (`search_orders`). After a
         stage's first pass (whose time predicts the next stage's, in proportion to the
         entries), the next stage starts when it fits in memory and `_STAGE_PASSES` of its
         passes and a read of its beliefs fit in the time left; else the stage goes on
@@ -852,6 +925,8 @@ class _Run:
         started (its time goes to the phases after the passes, whose proposal is the last
         whole pass's)."""
         self.plan_lower_bound()                # after the first pass's record
+        if self.orders is not None and self.n_passes:
+            self.search_orders()
         mb = self.wmb.mb
         left = self.deadline.left()
         if self.stage_passes:
@@ -860,11 +935,7 @@ class _Run:
                     self.pass_time * tree.entries / max(mb.entries, 1))
             if tree is not None and (left is None or left > _STAGE_PASSES * cost +
                                      self._read_time(tree.entries)):
-                if self.node is None:
-                    self.read()            # the first marginals, from a cheaper stage
-                self.passed = False        # its passes are read later (a read costs a pass)
-                self._start(tree)
-                self.pass_time = cost
+                self._switch(tree)
             elif mb.exact or (self.stage_passes > 1 and self.previous - self.last <= self.tol):
                 self.finished = True
                 return
