@@ -481,6 +481,19 @@ _LOWER_STEP, _LOWER_MAX_WEIGHT = 3.0, 64.0
 #: fit in its share of the time, at most `_MIXED_MAX_PASSES` passes, until
 #: `_MIXED_PATIENCE` in a row gain nothing (on Grids_15 it gains 2 nats after 10 flat ones)
 _MIXED_PASSES, _MIXED_MAX_PASSES, _MIXED_PATIENCE = 30, 1000, 20
+#: the lower bound by conditioning (`_Run.condition_lower`): a cutset whose exact tree
+#: holds as many entries as `_CONDITION_BRANCHES` passes of the upper bound's tree (at
+#: its seconds per entry) take in its share of the time, at most
+#: `_CONDITION_MAX_ENTRIES`; the cutset's variables are picked among those covering at
+#: least `_CUTSET_COVER` of the most entries (the least entropy first), at most
+#: `_CUTSET_MOST` of them; the samples' distinct states on it kept up to
+#: `_CONDITION_STATES` entries, gathered every `_GATHER` samples. Larger branches sum
+#: more of Z (linkage_12, 15 s of passes, 5 s of samples, 15 s of branches, bound −
+#: log Z: exact trees of 2^17 entries, 14403 branches, −24.8; 2^20, 1312: −13.5; 2^23,
+#: 288: −6.8; 2^25, 46: −6.4; 2^27, 12: −5.1); covering the most entries alone picks
+#: variables that the samples spread over (2^25: −8.9)
+_CONDITION_BRANCHES, _CONDITION_MAX_ENTRIES, _CUTSET_COVER, _CUTSET_MOST = 8, 2.0**27, 0.5, 256
+_CONDITION_STATES, _GATHER = 2**24, 2**14
 #: importance samples: in batches of `_SAMPLE_BATCH` (fewer on a model of over
 #: `_SAMPLE_ENTRIES` / `_SAMPLE_BATCH` variables, so that a batch's labellings stay within
 #: `_SAMPLE_ENTRIES` int64s); without max_time, `_SAMPLES` of them
@@ -499,6 +512,7 @@ _LOWER_MAX = TIME_SHARES["wmb/lower bound, most"]
 _SAMPLE_SHARE = TIME_SHARES["wmb/sampling"]
 _BP_SHARE = TIME_SHARES["wmb/loopy bp"]
 _MIXED_SHARE = TIME_SHARES["wmb/lower bound, mixed"]
+_CONDITION_SHARE = TIME_SHARES["wmb/lower bound, conditioning"]
 _LOWER_SWEEPS, _SWEEP_PASSES = 8, 1.5
 _BLOCKS = (16, 12, 8, 6, 4, 2)
 #: the next stage starts only if this many of its passes (and a read) fit in the time left
@@ -579,7 +593,9 @@ def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None
     first, before any pass, each variable at its best unary state, repaired to a
     feasible labelling where arc consistency finds one), the bound of weights of mixed
     sign on a model whose tables are finite (`_Run.mixed_lower`: reverse Hölder, Liu &
-    Ihler 2011) and a mean-field bound (`_Run.lower_bound`: block mean field from the
+    Ihler 2011), on a model with zeros the bound by conditioning (`_Run.condition_lower`:
+    log Z ≥ log Σ_{c ∈ S} Z(x_C = c), each branch summed exactly, with ``max_time``) and
+    a mean-field bound (`_Run.lower_bound`: block mean field from the
     marginals on a PairwiseMRF, else naive mean field from them and from the best
     labelling), each in its share of ``max_time`` (`fwcore.auto.TIME_SHARES`);
     ``gap`` = ``certified_gap`` = their difference, so the status is ``converged`` when
@@ -680,8 +696,9 @@ def _run_wmb(model, budget, callbacks, *, ibound=None, memory_limit=None, tol=1e
              confidence=0.95, n_samples=None, seed=None):
     """`weighted_mini_bucket` on the checked ``model``: the registered run. Its phases
     (`_Run.phase_end`): the passes, then importance sampling, loopy BP (a candidate for
-    the marginals), the lower bound of mixed signs (models with finite tables) and mean
-    field, each until its share of the time (`fwcore.auto.TIME_SHARES`) is used, the time
+    the marginals), the lower bound by conditioning (models with zeros; its cutset chosen
+    before the samples, which rank its branches), the lower bound of mixed signs (models
+    with finite tables) and mean field, each until its share of the time (`fwcore.auto.TIME_SHARES`) is used, the time
     one leaves going to the next; Ctrl-C in one ends the run (``interrupted``)."""
     call = budget.deadline
     max_time = call.seconds_left()
@@ -701,8 +718,10 @@ def _run_wmb(model, budget, callbacks, *, ibound=None, memory_limit=None, tol=1e
         run.read(call.seconds_left())
         try:
             run.plan_lower_bound()                  # when the passes ended after one
+            run.plan_conditioning(run.phase_end("sampling"))
             run.sample(run.phase_end("sampling"), n_samples, seed)
             run.message_passing(run.phase_end("loopy bp"))
+            run.condition_lower(run.phase_end("conditioning"))
             run.mixed_lower(run.phase_end("mixed"))
             run.lower_bound(call)
         except KeyboardInterrupt:
@@ -751,15 +770,17 @@ class _Run:
         # seconds kept for the phases after the passes: mean field (at least), sampling,
         # the lower bound of mixed signs (on finite tables; block mean field may take it)
         shares = {"mean field": _LOWER_SHARE, "sampling": _SAMPLE_SHARE, "loopy bp": _BP_SHARE,
+                  "conditioning": 0.0 if self.finite else _CONDITION_SHARE,
                   "mixed": _MIXED_SHARE if self.finite else 0.0}
+        self.branches = None                        # conditioning's (`plan_conditioning`)
         self.reserve = {k: 0.0 if max_time is None else v * max_time for k, v in shares.items()}
         self.deadline = self.phase_end("passes")
 
     def phase_end(self, phase):
-        """The deadline of a ``phase`` ("passes", "sampling", "loopy bp", "mixed"; mean
-        field's is the call's): the call's end less the seconds kept for the phases after
-        it."""
-        phases = ("passes", "sampling", "loopy bp", "mixed", "mean field")
+        """The deadline of a ``phase`` ("passes", "sampling", "loopy bp", "conditioning",
+        "mixed"; mean field's is the call's): the call's end less the seconds kept for the
+        phases after it."""
+        phases = ("passes", "sampling", "loopy bp", "conditioning", "mixed", "mean field")
         later = phases[phases.index(phase) + 1:]
         part = self.call.share(1.0)
         if part.at is not None:
@@ -1009,6 +1030,8 @@ class _Run:
             if self.tally is None:
                 self.tally = Tally(self.proposal_bound, self.node_off)
             self.tally.add(log_w, x)
+            if self.branches is not None:
+                self.branches.add(x, log_w)
 
     def draws(self, deadline, n_samples=None, seed=None):
         """Batches (labellings int64[k, n_vars], log weights float64[k]) of importance
@@ -1047,6 +1070,49 @@ class _Run:
         left = deadline.seconds_left()
         if left is None or left > 0:
             self.bp = loopy_bp(self.model, max_time=left)
+
+    def plan_conditioning(self, deadline):
+        """On a model with zeros (no lower bound of mixed signs), before the samples: the
+        variables C to condition on (`_cutset`) and the exact tree of the model with them
+        fixed, so that `sample` tallies the samples' weights by their states on C for
+        `condition_lower`; none when the bounds meet or no cutset is found by
+        ``deadline``."""
+        left = self.reserve["conditioning"]
+        if self.finite or self.gap == 0.0 or self.wmb is None or left <= 0.0:
+            return
+        per_entry = self.pass_time / max(self.wmb.mb.entries, 1.0)
+        entries = left / (_CONDITION_BRANCHES * max(per_entry, 1e-12))
+        try:
+            self.branches = _cutset(self, min(entries, _CONDITION_MAX_ENTRIES), deadline)
+        except TimeUp:
+            self.branches = None
+
+    def condition_lower(self, deadline):
+        """log Z ≥ log Σ_{c ∈ S} Z(x_C = c) (Z a sum of nonnegative terms): the assignments
+        c of the cutset (`plan_conditioning`) that the importance samples drew, the
+        largest sum of weights first (an unbiased estimate of Z(x_C = c)), each summed
+        exactly by one pass of its exact tree, until ``deadline``; every branch summed
+        raises ``lower``. The upper bound's tree is dropped first."""
+        branches, self.branches = self.branches, None
+        if branches is None or self.gap == 0.0:
+            return
+        self.wmb = self.upcoming = None
+        ranked = branches.ranked()
+        if not len(ranked):
+            return
+        try:
+            w = WeightedMiniBucket(branches.tree, deadline)
+        except TimeUp:
+            return
+        fixed, total = w.tree.arrays["fixed"], -math.inf
+        for states in ranked:
+            fixed[branches.variables] = states
+            w.tree.constant = w._constant()
+            try:
+                total = float(np.logaddexp(total, w.forward(0.0)))
+            except TimeUp:
+                return
+            self.lower = max(self.lower, total)
 
     def mixed_lower(self, deadline):
         """The lower bound of weights of mixed sign (`WeightedMiniBucket.make_lower`, reverse
@@ -1197,6 +1263,78 @@ class _Run:
             mu[skeleton.edge_off[e]:skeleton.edge_off[e + 1]] = table.ravel()
             left.discard(e)
         return np.array(sorted(left), dtype=np.int64)
+
+
+class _Branches:
+    """The cutset ``variables`` (int64) of `_Run.condition_lower`, the exact ``tree`` of the
+    model with them fixed, and the distinct states on them of the importance samples of
+    finite weight with the log of their summed weights (gathered every `_GATHER` samples;
+    at most `_CONDITION_STATES` entries of distinct states kept)."""
+
+    def __init__(self, variables, tree):
+        self.variables, self.tree = variables, tree
+        self.distinct = np.zeros((0, len(variables)), dtype=np.int32)
+        self.log_sum = np.zeros(0)
+        self.pending, self.pending_log_w, self.n_pending = [], [], 0
+
+    def add(self, x, log_w):
+        finite = np.isfinite(log_w)
+        if self.distinct.size >= _CONDITION_STATES or not finite.any():
+            return
+        self.pending.append(x[finite][:, self.variables].astype(np.int32))
+        self.pending_log_w.append(log_w[finite])
+        self.n_pending += int(finite.sum())
+        if self.n_pending >= _GATHER:
+            self._gather()
+
+    def _gather(self):
+        """Merge the pending samples into ``distinct`` and ``log_sum``."""
+        states = np.concatenate([self.distinct] + self.pending)
+        log_w = np.concatenate([self.log_sum] + self.pending_log_w)
+        self.pending, self.pending_log_w, self.n_pending = [], [], 0
+        if not len(log_w):
+            return
+        width = states.shape[1]
+        keys = (states.view(np.dtype((np.void, 4 * width))).ravel() if width else
+                np.zeros(len(states), dtype=np.int8))
+        _, first, group = np.unique(keys, return_index=True, return_inverse=True)
+        top = float(log_w.max())
+        with np.errstate(divide="ignore"):
+            self.log_sum = top + np.log(np.bincount(group.ravel(), weights=np.exp(log_w - top)))
+        self.distinct = states[first]
+
+    def ranked(self):
+        """The distinct states on ``variables`` (int32[k, |C|]), by decreasing sum of
+        weights."""
+        self._gather()
+        return self.distinct[np.argsort(-self.log_sum, kind="stable")]
+
+
+def _cutset(run, max_entries, deadline):
+    """`_Branches` on a cutset: variables fixed one at a time, each time one of the
+    clusters of the exact tree of the run's order (the fixed variables left out) that
+    holds the most table entries, among those covering at least `_CUTSET_COVER` of the
+    most, the one of least entropy under the beliefs (under the samples' when no beliefs
+    are read), until the tree holds at most ``max_entries`` entries and fits in the
+    memory limit (at most `_CUTSET_MOST` variables: else None). `TimeUp` when
+    ``deadline`` passes first."""
+    mu = run.node
+    if mu is None:
+        mu = np.repeat(1.0 / run.flat.card, run.flat.card)
+    entropy = -np.add.reduceat(mu * np.log(np.where(mu > 0.0, mu, 1.0)), run.node_off[:-1])
+    fixed, chosen = run.fixed.copy(), []
+    while len(chosen) <= _CUTSET_MOST:
+        tree = MiniBuckets(run.flat, fixed, run.order[fixed[run.order] < 0], deadline=deadline)
+        if tree.entries <= max_entries and tree.memory <= run.memory_limit:
+            return _Branches(np.array(chosen, dtype=np.int64), tree)
+        cover = np.bincount(tree.c_scope, minlength=len(fixed),
+                            weights=np.repeat(tree.cluster_entries, np.diff(tree.c_start)))
+        cover[fixed >= 0] = 0.0
+        candidates = np.flatnonzero(cover >= _CUTSET_COVER * cover.max())
+        v = int(candidates[np.argmin(entropy[candidates])])
+        fixed[v] = 0
+        chosen.append(v)
+    return None
 
 
 def _finite_tables(flat, fixed):
