@@ -698,8 +698,9 @@ def _run_wmb(model, budget, callbacks, *, ibound=None, memory_limit=None, tol=1e
     (`_Run.phase_end`): the passes, then importance sampling, loopy BP (a candidate for
     the marginals), the lower bound by conditioning (models with zeros; its cutset chosen
     before the samples, which rank its branches), the lower bound of mixed signs (models
-    with finite tables) and mean field, each until its share of the time (`fwcore.auto.TIME_SHARES`) is used, the time
-    one leaves going to the next; Ctrl-C in one ends the run (``interrupted``)."""
+    with finite tables) and mean field, each until its share of the time
+    (`fwcore.auto.TIME_SHARES`) is used, the time one leaves going to the next; Ctrl-C
+    in one ends the run (``interrupted``)."""
     call = budget.deadline
     max_time = call.seconds_left()
     pairwise = model.reduced if isinstance(model, FactorGraph) else model
