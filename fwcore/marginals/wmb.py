@@ -486,14 +486,15 @@ _MIXED_PASSES, _MIXED_MAX_PASSES, _MIXED_PATIENCE = 30, 1000, 20
 #: its seconds per entry) take in its share of the time, at most
 #: `_CONDITION_MAX_ENTRIES`; the cutset's variables are picked among those covering at
 #: least `_CUTSET_COVER` of the most entries (the least entropy first), at most
-#: `_CUTSET_MOST` of them; the samples' distinct states on it kept up to
+#: `_CUTSET_MOST` of them, found in at most `_CUTSET_TIME` of the sampling's time (on
+#: linkage_12 in under 0.05 s); the samples' distinct states on it kept up to
 #: `_CONDITION_STATES` entries, gathered every `_GATHER` samples. Larger branches sum
 #: more of Z (linkage_12, 15 s of passes, 5 s of samples, 15 s of branches, bound −
 #: log Z: exact trees of 2^17 entries, 14403 branches, −24.8; 2^20, 1312: −13.5; 2^23,
 #: 288: −6.8; 2^25, 46: −6.4; 2^27, 12: −5.1); covering the most entries alone picks
 #: variables that the samples spread over (2^25: −8.9)
 _CONDITION_BRANCHES, _CONDITION_MAX_ENTRIES, _CUTSET_COVER, _CUTSET_MOST = 8, 2.0**27, 0.5, 256
-_CONDITION_STATES, _GATHER = 2**24, 2**14
+_CONDITION_STATES, _GATHER, _CUTSET_TIME = 2**24, 2**14, 0.5
 #: importance samples: in batches of `_SAMPLE_BATCH` (fewer on a model of over
 #: `_SAMPLE_ENTRIES` / `_SAMPLE_BATCH` variables, so that a batch's labellings stay within
 #: `_SAMPLE_ENTRIES` int64s); without max_time, `_SAMPLES` of them
@@ -1076,15 +1077,16 @@ class _Run:
         """On a model with zeros (no lower bound of mixed signs), before the samples: the
         variables C to condition on (`_cutset`) and the exact tree of the model with them
         fixed, so that `sample` tallies the samples' weights by their states on C for
-        `condition_lower`; none when the bounds meet or no cutset is found by
-        ``deadline``."""
+        `condition_lower`; none when the bounds meet or no cutset is found in
+        `_CUTSET_TIME` of the time left to ``deadline`` (the rest goes to the samples)."""
         left = self.reserve["conditioning"]
         if self.finite or self.gap == 0.0 or self.wmb is None or left <= 0.0:
             return
         per_entry = self.pass_time / max(self.wmb.mb.entries, 1.0)
         entries = left / (_CONDITION_BRANCHES * max(per_entry, 1e-12))
         try:
-            self.branches = _cutset(self, min(entries, _CONDITION_MAX_ENTRIES), deadline)
+            self.branches = _cutset(self, min(entries, _CONDITION_MAX_ENTRIES),
+                                    deadline.share(_CUTSET_TIME))
         except TimeUp:
             self.branches = None
 
