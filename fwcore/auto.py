@@ -303,9 +303,10 @@ def portfolio_members(model):
 #:   signs is −inf), after loopy BP, the lower bound by conditioning
 #:   (`fwcore.marginals.wmb._Run.condition_lower`: the exact sums of the cutset
 #:   assignments the samples drew) until 0.15 is left for the phases after it; the
-#:   passes lose that time. At 60 s (log Z − bound, before / after; upper bound − log Z
-#:   before / after, same machine, one after the other): linkage_12 141.2 / 6.4 (upper
-#:   11.9 / 12.7), linkage_13 114.1 / 4.5 (6.63 / 6.63);
+#:   passes lose that time (none when block mean field is planned: it does better on
+#:   ObjectDetection). `infer(m, max_time=60)`, main / this, run in pairs on a loaded
+#:   machine, log Z − lower (upper − log Z): linkage_12 148.7 / 7.4 (11.94 / 12.38),
+#:   linkage_13 114.1 / 2.7 (5.13 / 5.47), linkage_14 123.4 / 0.17 (2.43 / 1.58);
 #: - "conditioned/mean field": each branch of `fwcore.conditioned` leaves 0.1 of its
 #:   time to its mean-field lower bounds (given only what the branch's bound left, they
 #:   got no sweep after a bound that used all its time: ObjectDetection_13 at 60 s, 78.5
