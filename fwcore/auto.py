@@ -302,15 +302,18 @@ def portfolio_members(model):
 #: - "wmb/lower bound, conditioning": on a model with zeros (where the bound of mixed
 #:   signs is −inf), after loopy BP, the lower bound by conditioning
 #:   (`fwcore.marginals.wmb._Run.condition_lower`: the exact sums of the cutset
-#:   assignments the samples drew) until 0.05 is left for the phases after it, taken
-#:   from the sampling's 0.1 (given back when block mean field is planned: it does
-#:   better on ObjectDetection), so that the passes keep their time: taken from the
+#:   assignments the samples drew) until mean field's share less 0.05 is left: it takes
+#:   its 0.05 from mean field's least share (none when block mean field is planned: that
+#:   does better on ObjectDetection), so that the passes, the samples and loopy BP keep
+#:   their time (naive mean field from the best labelling added nothing on linkage_12,
+#:   13, 14 at 60 s: their lower bounds were the labellings' scores). Taken from the
 #:   passes, `infer(m, max_time=60)` with 0.15, log Z − lower against main's
 #:   (upper − log Z against main's), run in pairs on a loaded machine: linkage_12 7.4 /
 #:   148.7 (12.38 / 11.94), linkage_13 2.7 / 114.1 (5.47 / 5.13), linkage_14 0.17 / 123.4
 #:   (1.58 / 2.43); at 10 s the passes' loss cost linkage_12's upper bound a stage (19.6
-#:   against 15.2), with 0.05 at 10 s, in pairs, 17.9 against 13.3. With 0.05 at 60 s:
-#:   7.4, 4.8, 0.33 below log Z (upper 10.6, 6.05, 1.62);
+#:   against 15.2), with 0.05 at 10 s, in pairs, 17.9 against 13.3; taken from the
+#:   sampling's share, ζ rose on linkage_13 and 14 at 60 s (.0151 to .0175, .0044 to
+#:   .0076: the samples referee the marginals);
 #: - "conditioned/mean field": each branch of `fwcore.conditioned` leaves 0.1 of its
 #:   time to its mean-field lower bounds (given only what the branch's bound left, they
 #:   got no sweep after a bound that used all its time: ObjectDetection_13 at 60 s, 78.5

@@ -801,9 +801,9 @@ class _Run:
         self.bp = None                              # loopy BP's result (`message_passing`)
         # seconds kept for the phases after the passes: mean field (at least), sampling,
         # the lower bound of mixed signs (on finite tables; block mean field may take it)
-        # (conditioning, on tables with zeros, takes its share from the sampling's)
+        # (conditioning, on tables with zeros, takes its share from mean field's)
         condition = 0.0 if self.finite else _CONDITION_SHARE
-        shares = {"mean field": _LOWER_SHARE, "sampling": _SAMPLE_SHARE - condition,
+        shares = {"mean field": max(_LOWER_SHARE - condition, 0.0), "sampling": _SAMPLE_SHARE,
                   "loopy bp": _BP_SHARE, "conditioning": condition,
                   "mixed": _MIXED_SHARE if self.finite else 0.0}
         self.branches = None                        # conditioning's (`plan_conditioning`)
@@ -971,9 +971,9 @@ class _Run:
         fit in `_LOWER_MAX` of ``max_time`` and whose trees fit in memory (found by
         bisection: a smaller k's trees are smaller; at 10^6 variables each try takes about
         a pass); the passes then leave those sweeps' time to it (at least `_LOWER_SHARE` of
-        ``max_time``), none to the bound of mixed signs, and conditioning's to the samples
-        (on ObjectDetection_13 at 15 s of passes, conditioning −3.5 where blocks of one
-        level give −1.78)."""
+        ``max_time``), and none to the bounds of mixed signs and by conditioning (on
+        ObjectDetection_13 at 15 s of passes, conditioning −3.5 where blocks of one level
+        give −1.78)."""
         per_entry = self.pass_time / max(self.wmb.mb.entries, 1.0)
         levels = _bfs_levels(self.model)
         sizes, cap = (_BLOCKS, 2**16) if self.finite else (_BLOCKS + (1,), _ZERO_BLOCK_ENTRIES)
@@ -992,9 +992,9 @@ class _Run:
         self.blocks = chosen.get("blocks")
         if self.blocks is not None and self.max_time is not None and self.deadline.at:
             share = min(max(chosen["sweeps"] / self.max_time, _LOWER_SHARE), _LOWER_MAX)
-            self.deadline.at += self.reserve["mixed"] + self.reserve["mean field"]
-            self.reserve["sampling"] += self.reserve["conditioning"]
-            self.reserve["mixed"] = self.reserve["conditioning"] = 0.0
+            released = ("mixed", "conditioning", "mean field")
+            self.deadline.at += sum(self.reserve[k] for k in released)
+            self.reserve.update(dict.fromkeys(released, 0.0))
             self.reserve["mean field"] = share * self.max_time
             self.deadline.at -= self.reserve["mean field"]
 
