@@ -306,14 +306,14 @@ def portfolio_members(model):
 #:   its 0.05 from mean field's least share (none when block mean field is planned: that
 #:   does better on ObjectDetection), so that the passes, the samples and loopy BP keep
 #:   their time (naive mean field from the best labelling added nothing on linkage_12,
-#:   13, 14 at 60 s: their lower bounds were the labellings' scores). Taken from the
-#:   passes, `infer(m, max_time=60)` with 0.15, log Z − lower against main's
-#:   (upper − log Z against main's), run in pairs on a loaded machine: linkage_12 7.4 /
-#:   148.7 (12.38 / 11.94), linkage_13 2.7 / 114.1 (5.47 / 5.13), linkage_14 0.17 / 123.4
-#:   (1.58 / 2.43); at 10 s the passes' loss cost linkage_12's upper bound a stage (19.6
-#:   against 15.2), with 0.05 at 10 s, in pairs, 17.9 against 13.3; taken from the
-#:   sampling's share, ζ rose on linkage_13 and 14 at 60 s (.0151 to .0175, .0044 to
-#:   .0076: the samples referee the marginals);
+#:   13, 14 at 60 s: their lower bounds were the labellings' scores). Measured in pairs
+#:   with main on a loaded machine, `infer(m, max_time=60)`, log Z − lower (main's):
+#:   linkage_12 8.85 (148.7), linkage_13 3.42 (114.1), linkage_14 0.27 (62.3), the upper
+#:   bounds as main's within the machine's noise (10.83 / 10.83, 5.24 / 5.47, 1.69 /
+#:   1.49); at 10 s 18.8, 7.9, 3.9 (148.4, 114.4, 123.6), upper bounds equal. Taken from
+#:   the passes instead (0.15), the upper bounds were looser in pairs (linkage_12 at 60
+#:   s 12.38 against 11.94; at 10 s 19.6 against 15.2, though main alone ranges 13.3 to
+#:   17.9 there); taken from the samples, ζ rose (linkage_14 at 60 s .0044 to .0076);
 #: - "conditioned/mean field": each branch of `fwcore.conditioned` leaves 0.1 of its
 #:   time to its mean-field lower bounds (given only what the branch's bound left, they
 #:   got no sweep after a bound that used all its time: ObjectDetection_13 at 60 s, 78.5
