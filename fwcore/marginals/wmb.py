@@ -349,7 +349,7 @@ class BlockMeanField:
         self.model, self.fixed = model, fixed
         self.trees, self.entries = [], 0.0
         edges, theta = model.edges, model.theta
-        self.ok = model.n_edges > 0 and bool(np.isfinite(theta[model.node_off[-1]:]).all())
+        self.ok = model.n_edges > 0
         if not self.ok:
             return
         card = np.ascontiguousarray(model.card, dtype=np.int32)
@@ -405,17 +405,24 @@ class BlockMeanField:
             if left is not None and sweep_time >= left:
                 break
             started = time.perf_counter()
+            stuck = False
             try:
                 for k, (w, at, free) in enumerate(runs):
                     h = cross.fields(q)
                     w.tree.arrays["repar"][:] = h[at]
                     log_z = w.forward(0.0)
+                    stuck = log_z == -math.inf        # q's support leaves a block no state
+                    if stuck:
+                        break
                     w.backward()
                     node = np.zeros(len(q))
                     w.marginals(node, empty)
                     q[free] = node[free]
-                    parts[k] = log_z - float(q[free] @ h[free])
+                    held = free & (q > 0.0)        # h is −inf off q's support
+                    parts[k] = log_z - float(q[held] @ h[held])
             except TimeUp:
+                break
+            if stuck:
                 break
             sweep_time = time.perf_counter() - started
             before, bound = bound, sum(parts) + cross.expectation(q)
@@ -452,7 +459,8 @@ def _bfs_levels(model):
 
 class _EdgeGroups:
     """Some edges of a PairwiseMRF grouped by their tables' shape, for the fields and
-    expectations of block mean field under a product q (flat node marginals)."""
+    expectations of block mean field under a product q (flat node marginals). A −inf
+    entry (an impossible pair) counts as 0 · (−inf) = 0 off q's support, −inf on it."""
 
     def __init__(self, model, edges):
         self.size = model.node_off[-1]
@@ -463,24 +471,40 @@ class _EdgeGroups:
             e = edges[(shapes == (ci, cj)).all(axis=1)]
             i, j = model.edges[e, 0], model.edges[e, 1]
             tables = model.theta[model.edge_off[e][:, None] + np.arange(ci * cj)]
-            self.groups.append((tables.reshape(-1, ci, cj),
+            impossible = ~np.isfinite(tables)
+            self.groups.append((np.where(impossible, 0.0, tables).reshape(-1, ci, cj),
+                                impossible.reshape(-1, ci, cj) if impossible.any() else None,
                                 model.node_off[i][:, None] + np.arange(ci),
                                 model.node_off[j][:, None] + np.arange(cj)))
 
     def fields(self, q):
-        """h(x_i) = Σ_{(i,j)} θ_ij(x_i, ·) q_j over the edges, on both ends (flat)."""
+        """h(x_i) = Σ_{(i,j)} θ_ij(x_i, ·) q_j over the edges, on both ends (flat): −inf
+        where an impossible pair meets q_j's support."""
         h = np.zeros(self.size)
-        for tables, at_i, at_j in self.groups:
+        blocked = np.zeros(self.size, dtype=bool)
+        support = q > 0.0
+        for tables, impossible, at_i, at_j in self.groups:
             h += np.bincount(at_i.reshape(-1), minlength=self.size,
                              weights=np.einsum("eab,eb->ea", tables, q[at_j]).reshape(-1))
             h += np.bincount(at_j.reshape(-1), minlength=self.size,
                              weights=np.einsum("eab,ea->eb", tables, q[at_i]).reshape(-1))
+            if impossible is not None:
+                blocked[at_i[np.einsum("eab,eb->ea", impossible, support[at_j]) > 0]] = True
+                blocked[at_j[np.einsum("eab,ea->eb", impossible, support[at_i]) > 0]] = True
+        h[blocked] = -np.inf
         return h
 
     def expectation(self, q):
-        """Σ_{(i,j)} q_i^T θ_ij q_j over the edges."""
-        return float(sum(np.einsum("ea,eab,eb->", q[at_i], tables, q[at_j])
-                         for tables, at_i, at_j in self.groups))
+        """Σ_{(i,j)} q_i^T θ_ij q_j over the edges (−inf when q puts mass on an impossible
+        pair)."""
+        support = q > 0.0
+        total = 0.0
+        for tables, impossible, at_i, at_j in self.groups:
+            if impossible is not None and np.einsum("ea,eab,eb->", support[at_i], impossible,
+                                                    support[at_j]):
+                return -math.inf
+            total += float(np.einsum("ea,eab,eb->", q[at_i], tables, q[at_j]))
+        return total
 
 
 #: the weights' first step (`fwcore._wmb.forward`), halved after a pass whose bound is
@@ -503,6 +527,20 @@ _LOWER_STEP, _LOWER_MAX_WEIGHT = 3.0, 64.0
 #: fit in its share of the time, at most `_MIXED_MAX_PASSES` passes, until
 #: `_MIXED_PATIENCE` in a row gain nothing (on Grids_15 it gains 2 nats after 10 flat ones)
 _MIXED_PASSES, _MIXED_MAX_PASSES, _MIXED_PATIENCE = 30, 1000, 20
+#: the lower bound by conditioning (`_Run.condition_lower`): a cutset whose exact tree
+#: holds as many entries as `_CONDITION_BRANCHES` passes of the upper bound's tree (at
+#: its seconds per entry) take in its share of the time, at most
+#: `_CONDITION_MAX_ENTRIES`; the cutset's variables are picked among those covering at
+#: least `_CUTSET_COVER` of the most entries (the least entropy first), at most
+#: `_CUTSET_MOST` of them, found in at most `_CUTSET_TIME` of the sampling's time (on
+#: linkage_12 in under 0.05 s); the samples' distinct states on it kept up to
+#: `_CONDITION_STATES` entries, gathered every `_GATHER` samples. Larger branches sum
+#: more of Z (linkage_12, 15 s of passes, 5 s of samples, 15 s of branches, bound −
+#: log Z: exact trees of 2^17 entries, 14403 branches, −24.8; 2^20, 1312: −13.5; 2^23,
+#: 288: −6.8; 2^25, 46: −6.4; 2^27, 12: −5.1); covering the most entries alone picks
+#: variables that the samples spread over (2^25: −8.9)
+_CONDITION_BRANCHES, _CONDITION_MAX_ENTRIES, _CUTSET_COVER, _CUTSET_MOST = 8, 2.0**27, 0.5, 256
+_CONDITION_STATES, _GATHER, _CUTSET_TIME = 2**24, 2**14, 0.5
 #: importance samples: in batches of `_SAMPLE_BATCH` (fewer on a model of over
 #: `_SAMPLE_ENTRIES` / `_SAMPLE_BATCH` variables, so that a batch's labellings stay within
 #: `_SAMPLE_ENTRIES` int64s); without max_time, `_SAMPLES` of them
@@ -522,8 +560,15 @@ _SAMPLE_SHARE = TIME_SHARES["wmb/sampling"]
 _ORDER_SHARE = TIME_SHARES["wmb/order search"]
 _BP_SHARE = TIME_SHARES["wmb/loopy bp"]
 _MIXED_SHARE = TIME_SHARES["wmb/lower bound, mixed"]
+_CONDITION_SHARE = TIME_SHARES["wmb/lower bound, conditioning"]
 _LOWER_SWEEPS, _SWEEP_PASSES = 8, 1.5
 _BLOCKS = (16, 12, 8, 6, 4, 2)
+#: on a model with zeros, block mean field (from the best labelling, q's support within
+#: the possible pairs) may also take blocks of k = 1 level, and clusters of up to
+#: `_ZERO_BLOCK_ENTRIES` entries (2^16 on finite tables): ObjectDetection_13's levels
+#: need 2^20 (bound − log Z at 10 s: naive mean field −2.45, blocks of one level −1.78;
+#: ObjectDetection_16 at 5 s: −0.996 and −0.714)
+_ZERO_BLOCK_ENTRIES = 2**20
 #: the next stage starts only if this many of its passes (and a read) fit in the time left
 #: (a pass's time predicted from the last one's, in proportion to the entries); else the
 #: stage goes on. A larger stage's first passes are looser than the one before's last,
@@ -602,7 +647,9 @@ def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None
     first, before any pass, each variable at its best unary state, repaired to a
     feasible labelling where arc consistency finds one), the bound of weights of mixed
     sign on a model whose tables are finite (`_Run.mixed_lower`: reverse Hölder, Liu &
-    Ihler 2011) and a mean-field bound (`_Run.lower_bound`: block mean field from the
+    Ihler 2011), on a model with zeros the bound by conditioning (`_Run.condition_lower`:
+    log Z ≥ log Σ_{c ∈ S} Z(x_C = c), each branch summed exactly, with ``max_time``) and
+    a mean-field bound (`_Run.lower_bound`: block mean field from the
     marginals on a PairwiseMRF, else naive mean field from them and from the best
     labelling), each in its share of ``max_time`` (`fwcore.auto.TIME_SHARES`);
     ``gap`` = ``certified_gap`` = their difference, so the status is ``converged`` when
@@ -702,9 +749,11 @@ def _run_wmb(model, budget, callbacks, *, ibound=None, memory_limit=None, tol=1e
              confidence=0.95, n_samples=None, seed=None):
     """`weighted_mini_bucket` on the checked ``model``: the registered run. Its phases
     (`_Run.phase_end`): the passes, then importance sampling, loopy BP (a candidate for
-    the marginals), the lower bound of mixed signs (models with finite tables) and mean
-    field, each until its share of the time (`fwcore.auto.TIME_SHARES`) is used, the time
-    one leaves going to the next; Ctrl-C in one ends the run (``interrupted``)."""
+    the marginals), the lower bound by conditioning (models with zeros; its cutset chosen
+    before the samples, which rank its branches), the lower bound of mixed signs (models
+    with finite tables) and mean field, each until its share of the time
+    (`fwcore.auto.TIME_SHARES`) is used, the time one leaves going to the next; Ctrl-C
+    in one ends the run (``interrupted``)."""
     call = budget.deadline
     max_time = call.seconds_left()
     pairwise = model.reduced if isinstance(model, FactorGraph) else model
@@ -722,8 +771,10 @@ def _run_wmb(model, budget, callbacks, *, ibound=None, memory_limit=None, tol=1e
         run.read(call.seconds_left())
         try:
             run.plan_lower_bound()                  # when the passes ended after one
+            run.plan_conditioning(run.phase_end("sampling"))
             run.sample(run.phase_end("sampling"), n_samples, seed)
             run.message_passing(run.phase_end("loopy bp"))
+            run.condition_lower(run.phase_end("conditioning"))
             run.mixed_lower(run.phase_end("mixed"))
             run.lower_bound(call)
         except KeyboardInterrupt:
@@ -773,16 +824,20 @@ class _Run:
         self.bp = None                              # loopy BP's result (`message_passing`)
         # seconds kept for the phases after the passes: mean field (at least), sampling,
         # the lower bound of mixed signs (on finite tables; block mean field may take it)
-        shares = {"mean field": _LOWER_SHARE, "sampling": _SAMPLE_SHARE, "loopy bp": _BP_SHARE,
+        # (conditioning, on tables with zeros, takes its share from mean field's)
+        condition = 0.0 if self.finite else _CONDITION_SHARE
+        shares = {"mean field": max(_LOWER_SHARE - condition, 0.0), "sampling": _SAMPLE_SHARE,
+                  "loopy bp": _BP_SHARE, "conditioning": condition,
                   "mixed": _MIXED_SHARE if self.finite else 0.0}
+        self.branches = None                        # conditioning's (`plan_conditioning`)
         self.reserve = {k: 0.0 if max_time is None else v * max_time for k, v in shares.items()}
         self.deadline = self.phase_end("passes")
 
     def phase_end(self, phase):
-        """The deadline of a ``phase`` ("passes", "sampling", "loopy bp", "mixed"; mean
-        field's is the call's): the call's end less the seconds kept for the phases after
-        it."""
-        phases = ("passes", "sampling", "loopy bp", "mixed", "mean field")
+        """The deadline of a ``phase`` ("passes", "sampling", "loopy bp", "conditioning",
+        "mixed"; mean field's is the call's): the call's end less the seconds kept for the
+        phases after it."""
+        phases = ("passes", "sampling", "loopy bp", "conditioning", "mixed", "mean field")
         later = phases[phases.index(phase) + 1:]
         part = self.call.share(1.0)
         if part.at is not None:
@@ -987,15 +1042,18 @@ class _Run:
         fit in `_LOWER_MAX` of ``max_time`` and whose trees fit in memory (found by
         bisection: a smaller k's trees are smaller; at 10^6 variables each try takes about
         a pass); the passes then leave those sweeps' time to it (at least `_LOWER_SHARE` of
-        ``max_time``)."""
+        ``max_time``), and none to the bounds of mixed signs and by conditioning (on
+        ObjectDetection_13 at 15 s of passes, conditioning −3.5 where blocks of one level
+        give −1.78)."""
         per_entry = self.pass_time / max(self.wmb.mb.entries, 1.0)
         levels = _bfs_levels(self.model)
-        fits, misses = len(_BLOCKS), -1              # _BLOCKS[fits] fits, _BLOCKS[misses] not
+        sizes, cap = (_BLOCKS, 2**16) if self.finite else (_BLOCKS + (1,), _ZERO_BLOCK_ENTRIES)
+        fits, misses = len(sizes), -1                # sizes[fits] fits, sizes[misses] not
         chosen = {}
         while fits - misses > 1:
             at = (fits + misses) // 2
-            blocks = BlockMeanField(self.model, self.fixed, _BLOCKS[at], deadline=self.deadline,
-                                    levels=levels)
+            blocks = BlockMeanField(self.model, self.fixed, sizes[at], cap,
+                                    deadline=self.deadline, levels=levels)
             sweeps = _LOWER_SWEEPS * _SWEEP_PASSES * blocks.entries * per_entry
             if blocks.ok and blocks.memory <= self.memory_limit and (
                     self.max_time is None or sweeps <= _LOWER_MAX * self.max_time):
@@ -1005,8 +1063,10 @@ class _Run:
         self.blocks = chosen.get("blocks")
         if self.blocks is not None and self.max_time is not None and self.deadline.at:
             share = min(max(chosen["sweeps"] / self.max_time, _LOWER_SHARE), _LOWER_MAX)
-            self.deadline.at += self.reserve["mixed"] + self.reserve["mean field"]
-            self.reserve["mixed"], self.reserve["mean field"] = 0.0, share * self.max_time
+            released = ("mixed", "conditioning", "mean field")
+            self.deadline.at += sum(self.reserve[k] for k in released)
+            self.reserve.update(dict.fromkeys(released, 0.0))
+            self.reserve["mean field"] = share * self.max_time
             self.deadline.at -= self.reserve["mean field"]
 
     def _offer(self, x):
@@ -1080,6 +1140,8 @@ class _Run:
             if self.tally is None:
                 self.tally = Tally(self.proposal_bound, self.node_off)
             self.tally.add(log_w, x)
+            if self.branches is not None:
+                self.branches.add(x, log_w)
 
     def draws(self, deadline, n_samples=None, seed=None):
         """Batches (labellings int64[k, n_vars], log weights float64[k]) of importance
@@ -1118,6 +1180,50 @@ class _Run:
         left = deadline.seconds_left()
         if left is None or left > 0:
             self.bp = loopy_bp(self.model, max_time=left)
+
+    def plan_conditioning(self, deadline):
+        """On a model with zeros (no lower bound of mixed signs), before the samples: the
+        variables C to condition on (`_cutset`) and the exact tree of the model with them
+        fixed, so that `sample` tallies the samples' weights by their states on C for
+        `condition_lower`; none when the bounds meet or no cutset is found in
+        `_CUTSET_TIME` of the time left to ``deadline`` (the rest goes to the samples)."""
+        left = self.reserve["conditioning"]
+        if self.finite or self.gap == 0.0 or self.wmb is None or left <= 0.0:
+            return
+        per_entry = self.pass_time / max(self.wmb.mb.entries, 1.0)
+        entries = left / (_CONDITION_BRANCHES * max(per_entry, 1e-12))
+        try:
+            self.branches = _cutset(self, min(entries, _CONDITION_MAX_ENTRIES),
+                                    deadline.share(_CUTSET_TIME))
+        except TimeUp:
+            self.branches = None
+
+    def condition_lower(self, deadline):
+        """log Z ≥ log Σ_{c ∈ S} Z(x_C = c) (Z a sum of nonnegative terms): the assignments
+        c of the cutset (`plan_conditioning`) that the importance samples drew, the
+        largest sum of weights first (an unbiased estimate of Z(x_C = c)), each summed
+        exactly by one pass of its exact tree, until ``deadline``; every branch summed
+        raises ``lower``. The upper bound's tree is dropped first."""
+        branches, self.branches = self.branches, None
+        if branches is None or self.gap == 0.0:
+            return
+        self.wmb = self.upcoming = None
+        ranked = branches.ranked()
+        if not len(ranked):
+            return
+        try:
+            w = WeightedMiniBucket(branches.tree, deadline)
+        except TimeUp:
+            return
+        fixed, total = w.tree.arrays["fixed"], -math.inf
+        for states in ranked:
+            fixed[branches.variables] = states
+            w.tree.constant = w._constant()
+            try:
+                total = float(np.logaddexp(total, w.forward(0.0)))
+            except TimeUp:
+                return
+            self.lower = max(self.lower, total)
 
     def mixed_lower(self, deadline):
         """The lower bound of weights of mixed sign (`WeightedMiniBucket.make_lower`, reverse
@@ -1175,8 +1281,9 @@ class _Run:
             point = np.zeros(self.node_off[-1])
             point[self.node_off[:-1] + self.best_x] = 1.0
             starts.append(point)
-        if self.blocks is not None:
-            lower, _ = self.blocks.run(starts[0].copy(), deadline)
+        if self.blocks is not None:     # with zeros, from a point of finite bound
+            start = starts[0] if self.finite or self.best_x is None else starts[-1]
+            lower, _ = self.blocks.run(start.copy(), deadline)
             self.lower = max(self.lower, lower)
             return
         for start in starts:
@@ -1268,6 +1375,78 @@ class _Run:
             mu[skeleton.edge_off[e]:skeleton.edge_off[e + 1]] = table.ravel()
             left.discard(e)
         return np.array(sorted(left), dtype=np.int64)
+
+
+class _Branches:
+    """The cutset ``variables`` (int64) of `_Run.condition_lower`, the exact ``tree`` of the
+    model with them fixed, and the distinct states on them of the importance samples of
+    finite weight with the log of their summed weights (gathered every `_GATHER` samples;
+    at most `_CONDITION_STATES` entries of distinct states kept)."""
+
+    def __init__(self, variables, tree):
+        self.variables, self.tree = variables, tree
+        self.distinct = np.zeros((0, len(variables)), dtype=np.int32)
+        self.log_sum = np.zeros(0)
+        self.pending, self.pending_log_w, self.n_pending = [], [], 0
+
+    def add(self, x, log_w):
+        finite = np.isfinite(log_w)
+        if self.distinct.size >= _CONDITION_STATES or not finite.any():
+            return
+        self.pending.append(x[finite][:, self.variables].astype(np.int32))
+        self.pending_log_w.append(log_w[finite])
+        self.n_pending += int(finite.sum())
+        if self.n_pending >= _GATHER:
+            self._gather()
+
+    def _gather(self):
+        """Merge the pending samples into ``distinct`` and ``log_sum``."""
+        states = np.concatenate([self.distinct] + self.pending)
+        log_w = np.concatenate([self.log_sum] + self.pending_log_w)
+        self.pending, self.pending_log_w, self.n_pending = [], [], 0
+        if not len(log_w):
+            return
+        width = states.shape[1]
+        keys = (states.view(np.dtype((np.void, 4 * width))).ravel() if width else
+                np.zeros(len(states), dtype=np.int8))
+        _, first, group = np.unique(keys, return_index=True, return_inverse=True)
+        top = float(log_w.max())
+        with np.errstate(divide="ignore"):
+            self.log_sum = top + np.log(np.bincount(group.ravel(), weights=np.exp(log_w - top)))
+        self.distinct = states[first]
+
+    def ranked(self):
+        """The distinct states on ``variables`` (int32[k, |C|]), by decreasing sum of
+        weights."""
+        self._gather()
+        return self.distinct[np.argsort(-self.log_sum, kind="stable")]
+
+
+def _cutset(run, max_entries, deadline):
+    """`_Branches` on a cutset: variables fixed one at a time, each time one of the
+    clusters of the exact tree of the run's order (the fixed variables left out) that
+    holds the most table entries, among those covering at least `_CUTSET_COVER` of the
+    most, the one of least entropy under the beliefs (under the samples' when no beliefs
+    are read), until the tree holds at most ``max_entries`` entries and fits in the
+    memory limit (at most `_CUTSET_MOST` variables: else None). `TimeUp` when
+    ``deadline`` passes first."""
+    mu = run.node
+    if mu is None:
+        mu = np.repeat(1.0 / run.flat.card, run.flat.card)
+    entropy = -np.add.reduceat(mu * np.log(np.where(mu > 0.0, mu, 1.0)), run.node_off[:-1])
+    fixed, chosen = run.fixed.copy(), []
+    while len(chosen) <= _CUTSET_MOST:
+        tree = MiniBuckets(run.flat, fixed, run.order[fixed[run.order] < 0], deadline=deadline)
+        if tree.entries <= max_entries and tree.memory <= run.memory_limit:
+            return _Branches(np.array(chosen, dtype=np.int64), tree)
+        cover = np.bincount(tree.c_scope, minlength=len(fixed),
+                            weights=np.repeat(tree.cluster_entries, np.diff(tree.c_start)))
+        cover[fixed >= 0] = 0.0
+        candidates = np.flatnonzero(cover >= _CUTSET_COVER * cover.max())
+        v = int(candidates[np.argmin(entropy[candidates])])
+        fixed[v] = 0
+        chosen.append(v)
+    return None
 
 
 def _finite_tables(flat, fixed):
