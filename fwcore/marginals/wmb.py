@@ -957,6 +957,7 @@ class _Run:
         chosen = {}
         while fits - misses > 1:
             at = (fits + misses) // 2
+            blocks = None             # a try that missed is freed before the next one's
             blocks = BlockMeanField(self.model, self.fixed, _BLOCKS[at], deadline=self.deadline,
                                     levels=levels)
             sweeps = _LOWER_SWEEPS * _SWEEP_PASSES * blocks.entries * per_entry
