@@ -913,6 +913,9 @@ class _Run:
 
     def _pass(self):
         w = self.wmb
+        # the first pass is every later phase's start (beliefs, proposal, labelling): it
+        # may take the phases' time (under a third of a core at 10^6 its backward was cut)
+        w.deadline = self.end if self.n_passes == 0 else self.deadline
         started = time.perf_counter()
         self.stage_passes += 1
         self.previous = self.last
@@ -1169,7 +1172,7 @@ class _Run:
         if self.bp is not None:
             candidates["loopy-bp"] = self.bp.mu[:off[-1]]
         tally = self.tally
-        chosen = (next(iter(candidates)) if tally is None else
+        chosen = (next(iter(candidates)) if tally is None or tally.ess < REFEREE_ESS else
                   choose_marginals(candidates, tally.marginals(), tally.noise(), tally.ess,
                                    off))
         if chosen not in ("beliefs", "uniform"):
