@@ -937,7 +937,8 @@ class _Run:
     def plan_lower_bound(self):
         """`_plan_lower_bound` once, after a first pass, on a PairwiseMRF (none when the
         passes' deadline passes in it)."""
-        if self.planned or not self.n_passes or not isinstance(self.model, PairwiseMRF):
+        if (self.planned or not self.n_passes or not isinstance(self.model, PairwiseMRF) or
+                self.deadline.passed()):      # its search reads no clock (1-2 s at 10^6)
             return
         self.planned = True
         try:
