@@ -21,7 +21,8 @@ import numpy as np
 from .elimination import EliminationPlan
 from .model import binary_cover
 
-__all__ = ["TIME_SHARES", "choose_marginals", "REFEREE_ESS", "exact_method", "infer_method",
+__all__ = ["TIME_SHARES", "PHASE_COSTS", "SLOW_CORE", "choose_marginals", "REFEREE_ESS",
+           "exact_method", "infer_method",
            "infer_exact_method", "barrier_fw_oracle",
            "exact_oracle", "auto_oracle", "portfolio_members", "fits_bruteforce",
            "AUTO_BRUTEFORCE_STATES",
@@ -320,6 +321,25 @@ def portfolio_members(model):
 #:   time to its mean-field lower bounds (given only what the branch's bound left, they
 #:   got no sweep after a bound that used all its time: ObjectDetection_13 at 60 s, 78.5
 #:   nats below log Z instead of 2.45).
+#: what the parts of a run whose time is not a share are predicted to cost, and the
+#: margin that keeps the prediction when the process gets a third of a core (two copies
+#: and a busy loop on 2 cores), so that the call still ends by ``max_time``:
+#:
+#: - "wmb/result": seconds per entry of μ (the node and edge marginals, and a factor
+#:   graph's factor beliefs) to build weighted mini-bucket's result after its phases,
+#:   which end this long (times `SLOW_CORE`) before ``max_time``
+#:   (`fwcore.marginals.wmb._Run.result`): on a Potts-8 1000x1000 grid (μ 1.36e8
+#:   entries, 1.1 GB) the result took 0.5 s at load 4 once μ became the beliefs' own
+#:   array (2.4 s with the copy before), 0.2 s for uniform marginals (two fills); so 2.0 s
+#:   are kept at Potts-8 10^6, 0.15 s at a binary 10^6 grid. The phases before it poll
+#:   their deadline in their kernels, each every few milliseconds of work; what they do
+#:   outside kernels is under a second at 10^6 (measured per phase: their progress lines).
+#:   Before this rule the Potts-8 10^6 call ended at 62.6-63.7 s at load 1-4 (the result
+#:   and the mean field after the phases' end) and 68.4 s at load 4-8.
+SLOW_CORE = 3.0
+PHASE_COSTS = {
+    "wmb/result": 5e-9,
+}
 TIME_SHARES = {
     "portfolio/first annealing run": 0.5,
     "portfolio/later annealing runs": 0.125,

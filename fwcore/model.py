@@ -405,7 +405,14 @@ class PairwiseMRF(Named):
         return mu
 
     def uniform_marginals(self):
-        """u0: μ_i = 1/card_i, μ_ij = 1/(card_i card_j)."""
+        """u0: μ_i = 1/card_i, μ_ij = 1/(card_i card_j) (two fills when the cards are equal:
+        np.repeat took 0.6-2 s on a 10^6 Potts-8 grid's 1 GB, where Ctrl-C must answer)."""
+        card = self.card
+        if len(card) and (card == card[0]).all():
+            mu = np.empty(self.dim)
+            mu[:self.node_off[-1]] = 1.0 / card[0]
+            mu[self.node_off[-1]:] = 1.0 / (float(card[0]) * float(card[0]))
+            return mu
         sizes = np.diff(np.concatenate([self.node_off, self.edge_off[1:]]))
         return np.repeat(1.0 / sizes, sizes)
 

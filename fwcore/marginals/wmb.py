@@ -32,17 +32,18 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
+from contextlib import contextmanager
 from typing import NamedTuple
 
 import numpy as np
 
 from .. import _wmb
-from ..auto import REFEREE_ESS, TIME_SHARES, choose_marginals
+from ..auto import PHASE_COSTS, REFEREE_ESS, SLOW_CORE, TIME_SHARES, choose_marginals
 from ..checks import (BOOL, CALLABLE, SEED, TIME, Interval, available_bytes, check_bound_feasible,
                       check_feasible, check_model, validate_params)
 from ..elimination import bandwidth_order, order_search, stop_at
 from ..factor_graph import FactorGraph
-from ..loop import Callbacks, Deadline, Stopping, TimeUp, run_loop
+from ..loop import LOGGER, Callbacks, Deadline, Stopping, TimeUp, run_loop
 from ..model import PairwiseMRF
 from ..labelling import feasible_labelling
 from ..results import Record, Status
@@ -388,6 +389,8 @@ class BlockMeanField:
         than ``tol`` nats and, as timed, fits before ``deadline`` (a `fwcore.loop.Deadline`,
         which also stops a pass: L is then that of the last blocks updated in whole); L is
         −inf when the time ran out before every set was updated once."""
+        if deadline is not None and deadline.passed():
+            return -math.inf, q       # its set-up alone reads no clock (seconds at 10^6)
         card = self.model.card
         node_off = self.model.node_off
         cross = _EdgeGroups(self.model, self.cross_edges)
@@ -562,6 +565,8 @@ _BP_SHARE = TIME_SHARES["wmb/loopy bp"]
 _MIXED_SHARE = TIME_SHARES["wmb/lower bound, mixed"]
 _CONDITION_SHARE = TIME_SHARES["wmb/lower bound, conditioning"]
 _LOWER_SWEEPS, _SWEEP_PASSES = 8, 1.5
+#: a phase that takes this many seconds or more says so on the ``fwcore`` logger
+_PHASE_LINE = 0.1
 _BLOCKS = (16, 12, 8, 6, 4, 2)
 #: on a model with zeros, block mean field (from the best labelling, q's support within
 #: the possible pairs) may also take blocks of k = 1 level, and clusters of up to
@@ -766,17 +771,24 @@ def _run_wmb(model, budget, callbacks, *, ibound=None, memory_limit=None, tol=1e
                        callbacks, start=run.start)
     status = outcome.status
     if status is not Status.INTERRUPTED:
-        if run.wmb is not None:           # the passes' deadline has passed: the call's
-            run.wmb.deadline = call
-        run.read(call.seconds_left())
+        if run.wmb is not None:           # the passes' deadline has passed: the phases'
+            run.wmb.deadline = run.end
         try:
-            run.plan_lower_bound()                  # when the passes ended after one
-            run.plan_conditioning(run.phase_end("sampling"))
-            run.sample(run.phase_end("sampling"), n_samples, seed)
-            run.message_passing(run.phase_end("loopy bp"))
-            run.condition_lower(run.phase_end("conditioning"))
-            run.mixed_lower(run.phase_end("mixed"))
-            run.lower_bound(call)
+            with run.phase("beliefs"):
+                run.read(run.end.seconds_left())
+            with run.phase("block plan"):
+                run.plan_lower_bound()              # when the passes ended after one
+            with run.phase("sampling"):
+                run.plan_conditioning(run.phase_end("sampling"))
+                run.sample(run.phase_end("sampling"), n_samples, seed)
+            with run.phase("loopy bp"):
+                run.message_passing(run.phase_end("loopy bp"))
+            with run.phase("conditioning"):
+                run.condition_lower(run.phase_end("conditioning"))
+            with run.phase("mixed lower bound"):
+                run.mixed_lower(run.phase_end("mixed"))
+            with run.phase("mean field"):
+                run.lower_bound(run.end)
         except KeyboardInterrupt:
             status = Status.INTERRUPTED
     check_bound_feasible(pairwise, run.upper)
@@ -785,7 +797,8 @@ def _run_wmb(model, budget, callbacks, *, ibound=None, memory_limit=None, tol=1e
     if status in (Status.CONVERGED, Status.STALLED) and (
             run.node is None or (run.exact and not run.marginals_exact)):
         status = Status.MAX_TIME       # the time ran out for the (exact) pass's beliefs
-    return run.result(status, outcome, call.elapsed(), confidence)
+    with run.phase("result"):
+        return run.result(status, outcome, call.elapsed(), confidence)
 
 
 class _Run:
@@ -831,18 +844,37 @@ class _Run:
                   "mixed": _MIXED_SHARE if self.finite else 0.0}
         self.branches = None                        # conditioning's (`plan_conditioning`)
         self.reserve = {k: 0.0 if max_time is None else v * max_time for k, v in shares.items()}
+        # every phase ends by ``end``: the call's end less the result's predicted time
+        self.end = call.share(1.0)
+        if self.end.at is not None:
+            pairwise = model.skeleton if isinstance(model, FactorGraph) else model
+            entries = pairwise.dim + (len(flat.table) if isinstance(model, FactorGraph) else 0)
+            self.end.at -= SLOW_CORE * PHASE_COSTS["wmb/result"] * entries
         self.deadline = self.phase_end("passes")
 
     def phase_end(self, phase):
         """The deadline of a ``phase`` ("passes", "sampling", "loopy bp", "conditioning",
-        "mixed"; mean field's is the call's): the call's end less the seconds kept for the
-        phases after it."""
+        "mixed"; mean field's is ``end``): ``end`` less the seconds kept for the phases
+        after it."""
         phases = ("passes", "sampling", "loopy bp", "conditioning", "mixed", "mean field")
         later = phases[phases.index(phase) + 1:]
-        part = self.call.share(1.0)
+        part = self.end.share(1.0)
         if part.at is not None:
             part.at -= sum(self.reserve[k] for k in later)
         return part
+
+    @contextmanager
+    def phase(self, name):
+        """Log on the ``fwcore`` logger the seconds the phase ``name`` took, when at least
+        `_PHASE_LINE` (at 10^6 variables each takes seconds: where the time went)."""
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            seconds = time.monotonic() - started
+            if seconds >= _PHASE_LINE:
+                LOGGER.info("wmb %s  %.1f s, ended at %.1f s", name, seconds,
+                            self.call.elapsed())
 
     def start(self):
         """A first labelling (each variable's best unary state), the first elimination order
@@ -850,15 +882,17 @@ class _Run:
         `search_orders`) and the first stage (`_FIRST_ENTRIES`, or less until it fits in
         ``memory_limit``; a ValueError when ``ibound``'s tree exceeds it)."""
         self._offer(self._unary_argmax())
-        window, started = self.order_deadline.seconds_left(), time.monotonic()
-        self.orders = _order_search(self.model, self.flat, self.fixed, self.order_deadline)
-        self.choice = next(self.orders)                        # the bandwidth order
-        if self.ibound is not None:
-            self.choice = next(self.orders, self.choice)       # and a min-fill try
-        self.order = _free_order(self.choice, self.fixed)
-        if window is not None:                  # what the first order left of its share
-            self.search_left = window - (time.monotonic() - started)
-        tree, self.cap = self._fitting_tree(self.order)
+        with self.phase("order"):
+            window, started = self.order_deadline.seconds_left(), time.monotonic()
+            self.orders = _order_search(self.model, self.flat, self.fixed, self.order_deadline)
+            self.choice = next(self.orders)                    # the bandwidth order
+            if self.ibound is not None:
+                self.choice = next(self.orders, self.choice)   # and a min-fill try
+            self.order = _free_order(self.choice, self.fixed)
+            if window is not None:              # what the first order left of its share
+                self.search_left = window - (time.monotonic() - started)
+        with self.phase("first stage's tree"):
+            tree, self.cap = self._fitting_tree(self.order)
         if self.ibound is not None and tree.memory > self.memory_limit:
             raise ValueError(f"ibound={self.ibound} needs about {tree.memory:.3g} bytes, "
                              f"over memory_limit={self.memory_limit:.3g}: give a smaller "
@@ -1005,6 +1039,9 @@ class _Run:
 
     def _pass(self):
         w = self.wmb
+        # the first pass is every later phase's start (beliefs, proposal, labelling): it
+        # may take the phases' time (under a third of a core at 10^6 its backward was cut)
+        w.deadline = self.end if self.n_passes == 0 else self.deadline
         started = time.perf_counter()
         self.stage_passes += 1
         self.previous = self.last
@@ -1026,7 +1063,8 @@ class _Run:
     def plan_lower_bound(self):
         """`_plan_lower_bound` once, after a first pass, on a PairwiseMRF (none when the
         passes' deadline passes in it)."""
-        if self.planned or not self.n_passes or not isinstance(self.model, PairwiseMRF):
+        if (self.planned or not self.n_passes or not isinstance(self.model, PairwiseMRF) or
+                self.deadline.passed()):      # its search reads no clock (1-2 s at 10^6)
             return
         self.planned = True
         try:
@@ -1052,6 +1090,7 @@ class _Run:
         chosen = {}
         while fits - misses > 1:
             at = (fits + misses) // 2
+            blocks = None             # a try that missed is freed before the next one's
             blocks = BlockMeanField(self.model, self.fixed, sizes[at], cap,
                                     deadline=self.deadline, levels=levels)
             sweeps = _LOWER_SWEEPS * _SWEEP_PASSES * blocks.entries * per_entry
@@ -1099,11 +1138,14 @@ class _Run:
         """Keep the marginals of the last whole pass when none are kept or its bound is
         the tightest of the passes read (a new stage's first passes are looser than the
         last stage's, and so are their beliefs), and when reading them fits in ``left``
-        seconds (None: no limit; `_read_time`): a read the deadline cuts is dropped."""
+        seconds (None: no limit; `_read_time`) or none are kept (else the marginals are
+        uniform: a read is 0.3-0.35 of a pass at 10^6, predicted as a whole one, and
+        Potts-8 10^6 at load 6 skipped it with 17 s left): a read the deadline cuts is
+        dropped."""
         if not self.passed or (self.node is not None and self.last > self.marginals_bound):
             return
-        if left is not None and self._read_time() > left:
-            return
+        if left is not None and self.node is not None and self._read_time() > left:
+            return            # the first read is tried whatever is left: else uniform
         if isinstance(self.model, PairwiseMRF):      # μ's layout is the factors'
             fac = np.zeros(self.model.dim)
             node = fac[:self.node_off[-1]]
@@ -1132,7 +1174,7 @@ class _Run:
         until the deadline; without max_time, `_SAMPLES`), drawn from
         ``np.random.default_rng(seed)``'s uniforms. None when the bounds meet (log Z is
         known)."""
-        if self.wmb is None or self.gap == 0.0 or n_samples == 0:
+        if self.wmb is None or self.gap == 0.0 or n_samples == 0 or deadline.passed():
             return
         if n_samples is None and self.max_time is None:
             n_samples = _SAMPLES
@@ -1234,7 +1276,7 @@ class _Run:
         its passes are predicted to fit (a pass's time in proportion to its entries), until
         `_MIXED_PATIENCE` passes in a row gain at most ``tol``; the best bound raises
         ``lower``. The upper bound's tree is dropped first."""
-        if not self.finite or self.gap == 0.0 or self.wmb is None:
+        if not self.finite or self.gap == 0.0 or self.wmb is None or deadline.passed():
             return
         tree, per_entry = self.wmb.mb, self.pass_time / max(self.wmb.mb.entries, 1.0)
         self.wmb = self.upcoming = None
@@ -1287,6 +1329,8 @@ class _Run:
             self.lower = max(self.lower, lower)
             return
         for start in starts:
+            if deadline is not None and deadline.passed():
+                return                # its set-up alone reads no clock (seconds at 10^6)
             lower, _ = flat_mean_field(self.model, start, 100, 1e-6, deadline)
             self.lower = max(self.lower, lower)
 
@@ -1297,31 +1341,37 @@ class _Run:
         estimate and its interval at ``confidence`` (`estimate`)."""
         model, off, card = self.model, self.node_off, self.flat.card
         node, fac = self.node, self.fac
-        if node is None:                              # uniform: no beliefs were read
-            node = np.repeat(1.0 / card, card)
+        pairwise = model.skeleton if isinstance(model, FactorGraph) else model
+        edges = pairwise.edges
+        if node is None:          # uniform: no beliefs were read (no outer products at 10^6)
+            fac = pairwise.uniform_marginals() if isinstance(model, PairwiseMRF) else None
+            node = np.repeat(1.0 / card, card) if fac is None else fac[:off[-1]]
             held = self.fixed >= 0
             node[np.repeat(held, card)] = 0.0
             node[off[:-1][held] + self.fixed[held]] = 1.0
+        owned = fac                  # an array of μ's layout made for this result
         candidates = {"beliefs" if self.node is not None else "uniform": node}
         if self.bp is not None:
             candidates["loopy-bp"] = self.bp.mu[:off[-1]]
         tally = self.tally
-        chosen = (next(iter(candidates)) if tally is None else
+        chosen = (next(iter(candidates)) if tally is None or tally.ess < REFEREE_ESS else
                   choose_marginals(candidates, tally.marginals(), tally.noise(), tally.ess,
                                    off))
         if chosen not in ("beliefs", "uniform"):
             node = tally.marginals() if chosen == "samples" else candidates[chosen]
             fac = self.bp.mu if chosen == "loopy-bp" and isinstance(model, PairwiseMRF) else None
-        pairwise = model.skeleton if isinstance(model, FactorGraph) else model
-        edges = pairwise.edges
-        mu = np.zeros(pairwise.dim)
-        mu[:off[-1]] = node
         if isinstance(model, PairwiseMRF) and fac is not None:
-            mu[off[-1]:] = fac[off[-1]:]
+            # the beliefs' (or uniform) array has μ's layout, ``node`` its start: μ itself
+            mu = fac if fac is owned else fac.copy()
+            mu[:off[-1]] = node
             outer = np.flatnonzero((self.fixed[edges] >= 0).any(axis=1))
         elif fac is not None:
+            mu = np.zeros(pairwise.dim)
+            mu[:off[-1]] = node
             outer = self._factor_pairs(mu)
         else:
+            mu = np.zeros(pairwise.dim)
+            mu[:off[-1]] = node
             outer = np.arange(len(edges))
         _outer_products(mu, pairwise, outer)
         mu.flags.writeable = False                     # the result's views, no copy
@@ -1451,7 +1501,10 @@ def _cutset(run, max_entries, deadline):
 
 def _finite_tables(flat, fixed):
     """Whether every factor with a free variable (``fixed`` < 0) has finite entries only
-    (then no message is −inf, and the lower bound of mixed signs is finite)."""
+    (then no message is −inf, and the lower bound of mixed signs is finite): at once when
+    every entry is (the per-factor sums took 6.5 s on a 10^6 Potts-8 grid)."""
+    if np.isfinite(flat.table).all():
+        return True
     def per_factor(values, start):
         total = np.concatenate([[0], np.cumsum(values)])
         return total[start[1:]] - total[start[:-1]]
