@@ -22,8 +22,7 @@ class _Outcome:
 
 def _run(model, max_time=None):
     call = Deadline(max_time)
-    return wmb._Run(model, None, wmb.default_memory_limit(model.n_vars), 1e-6, call,
-                    call.share(0.1), max_time)
+    return wmb._Run(model, None, wmb.default_memory_limit(model.n_vars), 1e-6, call, max_time)
 
 
 def _passed():
