@@ -154,6 +154,39 @@ def cuthill_mckee(const long long[::1] adj_start, const int[::1] adj_var,
     return np.ascontiguousarray(np.asarray(order)[::-1])
 
 
+def bfs_forest(const long long[::1] adj_start, const int[::1] adj_var,
+               const long long[::1] roots):
+    """A breadth-first search of every component from its first variable in ``roots`` (a
+    permutation of the variables): each variable's component (numbered in the order
+    their roots come) and its depth (edges from the root), int64[n] each."""
+    cdef Py_ssize_t n = adj_start.shape[0] - 1, zz, head, tail = 0, p
+    cdef long long[::1] label = np.full(n, -1, dtype=np.int64)
+    cdef long long[::1] depth = np.zeros(n, dtype=np.int64)
+    cdef long long[::1] queue = np.empty(n, dtype=np.int64)
+    cdef long long i, j, root, components = 0
+    with nogil:
+        for zz in range(n):
+            root = roots[zz]
+            if label[root] >= 0:
+                continue
+            label[root] = components
+            queue[tail] = root
+            head = tail
+            tail += 1
+            while head < tail:
+                i = queue[head]
+                head += 1
+                for p in range(adj_start[i], adj_start[i + 1]):
+                    j = adj_var[p]
+                    if label[j] < 0:
+                        label[j] = components
+                        depth[j] = depth[i] + 1
+                        queue[tail] = j
+                        tail += 1
+            components += 1
+    return np.asarray(label), np.asarray(depth)
+
+
 cdef inline int64_t _sat_mul(int64_t a, int64_t b) noexcept nogil:
     """a * b for a, b >= 0, saturated at INT64_MAX."""
     if b and a > INT64_MAX // b:
@@ -422,25 +455,45 @@ cdef bint _push(Heap* h, Entry e) noexcept nogil:
     return True
 
 
-cdef Entry _pop(Heap* h) noexcept nogil:
-    """Remove and return the first entry of a non-empty heap (sift down)."""
-    cdef Entry top = h.items[0], last
-    cdef int64_t i = 0, child
-    h.size -= 1
-    last = h.items[h.size]
+cdef void _sift_down(Heap* h, int64_t i, Entry e) noexcept nogil:
+    """Put ``e`` at ``i`` of the heap (whose subtrees below ``i`` are heaps) and sift it
+    down."""
+    cdef int64_t child
     while True:
         child = 2 * i + 1
         if child >= h.size:
             break
         if child + 1 < h.size and _before(&h.items[child + 1], &h.items[child]):
             child += 1
-        if not _before(&h.items[child], &last):
+        if not _before(&h.items[child], &e):
             break
         h.items[i] = h.items[child]
         i = child
+    h.items[i] = e
+
+
+cdef Entry _pop(Heap* h) noexcept nogil:
+    """Remove and return the first entry of a non-empty heap (sift down)."""
+    cdef Entry top = h.items[0]
+    h.size -= 1
     if h.size:
-        h.items[i] = last
+        _sift_down(h, 0, h.items[h.size])
     return top
+
+
+cdef void _drop_stale(Heap* h, const unsigned char* done,
+                      const long long* version) noexcept nogil:
+    """Drop the entries `min_fill` would skip (of an eliminated variable, or of an older
+    version) and heapify the rest: the order of the entries popped is unchanged, and the
+    heap holds at most one entry a variable."""
+    cdef int64_t i, kept = 0
+    for i in range(h.size):
+        if not done[h.items[i].v] and h.items[i].version == version[h.items[i].v]:
+            h.items[kept] = h.items[i]
+            kept += 1
+    h.size = kept
+    for i in range(kept // 2 - 1, -1, -1):
+        _sift_down(h, i, h.items[i])
 
 
 cdef Entry _key(Adjacency* g, const int* card, const long long* rank, int v,
@@ -571,6 +624,8 @@ def min_fill(const long long[::1] adj_start, const int[::1] adj_var, const int[:
             for i in range(m):
                 lost[g.sep[i]] = 0
             w += 16 * n_touched
+            if h.size > 2 * (n - steps) + 1024:  # mostly stale: a 100x100 grid's reached 6 MB
+                _drop_stale(&h, &done[0], &version[0])
         _adj_free(&g, n)
         free(h.items)
     if q.signalled:

@@ -536,7 +536,7 @@ cdef int64_t _union(const int32_t* a, int64_t na, const int32_t* b, int64_t nb,
 
 def mini_buckets(const int[::1] card, const long long[::1] f_start, const int[::1] f_var,
                  const int[::1] fixed, const long long[::1] order, long long max_vars,
-                 double max_entries, double stop_at):
+                 double max_entries, double stop_at, double max_messages=INFINITY):
     """The mini-bucket tree of the elimination ``order`` (the free variables; ``fixed[v]``
     ≥ 0 marks the others, left out of every scope): each factor goes to the bucket of its
     first-eliminated free variable; a bucket's items (its factors, then the messages that
@@ -547,13 +547,14 @@ def mini_buckets(const int[::1] card, const long long[::1] f_start, const int[::
     whose message (its scope but the bucket's variable) joins the bucket of its next
     variable. Returns ``(c_var, c_start, c_scope, c_parent, b_start, f_cluster)`` (the
     `Tree`'s arrays; ``f_cluster[f]`` the cluster holding factor f, −1 when all its
-    variables are fixed), or None when ``stop_at`` passed first."""
+    variables are fixed), None when ``stop_at`` passed first, or False as soon as the
+    clusters' messages (entries over scope minus variable) pass ``max_messages`` entries."""
     cdef int64_t n = card.shape[0], nf = f_start.shape[0] - 1, nb = order.shape[0]
     cdef int64_t p, f, k, i, j, g, m, length, best, fewest, cid, it, n_groups = 0, mx
     cdef int64_t n_items, start
-    cdef double e, best_entries
+    cdef double e, best_entries, messages = 0.0
     cdef int status = DONE
-    cdef bint failed = False
+    cdef bint failed = False, too_large = False
     cdef Poll q
     cdef long long[::1] pos = np.full(max(n, 1), -1, dtype=np.int64)
     cdef long long[::1] head = np.full(max(nb, 1), -1, dtype=np.int64)
@@ -561,7 +562,7 @@ def mini_buckets(const int[::1] card, const long long[::1] f_start, const int[::
     cdef long long[::1] b_start = np.zeros(nb + 1, dtype=np.int64)
     cdef int[::1] f_cluster = np.full(max(nf, 1), -1, dtype=np.int32)
     # items: scope (positions, decreasing) in ``pool``, kind (factor f ≥ 0, message of
-    # cluster c as −c − 1), the next item of its bucket
+    # cluster c as −c − 1), the next item of its bucket (int32 but the pool's offsets)
     cdef Vec v[16]
     cdef Vec* it_start = &v[0]
     cdef Vec* it_len = &v[1]
@@ -604,13 +605,13 @@ def mini_buckets(const int[::1] card, const long long[::1] f_start, const int[::
                 continue
             p = pool.i32[pool.size - 1]
             it = it_start.size
-            failed = not (_push64(it_start, start) and _push64(it_len, length) and
-                          _push64(it_kind, f) and _push64(it_next, -1))
+            failed = not (_push64(it_start, start) and _push32(it_len, <int32_t>length) and
+                          _push32(it_kind, <int32_t>f) and _push32(it_next, -1))
             if not failed:
                 if tail[p] < 0:
                     head[p] = it
                 else:
-                    it_next.i64[tail[p]] = it
+                    it_next.i32[tail[p]] = <int32_t>it
                 tail[p] = it
         for p in range(nb):
             if failed:
@@ -624,12 +625,12 @@ def mini_buckets(const int[::1] card, const long long[::1] f_start, const int[::
                 if not _push64(sel, it):
                     failed = True
                     break
-                it = it_next.i64[it]
+                it = it_next.i32[it]
             if failed or not _grow(keys, sel.size, True) or not _grow(grp, sel.size, True):
                 failed = True
                 break
             for k in range(sel.size):
-                keys.i64[k] = (it_len.i64[sel.i64[k]] << 32) | k
+                keys.i64[k] = (<int64_t>it_len.i32[sel.i64[k]] << 32) | k
             qsort(keys.i64, sel.size, sizeof(int64_t), _cmp_i64)
             n_groups = 0
             g_pool.size = 0
@@ -639,12 +640,12 @@ def mini_buckets(const int[::1] card, const long long[::1] f_start, const int[::
                 for g in range(n_groups):
                     if g_len.i64[g] >= fewest:
                         continue
-                    mx = g_len.i64[g] + it_len.i64[i]
+                    mx = g_len.i64[g] + it_len.i32[i]
                     if not _grow(merged, mx, False):
                         failed = True
                         break
                     m = _union(g_pool.i32 + g_start.i64[g], g_len.i64[g],
-                               pool.i32 + it_start.i64[i], it_len.i64[i], merged.i32,
+                               pool.i32 + it_start.i64[i], it_len.i32[i], merged.i32,
                                <const int32_t*>&card[0], <const int64_t*>&order[0], &e)
                     if m <= max_vars and e <= max_entries:
                         best, fewest = g, g_len.i64[g]
@@ -654,21 +655,21 @@ def mini_buckets(const int[::1] card, const long long[::1] f_start, const int[::
                     best = n_groups
                     n_groups += 1
                     if not (_grow(g_start, n_groups, True) and _grow(g_len, n_groups, True)
-                            and _grow(g_pool, g_pool.size + it_len.i64[i], False)):
+                            and _grow(g_pool, g_pool.size + it_len.i32[i], False)):
                         failed = True
                         break
                     g_start.i64[best] = g_pool.size
-                    g_len.i64[best] = it_len.i64[i]
+                    g_len.i64[best] = it_len.i32[i]
                     memcpy(g_pool.i32 + g_pool.size, pool.i32 + it_start.i64[i],
-                           it_len.i64[i] * 4)
-                    g_pool.size += it_len.i64[i]
+                           it_len.i32[i] * 4)
+                    g_pool.size += it_len.i32[i]
                 else:                           # joined: its scope moves to the pool's end
-                    mx = g_len.i64[best] + it_len.i64[i]
+                    mx = g_len.i64[best] + it_len.i32[i]
                     if not (_grow(merged, mx, False) and _grow(g_pool, g_pool.size + mx, False)):
                         failed = True
                         break
                     m = _union(g_pool.i32 + g_start.i64[best], g_len.i64[best],
-                               pool.i32 + it_start.i64[i], it_len.i64[i], merged.i32,
+                               pool.i32 + it_start.i64[i], it_len.i32[i], merged.i32,
                                <const int32_t*>&card[0], <const int64_t*>&order[0], &e)
                     memcpy(g_pool.i32 + g_pool.size, merged.i32, m * 4)
                     g_start.i64[best] = g_pool.size
@@ -681,22 +682,27 @@ def mini_buckets(const int[::1] card, const long long[::1] f_start, const int[::
             cid = c_var.size
             for g in range(n_groups):           # the clusters
                 length = g_len.i64[g]
+                e = 1.0
                 for j in range(length):
-                    if not _push32(c_scope, <int32_t>order[g_pool.i32[g_start.i64[g] + j]]):
+                    k = order[g_pool.i32[g_start.i64[g] + j]]
+                    e *= card[k]
+                    if not _push32(c_scope, <int32_t>k):
                         failed = True
+                messages += e / card[order[p]]
                 failed = failed or not (_push32(c_var, <int32_t>order[p]) and
                                         _push32(c_parent, -1) and
                                         _push64(c_start, c_scope.size))
                 if failed:
                     break
-            if failed:
+            too_large = messages > max_messages
+            if failed or too_large:
                 break
             for k in range(sel.size):
                 i = keys.i64[k]
-                if it_kind.i64[i] >= 0:
-                    f_cluster[it_kind.i64[i]] = <int32_t>(cid + grp.i64[k])
+                if it_kind.i32[i] >= 0:
+                    f_cluster[it_kind.i32[i]] = <int32_t>(cid + grp.i64[k])
                 else:
-                    c_parent.i32[-it_kind.i64[i] - 1] = <int32_t>(cid + grp.i64[k])
+                    c_parent.i32[-it_kind.i32[i] - 1] = <int32_t>(cid + grp.i64[k])
             for g in range(n_groups):           # their messages, to the next buckets
                 length = g_len.i64[g] - 1
                 if length == 0:
@@ -709,18 +715,18 @@ def mini_buckets(const int[::1] card, const long long[::1] f_start, const int[::
                 pool.size += length
                 j = pool.i32[start + length - 1]
                 it = it_start.size
-                if not (_push64(it_start, start) and _push64(it_len, length) and
-                        _push64(it_kind, -(cid + g) - 1) and _push64(it_next, -1)):
+                if not (_push64(it_start, start) and _push32(it_len, <int32_t>length) and
+                        _push32(it_kind, <int32_t>(-(cid + g) - 1)) and _push32(it_next, -1)):
                     failed = True
                     break
                 if tail[j] < 0:
                     head[j] = it
                 else:
-                    it_next.i64[tail[j]] = it
+                    it_next.i32[tail[j]] = <int32_t>it
                 tail[j] = it
             b_start[p + 1] = c_var.size
-    out = None
-    if not failed and status == DONE:
+    out = False if too_large else None
+    if not failed and not too_large and status == DONE:
         out = (_copy32(c_var), _copy64(c_start), _copy32(c_scope), _copy32(c_parent),
                np.asarray(b_start), np.asarray(f_cluster)[:nf].copy())
     for k in range(16):

@@ -13,6 +13,7 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 
 from ._graph import Graph
+from ._symbolic import bfs_forest
 
 __all__ = ["PairwiseMRF", "Named", "Blocks", "check_names", "binary_cover"]
 
@@ -431,11 +432,8 @@ class PairwiseMRF(Named):
 
     def n_components(self):
         """Number of connected components of the graph (isolated variables count)."""
-        from scipy.sparse import coo_matrix
-        from scipy.sparse.csgraph import connected_components
-        n = self.n_vars
-        g = coo_matrix((np.ones(self.n_edges), (self.edges[:, 0], self.edges[:, 1])), shape=(n, n))
-        return int(connected_components(g, directed=False)[0])
+        label, _ = bfs_forest(self.adj_start, self.adj_var, np.arange(self.n_vars))
+        return int(label.max()) + 1 if self.n_vars else 0
 
     def is_forest(self):
         """Is the graph acyclic (a forest: E = n - components)?"""

@@ -1,16 +1,16 @@
 """The symbolic elimination kernels (fwcore/_symbolic.pyx) against their Python twins:
 the elimination game and lazy weighted min-fill on neighbour sets, scipy's reverse
-Cuthill-McKee, sorted rows; and elimination plans built with the twins equal the
-kernels'."""
+Cuthill-McKee, sorted rows, scipy's components and breadth-first depths; and elimination
+plans built with the twins equal the kernels'."""
 import math
 
 import numpy as np
 import pytest
 from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import reverse_cuthill_mckee
+from scipy.sparse.csgraph import connected_components, reverse_cuthill_mckee, shortest_path
 
 from fwcore import elimination
-from fwcore._symbolic import sorted_neighbours
+from fwcore._symbolic import bfs_forest, sorted_neighbours
 from fwcore.elimination import EliminationPlan
 from fwcore.generators import grid_edges
 from fwcore.model import PairwiseMRF
@@ -181,6 +181,25 @@ def test_sorted_neighbours():
         for v in range(m.n_vars):
             a, b = m.adj_start[v], m.adj_start[v + 1]
             np.testing.assert_array_equal(rows[a:b], np.sort(m.adj_var[a:b]))
+
+
+@pytest.mark.parametrize("seed", range(50))
+def test_bfs_forest_matches_scipy(seed):
+    """Components numbered in the order of their roots, depths = hops from the root."""
+    m = random_graph(seed)
+    n = m.n_vars
+    roots = np.random.default_rng(seed).permutation(n)
+    label, depth = bfs_forest(m.adj_start, m.adj_var, roots)
+    e = m.edges
+    g = coo_matrix((np.ones(len(e)), (e[:, 0], e[:, 1])), shape=(n, n)).tocsr()
+    count, theirs = connected_components(g, directed=False)
+    hops = shortest_path(g, directed=False, unweighted=True)
+    assert m.n_components() == count
+    firsts = roots[np.sort(np.unique(theirs[roots], return_index=True)[1])]
+    for k, root in enumerate(firsts):
+        members = theirs == theirs[root]
+        assert (label[members] == k).all()
+        np.testing.assert_array_equal(depth[members], hops[root, members])
 
 
 @pytest.mark.parametrize("seed", range(250))

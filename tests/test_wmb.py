@@ -229,6 +229,33 @@ def _twin_case(seed, ibound, twin_class=None, finite=False):
     return fg, mb, twin
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_a_tree_over_its_memory_stops(seed):
+    """`MiniBuckets` with ``max_memory``: the same tree when its two sets of messages fit,
+    `TooLarge` as soon as they pass it by one entry."""
+    from fwcore.marginals import wmb
+    _, mb, _ = _twin_case(seed, None)
+    need = 16 * mb.message_entries
+    fits = wmb.MiniBuckets(mb.flat, mb.fixed, mb.order, max_memory=need)
+    for name in ("c_var", "c_start", "c_scope", "c_parent", "b_start", "f_cluster"):
+        np.testing.assert_array_equal(getattr(fits, name), getattr(mb, name))
+    with pytest.raises(wmb.TooLarge):
+        wmb.MiniBuckets(mb.flat, mb.fixed, mb.order, max_memory=need - 16)
+
+
+def test_the_default_memory_is_in_proportion(monkeypatch):
+    """2 GiB up to a thousand variables; from 10^4 up, with the call's fixed costs, at
+    most 1.5 KB a variable (issue 39); never below 1 MiB."""
+    from fwcore.marginals import wmb
+    monkeypatch.setattr(wmb, "available_bytes", lambda: 2**40)
+    assert wmb.default_memory_limit(60) == wmb.default_memory_limit(1000) == 2**31
+    assert wmb.default_memory_limit(1500) == pytest.approx(2**31 * 1000 / 1500)
+    for n in (10**4, 3 * 10**4, 10**5, 10**6, 10**7):
+        assert 2**20 <= wmb.default_memory_limit(n) <= 1536 * n - wmb._CALL_BYTES
+    monkeypatch.setattr(wmb, "available_bytes", lambda: 2**24)
+    assert wmb.default_memory_limit(100) == 2**22
+
+
 @pytest.mark.parametrize("seed", range(16))
 @pytest.mark.parametrize("ibound", [1, 2, None])
 def test_the_kernels_are_their_numpy_twins(seed, ibound):

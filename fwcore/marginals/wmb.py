@@ -41,6 +41,7 @@ from .. import _wmb
 from ..auto import PHASE_COSTS, REFEREE_ESS, SLOW_CORE, TIME_SHARES, choose_marginals
 from ..checks import (BOOL, CALLABLE, SEED, TIME, Interval, available_bytes, check_bound_feasible,
                       check_feasible, check_model, validate_params)
+from .._symbolic import bfs_forest
 from ..elimination import bandwidth_order, order_search, stop_at
 from ..factor_graph import FactorGraph
 from ..loop import LOGGER, Callbacks, Deadline, Stopping, TimeUp, run_loop
@@ -139,26 +140,37 @@ def _elimination_order(model, flat, fixed, deadline):
     return _free_order(deque(_order_search(model, flat, fixed, deadline), maxlen=1)[0], fixed)
 
 
+class TooLarge(Exception):
+    """A mini-bucket tree whose messages alone pass the memory allowed (`MiniBuckets`)."""
+
+
 class MiniBuckets:
     """The symbolic mini-bucket tree of an elimination ``order`` (WMB's clusters), built by
     `fwcore._wmb.mini_buckets` from the model's `FlatFactors` ``flat`` and evidence states
     ``fixed`` (its docstring states the partition: mini-buckets of at most
     ``max_entries`` table entries and ``ibound`` + 1 variables, an item larger than that
-    making its own). `TimeUp` when ``deadline`` (a `fwcore.loop.Deadline`) passes first.
+    making its own). `TimeUp` when ``deadline`` (a `fwcore.loop.Deadline`) passes first,
+    `TooLarge` as soon as its messages alone pass ``max_memory`` bytes (the build stops
+    there: a 10^4-variable grid's next stage, built whole to be refused, took a quarter of
+    the run's peak memory).
 
     The tree's arrays (`fwcore._wmb.Tree`'s names): ``c_var``, ``c_start``, ``c_scope``,
     ``c_parent``, ``b_start`` (the clusters of the p-th variable of ``order``), ``f_cluster``
     (the cluster of each factor, −1 for factors of fixed variables only);
     ``cluster_entries`` (float64: each cluster's table entries)."""
 
-    def __init__(self, flat, fixed, order, max_entries=math.inf, ibound=None, deadline=None):
+    def __init__(self, flat, fixed, order, max_entries=math.inf, ibound=None, deadline=None,
+                 max_memory=math.inf):
         self.flat, self.fixed = flat, fixed
         self.order = np.ascontiguousarray(order, dtype=np.int64)
         max_vars = np.iinfo(np.int64).max if ibound is None else ibound + 1
         built = _wmb.mini_buckets(flat.card, flat.start, flat.var, fixed, self.order, max_vars,
-                                  float(max_entries), stop_at(deadline))
+                                  float(max_entries), stop_at(deadline),
+                                  max_memory / 16)   # `memory` counts two sets of messages
         if built is None:
             raise TimeUp
+        if built is False:
+            raise TooLarge
         self.c_var, self.c_start, self.c_scope, self.c_parent, self.b_start, self.f_cluster = built
         card = flat.card.astype(np.float64)
         self.cluster_entries = (np.multiply.reduceat(card[self.c_scope], self.c_start[:-1])
@@ -437,27 +449,9 @@ class BlockMeanField:
 
 def _bfs_levels(model):
     """Each variable's level in a breadth-first search of its component from the
-    component's variable of least degree (the start of the Cuthill-McKee order), by
-    scipy's search from a root joined to those starts, depths by pointer jumping."""
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import breadth_first_order, connected_components
-    n, start, var = model.n_vars, model.adj_start, model.adj_var
-    degree = np.diff(start)
-    adjacency = csr_matrix((np.ones(len(var)), var, start), shape=(n, n))
-    labels = connected_components(adjacency, directed=False)[1]
-    by_degree = np.argsort(degree, kind="stable")
-    roots = by_degree[np.unique(labels[by_degree], return_index=True)[1]]
-    rows = np.concatenate([np.repeat(np.arange(n), degree), np.full(len(roots), n)])
-    cols = np.concatenate([var, roots])
-    joined = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n + 1, n + 1))
-    parent = breadth_first_order(joined, n, return_predecessors=True)[1][:n]
-    parent = np.where(parent == n, -1, parent)
-    depth = (parent >= 0).astype(np.int64)
-    while (parent >= 0).any():
-        up = parent >= 0
-        depth[up] += depth[parent[up]]
-        parent[up] = parent[parent[up]]
-    return depth
+    component's variable of least degree (the start of the Cuthill-McKee order)."""
+    by_degree = np.argsort(np.diff(model.adj_start), kind="stable")
+    return bfs_forest(model.adj_start, model.adj_var, by_degree)[1]
 
 
 class _EdgeGroups:
@@ -546,8 +540,9 @@ _CONDITION_BRANCHES, _CONDITION_MAX_ENTRIES, _CUTSET_COVER, _CUTSET_MOST = 8, 2.
 _CONDITION_STATES, _GATHER, _CUTSET_TIME = 2**24, 2**14, 0.5
 #: importance samples: in batches of `_SAMPLE_BATCH` (fewer on a model of over
 #: `_SAMPLE_ENTRIES` / `_SAMPLE_BATCH` variables, so that a batch's labellings stay within
-#: `_SAMPLE_ENTRIES` int64s); without max_time, `_SAMPLES` of them
-_SAMPLE_BATCH, _SAMPLE_ENTRIES, _SAMPLES = 256, 2**18, 2**14
+#: `_SAMPLE_ENTRIES` int64s: a batch and its tally's temporaries took 10 MB of a 10^4-
+#: variable grid's 15 MB at 2^18); without max_time, `_SAMPLES` of them
+_SAMPLE_BATCH, _SAMPLE_ENTRIES, _SAMPLES = 256, 2**16, 2**14
 #: a stage's successor not yet looked for
 _UNKNOWN = object()
 #: the first stage's mini-buckets hold at most this many entries; each next stage 4x more
@@ -588,25 +583,32 @@ _STAGE_PASSES = 2
 #: the one pass that ended was never read and the marginals were uniform)
 _PASS_MARGIN, _FIRST_READ_PASSES = 1.1, 3
 #: the default ``memory_limit``: this share of the memory the machine has available, and
-#: at most `_SMALL_MODEL_BYTES` x (`_SMALL_MODEL_VARS` / n) or `_BYTES_PER_VARIABLE` x n,
-#: whichever is larger: models of up to about a thousand variables (the UAI ones, whose
-#: best stages take 1-2 GB: ObjectDetection_13's 2^24-entry stage 1.5 GB) get up to 2
-#: GiB; larger ones a stage in proportion to their size (a binary grid's passes at 2^8
-#: entries a mini-bucket took 2.2 KB a variable, and its interval is mostly the lower
-#: bound's: see `_LOWER_SHARE`)
-_MEMORY_SHARE, _SMALL_MODEL_BYTES, _SMALL_MODEL_VARS, _BYTES_PER_VARIABLE = (
-    0.25, 2**31, 1000, 1024)
+#: at most `_SMALL_MODEL_BYTES` x (`_SMALL_MODEL_VARS` / n) x (`_MID_MODEL_VARS` / n)^2 (no
+#: factor over 1) or `_BYTES_PER_VARIABLE` x n less `_CALL_BYTES`, whichever is larger:
+#: models of up to a thousand variables (the UAI ones, whose best stages take 1-2 GB:
+#: ObjectDetection_13's 2^24-entry stage 1.5 GB) get 2 GiB, 2 GiB x 1000/n up to two
+#: thousand (linkage_12's last stage at 60 s: 1.19 GB of 1.73), then a steep fall to a
+#: stage in proportion to the model, for a peak RSS of at most 1.5 KB a variable from
+#: 10^4 variables up (issue 39). At 10^4 a call's fixed costs outside the stage (about
+#: `_CALL_BYTES`: the trees' builds, the lower bounds' plans, the samples) are most of it;
+#: there the limit is 8.6 MB, whose stage (2^6 entries a mini-bucket, 7.0 MB) gives a
+#: 100x100 binary grid of couplings U[-3, 3] an interval of 4.8% of log Z at 60 s (12.7%
+#: at 2^4 entries, 3.3 MB; 200 MB gave U[-1, 1] 1.0% at 30 s)
+_MEMORY_SHARE, _SMALL_MODEL_BYTES, _SMALL_MODEL_VARS, _MID_MODEL_VARS = 0.25, 2**31, 1000, 2000
+_BYTES_PER_VARIABLE, _CALL_BYTES = 1024, 6 * 2**20
 
 
 def default_memory_limit(n_vars=0):
     """The default ``memory_limit`` of a model of ``n_vars`` variables (the constants
     above): `_MEMORY_SHARE` of the memory this process can allocate now
     (`fwcore.checks.available_bytes`; 16 GiB when unknown), capped in proportion to the
-    model, at least 2^26 bytes."""
+    model, at least 2^20 bytes."""
     available = available_bytes()
-    cap = max(_SMALL_MODEL_BYTES * min(1.0, _SMALL_MODEL_VARS / max(n_vars, 1)),
-              _BYTES_PER_VARIABLE * n_vars)
-    return max(2**26, min(_MEMORY_SHARE * (2**34 if available is None else available), cap))
+    n = max(n_vars, 1)
+    cap = max(_SMALL_MODEL_BYTES * min(1.0, _SMALL_MODEL_VARS / n) *
+              min(1.0, _MID_MODEL_VARS / n) ** 2,
+              _BYTES_PER_VARIABLE * n - _CALL_BYTES)
+    return max(2**20, min(_MEMORY_SHARE * (2**34 if available is None else available), cap))
 
 
 _PARAMS = {
@@ -904,11 +906,12 @@ class _Run:
         """``(tree, cap)``: the tree on ``order`` at this stage's cap, without ``ibound``
         at 4x smaller ones until it fits in ``memory_limit`` (or the cap is `_GROWTH`)."""
         cap = self.cap
-        tree = self._tree(cap, order)
-        while self.ibound is None and tree.memory > self.memory_limit and cap > _GROWTH:
+        while True:
+            last = self.ibound is not None or cap <= _GROWTH
+            tree = self._tree(cap, order, fits=not last)
+            if last or (tree is not None and tree.memory <= self.memory_limit):
+                return tree, cap
             cap /= _GROWTH
-            tree = self._tree(cap, order)
-        return tree, cap
 
     def search_orders(self):
         """The rest of the order search (`_order_search`) once, after the first pass: in
@@ -966,9 +969,15 @@ class _Run:
     def gap(self):
         return 0.0 if self.upper == self.lower else self.upper - self.lower
 
-    def _tree(self, cap, order=None):
-        return MiniBuckets(self.flat, self.fixed, self.order if order is None else order, cap,
-                           self.ibound, self.deadline)
+    def _tree(self, cap, order=None, fits=True):
+        """The tree at ``cap`` on ``order`` (None: this stage's); with ``fits``, None when
+        its messages alone pass ``memory_limit``."""
+        try:
+            return MiniBuckets(self.flat, self.fixed, self.order if order is None else order,
+                               cap, self.ibound, self.deadline,
+                               self.memory_limit if fits else math.inf)
+        except TooLarge:
+            return None
 
     def _start(self, tree):
         """A stage on ``tree`` (its successor is found when it stalls)."""
@@ -987,7 +996,7 @@ class _Run:
             while True:
                 self.cap *= _GROWTH
                 tree = self._tree(self.cap)
-                if tree.memory > self.memory_limit:
+                if tree is None or tree.memory > self.memory_limit:
                     break
                 if tree.entries > self.wmb.mb.entries or tree.exact:
                     self.upcoming = tree
