@@ -64,6 +64,19 @@ def test_score_marginal_vector_and_uniform():
     assert all(np.allclose(b.sum(), 1.0) for b in nodes + edges)
 
 
+@pytest.mark.parametrize("h, labels", [(3, 2), (100, 8)])
+def test_uniform_marginals_small_and_freshly_mapped(h, labels):
+    """u0 = 1/card_i and 1/(card_i card_j) per entry, from np.empty below 4 MB and from a
+    fresh mapping above (`fresh_array`; Potts-8 100x100: 10.8 MB)."""
+    from fwcore.model import fresh_array
+    m = gen.potts_grid(h, n_labels=labels, seed=0)
+    u0 = m.uniform_marginals()
+    sizes = np.diff(np.concatenate([m.node_off, m.edge_off[1:]]))
+    np.testing.assert_array_equal(u0, np.repeat(1.0 / sizes, sizes))
+    assert (u0.base is None) == (8 * m.dim < 2**22) and u0.flags.writeable
+    assert fresh_array(0).shape == (0,)
+
+
 def test_with_theta_shares_structure_and_from_flat_roundtrip():
     m = gen.random_clique(5, seed=3)
     m2 = PairwiseMRF.from_flat(m.card, m.edges, m.theta * 2)

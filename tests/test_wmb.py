@@ -245,13 +245,15 @@ def test_a_tree_over_its_memory_stops(seed):
 
 def test_the_default_memory_is_in_proportion(monkeypatch):
     """2 GiB up to a thousand variables; from 10^4 up, with the call's fixed costs, at
-    most 1.5 KB a variable (issue 39); never below 1 MiB."""
+    most 1.5 KB a variable (issue 39), unless an ibound chooses the tree: then a quarter
+    of the memory available; never below 1 MiB."""
     from fwcore.marginals import wmb
     monkeypatch.setattr(wmb, "available_bytes", lambda: 2**40)
     assert wmb.default_memory_limit(60) == wmb.default_memory_limit(1000) == 2**31
     assert wmb.default_memory_limit(1500) == pytest.approx(2**31 * 1000 / 1500)
     for n in (10**4, 3 * 10**4, 10**5, 10**6, 10**7):
         assert 2**20 <= wmb.default_memory_limit(n) <= 1536 * n - wmb._CALL_BYTES
+    assert wmb.default_memory_limit(10**4, ibound=10) == 2**38   # the user's tree
     monkeypatch.setattr(wmb, "available_bytes", lambda: 2**24)
     assert wmb.default_memory_limit(100) == 2**22
 

@@ -598,16 +598,16 @@ _MEMORY_SHARE, _SMALL_MODEL_BYTES, _SMALL_MODEL_VARS, _MID_MODEL_VARS = 0.25, 2*
 _BYTES_PER_VARIABLE, _CALL_BYTES = 1024, 6 * 2**20
 
 
-def default_memory_limit(n_vars=0):
+def default_memory_limit(n_vars=0, ibound=None):
     """The default ``memory_limit`` of a model of ``n_vars`` variables (the constants
     above): `_MEMORY_SHARE` of the memory this process can allocate now
     (`fwcore.checks.available_bytes`; 16 GiB when unknown), capped in proportion to the
-    model, at least 2^20 bytes."""
+    model unless an ``ibound`` chooses the tree, at least 2^20 bytes."""
     available = available_bytes()
     n = max(n_vars, 1)
-    cap = max(_SMALL_MODEL_BYTES * min(1.0, _SMALL_MODEL_VARS / n) *
-              min(1.0, _MID_MODEL_VARS / n) ** 2,
-              _BYTES_PER_VARIABLE * n - _CALL_BYTES)
+    cap = math.inf if ibound is not None else max(
+        _SMALL_MODEL_BYTES * min(1.0, _SMALL_MODEL_VARS / n) * min(1.0, _MID_MODEL_VARS / n) ** 2,
+        _BYTES_PER_VARIABLE * n - _CALL_BYTES)
     return max(2**20, min(_MEMORY_SHARE * (2**34 if available is None else available), cap))
 
 
@@ -643,8 +643,8 @@ def weighted_mini_bucket(model: PairwiseMRF | FactorGraph, *, ibound: int | None
         most ``ibound`` + 1 variables (Merlin's ``--ibound``).
     memory_limit : bytes for a stage's messages, scratch and tree (`MiniBuckets.memory`);
         None: `default_memory_limit` (a quarter of the memory available, capped in
-        proportion to the model). An ``ibound`` whose tree needs more is a ValueError,
-        before anything is allocated.
+        proportion to the model unless ``ibound`` is given). An ``ibound`` whose tree needs
+        more is a ValueError, before anything is allocated.
     max_iter : int
         passes (forward and backward).
 
@@ -765,7 +765,7 @@ def _run_wmb(model, budget, callbacks, *, ibound=None, memory_limit=None, tol=1e
     max_time = call.seconds_left()
     pairwise = model.reduced if isinstance(model, FactorGraph) else model
     check_feasible(pairwise)
-    limit = default_memory_limit(len(model.card)) if memory_limit is None else memory_limit
+    limit = default_memory_limit(len(model.card), ibound) if memory_limit is None else memory_limit
     run = _Run(model, ibound, limit, tol, call, max_time)
     check_bound_feasible(pairwise, run.upper)      # its floor found now, within the time
     outcome = run_loop(run.measure, run.step,
