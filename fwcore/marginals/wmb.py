@@ -540,9 +540,11 @@ _CONDITION_BRANCHES, _CONDITION_MAX_ENTRIES, _CUTSET_COVER, _CUTSET_MOST = 8, 2.
 _CONDITION_STATES, _GATHER, _CUTSET_TIME = 2**24, 2**14, 0.5
 #: importance samples: in batches of `_SAMPLE_BATCH` (fewer on a model of over
 #: `_SAMPLE_ENTRIES` / `_SAMPLE_BATCH` variables, so that a batch's labellings stay within
-#: `_SAMPLE_ENTRIES` int64s: a batch and its tally's temporaries took 10 MB of a 10^4-
-#: variable grid's 15 MB at 2^18); without max_time, `_SAMPLES` of them
-_SAMPLE_BATCH, _SAMPLE_ENTRIES, _SAMPLES = 256, 2**16, 2**14
+#: `_SAMPLE_ENTRIES` int64s, and their entries with the tally's temporaries, about
+#: `_SAMPLE_BYTES` / 8 bytes each, within an eighth of ``memory_limit``: at 2^18 entries
+#: they took 10 MB of a 10^4-variable grid's 15; at 2^16 on linkage_12 the bound by
+#: conditioning lost 0.5-1 nat, medians of 3); without max_time, `_SAMPLES` of them
+_SAMPLE_BATCH, _SAMPLE_ENTRIES, _SAMPLE_BYTES, _SAMPLES = 256, 2**18, 320, 2**14
 #: a stage's successor not yet looked for
 _UNKNOWN = object()
 #: the first stage's mini-buckets hold at most this many entries; each next stage 4x more
@@ -1209,7 +1211,8 @@ class _Run:
             return
         rng = np.random.default_rng(seed)
         n, m = len(self.flat.card), len(w.mb.order)
-        batch = max(1, min(_SAMPLE_BATCH, _SAMPLE_ENTRIES // max(n, 1)))
+        batch = max(1, min(_SAMPLE_BATCH, _SAMPLE_ENTRIES // max(n, 1),
+                           int(self.memory_limit // (_SAMPLE_BYTES * max(n, 1)))))
         drawn = 0
         while n_samples is None or drawn < n_samples:
             k = batch if n_samples is None else min(batch, n_samples - drawn)
